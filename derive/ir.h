@@ -1,0 +1,219 @@
+/* ir.h - the tensor-expression IR that derive/, the search and emit/ share.
+ *
+ * A stage is  L<loop vars in [lo,hi)> Σ<sum vars in [lo,hi)> { body }
+ * with a reduction kind and guards.  It reads as zero outside its loop
+ * ranges (EinNet's padding), so a stage whose ranges are tighter than its
+ * tensor's shape carries output padding.  A body is a scalar expression
+ * over accesses T[ix...] to tensors or to nested stages; each ix is an
+ * index expression in canonical form (see Ix).  Tensors read as zero
+ * outside their shape.
+ *
+ * All nodes are immutable after construction.  Constructors canonicalise
+ * (affine terms sorted and merged, commutative operands ordered) and cache
+ * a structural hash, so equal nodes compare equal with ir_*_equal in O(1)
+ * on the hash and a constructor that changes nothing may return its input.
+ * Prefix: ir_ (ix_ for index expressions). */
+#ifndef EINC_IR_H
+#define EINC_IR_H
+
+#include <stdio.h>
+#include "../lang/ast.h"
+#include "../sema/sema.h"
+
+typedef struct IrTensor IrTensor;
+typedef struct Stage Stage;
+
+/* ---- variables ---------------------------------------------------------- */
+/* Every variable has an id unique in its IrCtx; stages bind them. */
+typedef struct IrVar {
+    int id;
+    const char *name;               /* for printing; not part of identity */
+    int64_t lo, hi;                 /* half-open range */
+} IrVar;
+
+/* ---- index expressions ---------------------------------------------------
+ * Canonical form:  c + Σ coef_k * atom_k, with atoms sorted by
+ * (kind, var id or arg hash, d), no two equal atoms, no zero coef.
+ * An atom is a variable, floor(arg / d) or (arg mod d), d >= 2 (division
+ * by a negative constant is rewritten to a positive one; by 1 vanishes;
+ * constant args fold). */
+typedef enum { IX_VAR, IX_DIV, IX_MOD } IxAtomKind;
+
+typedef struct Ix Ix;
+typedef struct IxTerm {
+    int64_t coef;
+    IxAtomKind kind;
+    int var;                        /* IX_VAR */
+    const Ix *arg;                  /* IX_DIV, IX_MOD */
+    int64_t d;
+} IxTerm;
+
+struct Ix {
+    uint64_t hash;
+    int64_t c;
+    int n;
+    IxTerm t[];
+};
+
+/* ---- scalar expressions ---------------------------------------------- */
+typedef enum {
+    IE_CONST,                       /* a real number */
+    IE_INDEX,                       /* an index expression used as a value */
+    IE_ACCESS,                      /* tensor or nested stage, read as 0 outside */
+    IE_ADD,                         /* a + b    (commutative; operands ordered) */
+    IE_SUB,                         /* a - b */
+    IE_MUL,                         /* a * b    (commutative; operands ordered) */
+    IE_DIV,                         /* a / b    (real division) */
+    IE_NEG,                         /* -a */
+    IE_CALL,                        /* func(args), Func from sema.h; FN_SELECT too */
+    IE_CMP,                         /* a op b on reals: OP_EQ..OP_GE */
+    IE_ICMP,                        /* ix op 0 on integers: OP_EQ, OP_NE, OP_GE */
+    IE_AND,                         /* a && b */
+    IE_OR,                          /* a || b */
+    IE_NOT,                         /* !a */
+} IExprKind;
+
+typedef struct IExpr IExpr;
+struct IExpr {
+    IExprKind kind;
+    uint64_t hash;                  /* structural, variable ids included */
+    union {
+        double value;               /* IE_CONST */
+        const Ix *ix;               /* IE_INDEX */
+        struct {                    /* IE_ACCESS: exactly one of tensor, stage */
+            const IrTensor *tensor;
+            const Stage *stage;
+            const Ix **idx;
+            int nidx;
+        } access;
+        struct {                    /* IE_CALL */
+            Func fn;
+            const IExpr **args;
+            int nargs;
+        } call;
+        struct {                    /* IE_ICMP */
+            BinOp op;
+            const Ix *ix;
+        } icmp;
+        struct {                    /* binary kinds, IE_CMP (op), unary (a) */
+            BinOp op;
+            const IExpr *a, *b;
+        } bin;
+    };
+};
+
+/* ---- stages ---------------------------------------------------------- */
+struct Stage {
+    uint64_t hash;
+    Reduce red;                     /* RED_NONE iff nsums == 0 */
+    const IrVar *loops;
+    int nloops;
+    const IrVar *sums;
+    int nsums;
+    const IExpr **guards;           /* terms where one is false contribute nothing */
+    int nguards;
+    const IExpr *body;
+};
+
+/* ---- tensors and programs ------------------------------------------------ */
+typedef enum {
+    IT_INPUT,                       /* bound per run */
+    IT_WEIGHT,                      /* loaded once */
+    IT_STAGE,                       /* computed by `stage` */
+} IrTensorKind;
+
+struct IrTensor {
+    int id;                         /* index in IrProgram.tensors */
+    const char *name;
+    IrTensorKind kind;
+    ElemType elem;
+    int rank;
+    const int64_t *shape;
+    Loc loc;                        /* .ein location of declaration/statement */
+    bool is_output;
+    bool weight_only;               /* depends on weights only: run at load */
+    const Stage *stage;             /* IT_STAGE: nloops == rank; loop k ranges
+                                       within [0, shape[k]) */
+};
+
+typedef struct IrCtx IrCtx;
+typedef struct IrProgram {
+    IrCtx *cx;                      /* owns the nodes and variable names */
+    const char *model;
+    IrTensor **tensors;             /* topological: uses follow definitions */
+    int ntensors;
+    int *outputs;                   /* tensor ids in `output` order */
+    int noutputs;
+} IrProgram;
+
+/* ---- context: the arena and the variable table ------------------------- */
+IrCtx *ir_ctx_new(Arena *arena);
+Arena *ir_arena(IrCtx *cx);
+IrVar ir_var_new(IrCtx *cx, const char *name, int64_t lo, int64_t hi);
+const char *ir_var_name(const IrCtx *cx, int id);
+int ir_var_count(const IrCtx *cx);              /* ids are 0 .. count-1 */
+
+/* ---- constructors (all canonicalise) --------------------------------- */
+const Ix *ix_const(IrCtx *cx, int64_t c);
+const Ix *ix_var(IrCtx *cx, int var);
+const Ix *ix_add(IrCtx *cx, const Ix *a, const Ix *b);
+const Ix *ix_sub(IrCtx *cx, const Ix *a, const Ix *b);
+const Ix *ix_scale(IrCtx *cx, const Ix *a, int64_t k);
+const Ix *ix_div(IrCtx *cx, const Ix *a, int64_t d);     /* floor; d != 0 */
+const Ix *ix_mod(IrCtx *cx, const Ix *a, int64_t d);     /* sign of d; d != 0 */
+/* Replace variable `var` by `by` everywhere (re-canonicalises). */
+const Ix *ix_subst(IrCtx *cx, const Ix *a, int var, const Ix *by);
+bool ix_equal(const Ix *a, const Ix *b);
+bool ix_is_const(const Ix *a, int64_t *c);
+int64_t ix_coef(const Ix *a, int var);         /* coefficient of a plain var term */
+bool ix_uses(const Ix *a, int var);
+/* Value under an assignment env[var id] (ids index into env). */
+int64_t ix_eval(const Ix *a, const int64_t *env);
+/* Stage evaluation needs env sized ir_var_count(cx). */
+/* Conservative bounds given the ranges of variables (range_lo/hi by id). */
+void ix_bounds(const Ix *a, const int64_t *range_lo, const int64_t *range_hi,
+               int64_t *min, int64_t *max);
+
+const IExpr *ir_const(IrCtx *cx, double v);
+const IExpr *ir_index(IrCtx *cx, const Ix *ix);
+const IExpr *ir_access_tensor(IrCtx *cx, const IrTensor *t, const Ix **idx, int n);
+const IExpr *ir_access_stage(IrCtx *cx, const Stage *s, const Ix **idx, int n);
+const IExpr *ir_binary(IrCtx *cx, IExprKind k, const IExpr *a, const IExpr *b);
+const IExpr *ir_cmp(IrCtx *cx, BinOp op, const IExpr *a, const IExpr *b);
+const IExpr *ir_icmp(IrCtx *cx, BinOp op, const Ix *l, const Ix *r); /* l op r */
+const IExpr *ir_unary(IrCtx *cx, IExprKind k, const IExpr *a);       /* NEG, NOT */
+const IExpr *ir_call(IrCtx *cx, Func fn, const IExpr **args, int n);
+const Stage *ir_stage(IrCtx *cx, Reduce red, const IrVar *loops, int nloops,
+                      const IrVar *sums, int nsums, const IExpr **guards,
+                      int nguards, const IExpr *body);
+/* Substitute variable `var` by `by` in an expression (through nested stages). */
+const IExpr *ir_subst(IrCtx *cx, const IExpr *e, int var, const Ix *by);
+
+bool ir_expr_equal(const IExpr *a, const IExpr *b);
+bool ir_stage_equal(const Stage *a, const Stage *b);
+
+/* ---- fingerprints ---------------------------------------------------------
+ * Invariant under renaming bound variables (loop vars hashed by position
+ * and range, sum vars by range only) and under the order of commutative
+ * operands; changes when an index, range, tensor or operator changes. */
+uint64_t ir_fingerprint(const Stage *s);
+
+/* ---- the interpreter ---------------------------------------------------
+ * Double precision.  data[t->id] holds tensor t row-major over its shape.
+ * ir_eval_stage fills out[] (row-major over the loop ranges, i.e. element
+ * (i0..ik) at offset of (i0-lo0, ...)) and returns the element count. */
+size_t ir_eval_stage(const Stage *s, double *const *data, double *out);
+/* Evaluate every IT_STAGE tensor of p in order; data[id] must be allocated
+ * (shape product doubles) for every tensor and filled for inputs/weights.
+ * Elements outside a stage's loop ranges are set to 0. */
+void ir_eval_program(const IrProgram *p, double *const *data);
+
+/* ---- lowering and printing -------------------------------------------- */
+IrProgram *ir_lower(IrCtx *cx, const CProgram *cp);
+/* Stable text form used by `einc --emit=ir` and golden tests. */
+void ir_print_program(const IrProgram *p, FILE *fp);
+void ir_print_stage(const IrCtx *cx, const Stage *s, FILE *fp); /* L<..> Σ<..> { .. } */
+void ir_print_expr(const IrCtx *cx, const IExpr *e, FILE *fp);
+void ir_print_ix(const IrCtx *cx, const Ix *ix, FILE *fp);
+
+#endif

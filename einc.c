@@ -1,0 +1,527 @@
+/* einc.c - the command-line driver: options, the pipeline
+ *   parse -> sema -> lower -> (print IR | emit C/CUDA | Graphviz)
+ * make dependencies, and all-or-nothing output: the result is built in
+ * memory and written (through a temporary file and a rename) only when no
+ * error was reported, so a failed run never leaves a partial or clobbered
+ * file behind.  Exit status: 0 success, 1 errors in the input, 2 usage
+ * errors, 3 internal errors. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lang/lang.h"
+#include "parser/parser.h"
+#include "sema/sema.h"
+#include "derive/ir.h"
+#include "emit/emit.h"
+
+typedef enum { EMIT_DEFAULT, EMIT_IR, EMIT_C, EMIT_CUDA, EMIT_DOT } EmitKind;
+
+static const struct { const char *name; EmitKind kind; const char *ext; } emit_kinds[] = {
+    {"ir", EMIT_IR, ".ir"},
+    {"c", EMIT_C, ".c"},
+    {"cuda", EMIT_CUDA, ".cu"},
+    {"dot", EMIT_DOT, ".dot"},
+};
+#define NKINDS (sizeof emit_kinds / sizeof *emit_kinds)
+
+typedef struct Options {
+    const char *input;
+    const char *output;             /* -o; NULL: derived from the input */
+    EmitKind emit;
+    bool main;
+    VEC(const char *) defines;
+    VEC(const char *) includes;
+    bool dep_only;                  /* -M */
+    bool dep_side;                  /* -MD */
+    bool dep_phony;                 /* -MP */
+    const char *dep_file;           /* -MF */
+    VEC(const char *) dep_targets;  /* -MT */
+} Options;
+
+static Arena *arena;
+
+static void usage(FILE *fp)
+{
+    fputs(
+"Usage: einc [OPTION]... FILE\n"
+"Compile a tensor program written in the ein language (see ein(5)).\n"
+"\n"
+"Output:\n"
+"  -o FILE             write the output to FILE ('-' for standard output);\n"
+"                        default: the input's stem with the kind's extension\n"
+"      --emit=KIND     what to write: ir (the lowered program as text),\n"
+"                        c, cuda, dot; default: from -o's extension\n"
+"                        (.ir .c .cu .dot), else cuda\n"
+"      --target=T      same as --emit=T for T in c, cuda\n"
+"      --dot           same as --emit=dot\n"
+"      --main          add a main() harness to C and CUDA output\n"
+"\n"
+"Input:\n"
+"  -D NAME=VALUE       override the integer constant NAME\n"
+"  -I DIR              search DIR for imported files (after the\n"
+"                        importing file's folder)\n"
+"\n"
+"Make dependencies (as gcc writes them):\n"
+"  -M                  write a rule for the output's dependencies instead\n"
+"                        of compiling\n"
+"  -MD                 compile and also write the rule to -MF's file or\n"
+"                        the output's name with '.d' for its extension\n"
+"  -MF FILE            write the rule to FILE\n"
+"  -MT TARGET          name the rule's target (repeatable)\n"
+"  -MP                 add a phony rule for each imported file\n"
+"\n"
+"Diagnostics:\n"
+"  -W NAME, -WNAME     enable warning NAME (unused, sum-invariant)\n"
+"  -Wno-NAME           disable warning NAME\n"
+"  -Werror             treat warnings as errors\n"
+"  -w                  disable every warning\n"
+"      --max-errors=N  stop after N errors (0: no limit; default 20)\n"
+"\n"
+"  -h, --help          show this help and exit\n"
+"  -V, --version       show the version and exit\n"
+"\n"
+"Exit status: 0 success, 1 errors in the input, 2 usage errors,\n"
+"3 internal errors.\n", fp);
+}
+
+static _Noreturn void usage_error(const char *fmt, const char *arg)
+{
+    fputs("einc: error: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputs("\nTry 'einc --help' for more information.\n", stderr);
+    exit(2);
+}
+
+static bool has_suffix(const char *s, const char *suf)
+{
+    size_t n = strlen(s), m = strlen(suf);
+    return n >= m && strcmp(s + n - m, suf) == 0;
+}
+
+static void set_emit(Options *o, const char *name, const char *opt)
+{
+    for (size_t i = 0; i < NKINDS; i++) {
+        if (strcmp(emit_kinds[i].name, name) == 0) {
+            o->emit = emit_kinds[i].kind;
+            return;
+        }
+    }
+    usage_error(opt, name);
+}
+
+static void set_warning(const char *arg)
+{
+    if (strcmp(arg, "error") == 0) {
+        diag_set_werror(true);
+    } else if (strcmp(arg, "no-error") == 0) {
+        diag_set_werror(false);
+    } else if (strcmp(arg, "all") == 0 || strcmp(arg, "no-all") == 0) {
+        bool on = arg[0] != 'n';
+        for (int i = 0; diag_warning_names[i]; i++)
+            diag_set_warning(diag_warning_names[i], on);
+    } else {
+        bool on = strncmp(arg, "no-", 3) != 0;
+        if (!diag_set_warning(on ? arg : arg + 3, on))
+            usage_error("unknown warning option '-W%s'", arg);
+    }
+}
+
+/* Long options follow getopt_long's rules: "--name=value" or "--name
+ * value", and any unambiguous prefix of a name. */
+static const struct { const char *name; int has_arg; int id; } long_opts[] = {
+    {"emit", 1, 'e'}, {"target", 1, 't'}, {"dot", 0, 'g'}, {"main", 0, 'm'},
+    {"max-errors", 1, 'x'}, {"help", 0, 'h'}, {"version", 0, 'V'},
+    {"output", 1, 'o'}, {"define", 1, 'D'}, {"include", 1, 'I'},
+};
+#define NLONG (sizeof long_opts / sizeof *long_opts)
+
+static int match_long(const char *arg, const char **value)
+{
+    const char *eq = strchr(arg, '=');
+    size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
+    int found = -1, matches = 0;
+    for (size_t i = 0; i < NLONG; i++) {
+        if (strncmp(long_opts[i].name, arg, n) != 0)
+            continue;
+        if (strlen(long_opts[i].name) == n) {     /* exact match wins */
+            found = (int)i;
+            matches = 1;
+            break;
+        }
+        found = (int)i;
+        matches++;
+    }
+    if (matches == 0)
+        usage_error("unrecognized option '--%s'", arg);
+    if (matches > 1)
+        usage_error("option '--%s' is ambiguous", arg);
+    *value = eq ? eq + 1 : NULL;
+    if (eq && !long_opts[found].has_arg)
+        usage_error("option '--%s' doesn't allow an argument", arg);
+    return found;
+}
+
+static void handle(Options *o, int id, const char *val, const char *spelled)
+{
+    switch (id) {
+    case 'o':
+        if (o->output)
+            usage_error("more than one output file: '%s'", val);
+        o->output = val;
+        break;
+    case 'D':
+        vec_push(arena, &o->defines, val);
+        break;
+    case 'I':
+        vec_push(arena, &o->includes, val);
+        break;
+    case 'e':
+        set_emit(o, val, "unknown output kind '%s' (ir, c, cuda, dot)");
+        break;
+    case 't':
+        if (strcmp(val, "c") != 0 && strcmp(val, "cuda") != 0)
+            usage_error("unknown target '%s' (c, cuda)", val);
+        set_emit(o, val, "%s");
+        break;
+    case 'g': o->emit = EMIT_DOT; break;
+    case 'm': o->main = true; break;
+    case 'x': {
+        char *end;
+        long n = strtol(val, &end, 10);
+        if (*val == 0 || *end || n < 0 || n > 1000000)
+            usage_error("invalid --max-errors value '%s'", val);
+        diag_set_max_errors((int)n);
+        break;
+    }
+    case 'h': usage(stdout); exit(0);
+    case 'V':
+        printf("einc %s\n", PACKAGE_VERSION);
+        exit(0);
+    default:
+        usage_error("unrecognized option '%s'", spelled);
+    }
+}
+
+static void parse_args(Options *o, int argc, char **argv)
+{
+    bool only_files = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (only_files || a[0] != '-' || strcmp(a, "-") == 0) {
+            if (o->input)
+                usage_error("more than one input file: '%s'", a);
+            o->input = a;
+            continue;
+        }
+        if (strcmp(a, "--") == 0) {
+            only_files = true;
+            continue;
+        }
+        if (a[1] == '-') {
+            const char *val;
+            int k = match_long(a + 2, &val);
+            if (long_opts[k].has_arg && !val) {
+                if (i + 1 >= argc)
+                    usage_error("option '%s' requires an argument", a);
+                val = argv[++i];
+            }
+            handle(o, long_opts[k].id, val, a);
+            continue;
+        }
+        /* gcc-style multi-letter options first. */
+        if (strcmp(a, "-M") == 0) { o->dep_only = true; continue; }
+        if (strcmp(a, "-MD") == 0) { o->dep_side = true; continue; }
+        if (strcmp(a, "-MP") == 0) { o->dep_phony = true; continue; }
+        if (strncmp(a, "-MF", 3) == 0 || strncmp(a, "-MT", 3) == 0) {
+            const char *val = a[3] ? a + 3 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!val)
+                usage_error("option '%s' requires an argument", a);
+            if (a[2] == 'F')
+                o->dep_file = val;
+            else
+                vec_push(arena, &o->dep_targets, val);
+            continue;
+        }
+        if (strcmp(a, "-w") == 0) {
+            set_warning("no-all");
+            continue;
+        }
+        if (strchr("oDIW", a[1])) {
+            const char *val = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!val)
+                usage_error("option '%s' requires an argument", a);
+            if (a[1] == 'W')
+                set_warning(val);
+            else
+                handle(o, a[1], val, a);
+            continue;
+        }
+        if (strcmp(a, "-h") == 0 || strcmp(a, "-V") == 0) {
+            handle(o, a[1], NULL, a);
+            continue;
+        }
+        usage_error("unrecognized option '%s'", a);
+    }
+    if (!o->input)
+        usage_error("%s", "no input file");
+}
+
+/* The input's file name without folder and extension. */
+static char *stem(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    char *s = arena_strdup(arena, base);
+    char *dot = strrchr(s, '.');
+    if (dot && dot != s)
+        *dot = 0;
+    return s;
+}
+
+/* A C identifier from the stem: the default model name. */
+static char *model_name(const char *path)
+{
+    char *s = stem(strcmp(path, "-") == 0 ? "stdin" : path);
+    for (char *p = s; *p; p++)
+        if (!(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+              (*p >= '0' && *p <= '9')))
+            *p = '_';
+    if (*s == 0 || (*s >= '0' && *s <= '9'))
+        s = arena_printf(arena, "m_%s", s);
+    return s;
+}
+
+static void resolve_outputs(Options *o)
+{
+    if (o->emit == EMIT_DEFAULT && o->output && strcmp(o->output, "-") != 0) {
+        for (size_t i = 0; i < NKINDS; i++)
+            if (has_suffix(o->output, emit_kinds[i].ext))
+                o->emit = emit_kinds[i].kind;
+        if (o->emit == EMIT_DEFAULT && strcmp(o->output, "/dev/null") != 0)
+            usage_error("cannot tell what to write from the name '%s'; use "
+                        "--emit=KIND", o->output);
+    }
+    if (o->emit == EMIT_DEFAULT)
+        o->emit = EMIT_CUDA;
+    if (!o->output) {
+        const char *ext = "";
+        for (size_t i = 0; i < NKINDS; i++)
+            if (emit_kinds[i].kind == o->emit)
+                ext = emit_kinds[i].ext;
+        o->output = arena_printf(arena, "%s%s", stem(strcmp(o->input, "-") == 0
+                                                     ? "stdin" : o->input), ext);
+    }
+    if (o->main && o->emit != EMIT_C && o->emit != EMIT_CUDA)
+        usage_error("%s", "--main needs C or CUDA output");
+}
+
+/* ---- writing files all-or-nothing ---------------------------------------- */
+
+/* Write `len` bytes to `path` ("-": stdout).  A regular file (or a new one)
+ * is written through a temporary file in the same folder and renamed, so
+ * readers never see a partial file; other files (/dev/null, a pipe) are
+ * written in place. */
+static bool write_all(const char *path, const char *data, size_t len)
+{
+    if (strcmp(path, "-") == 0) {
+        if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0) {
+            fprintf(stderr, "einc: error: cannot write to standard output: %s\n",
+                    strerror(errno));
+            return false;
+        }
+        return true;
+    }
+    struct stat st;
+    bool exists = stat(path, &st) == 0;
+    if (exists && !S_ISREG(st.st_mode)) {
+        FILE *fp = fopen(path, "wb");
+        bool ok = fp && fwrite(data, 1, len, fp) == len;
+        if (fp && fclose(fp) != 0)
+            ok = false;
+        if (!ok)
+            fprintf(stderr, "einc: error: cannot write '%s': %s\n", path,
+                    strerror(errno));
+        return ok;
+    }
+    char *tmp = arena_printf(arena, "%s.tmpXXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        fprintf(stderr, "einc: error: cannot create '%s': %s\n", path,
+                strerror(errno));
+        return false;
+    }
+    mode_t mask = umask(0);
+    umask(mask);
+    fchmod(fd, exists ? (st.st_mode & 07777) : (0666 & ~mask));
+    size_t off = 0;
+    while (off < len) {
+        ssize_t n = write(fd, data + off, len - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        off += (size_t)n;
+    }
+    int saved = errno;
+    if (close(fd) != 0 && off == len)
+        saved = errno, off = 0;
+    if (off != len || rename(tmp, path) != 0) {
+        if (off == len)
+            saved = errno;
+        fprintf(stderr, "einc: error: cannot write '%s': %s\n", path,
+                strerror(saved));
+        unlink(tmp);
+        return false;
+    }
+    return true;
+}
+
+/* ---- make dependencies ---------------------------------------------------- */
+
+static void put_escaped(FILE *fp, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == ' ' || *s == '#')
+            fputc('\\', fp);
+        if (*s == '$')
+            fputc('$', fp);
+        fputc(*s, fp);
+    }
+}
+
+static char *dep_rule(const Options *o, size_t *len)
+{
+    char *buf = NULL;
+    FILE *fp = open_memstream(&buf, len);
+    if (!fp) {
+        fprintf(stderr, "einc: error: out of memory\n");
+        exit(1);
+    }
+    int col = 0;
+    if (o->dep_targets.len) {
+        for (int i = 0; i < o->dep_targets.len; i++) {
+            fputs(i ? " " : "", fp);
+            put_escaped(fp, o->dep_targets.data[i]);
+        }
+    } else {
+        put_escaped(fp, o->output);
+    }
+    fputc(':', fp);
+    col = 1;
+    for (int i = 0; i < src_count(); i++) {
+        const char *p = src_get(i)->path;
+        if (col + strlen(p) > 76) {
+            fputs(" \\\n", fp);
+            col = 0;
+        }
+        fputc(' ', fp);
+        put_escaped(fp, p);
+        col += (int)strlen(p) + 1;
+    }
+    fputc('\n', fp);
+    if (o->dep_phony) {
+        for (int i = 1; i < src_count(); i++) {
+            fputc('\n', fp);
+            put_escaped(fp, src_get(i)->path);
+            fputs(":\n", fp);
+        }
+    }
+    fclose(fp);
+    return buf;
+}
+
+static const char *dep_path(const Options *o)
+{
+    if (o->dep_file)
+        return o->dep_file;
+    if (o->dep_only)
+        return "-";
+    const char *out = o->output;
+    if (strcmp(out, "-") == 0)
+        return arena_printf(arena, "%s.d", stem(o->input));
+    const char *slash = strrchr(out, '/');
+    const char *dot = strrchr(out, '.');
+    size_t n = dot && (!slash || dot > slash) ? (size_t)(dot - out) : strlen(out);
+    return arena_printf(arena, "%.*s.d", (int)n, out);
+}
+
+/* ---- the pipeline ---------------------------------------------------------- */
+
+static char *compile(const Options *o, size_t *len)
+{
+    ParseOptions popt = {o->includes.data, o->includes.len};
+    Ast *ast = parse_file(o->input, &popt, arena);
+    if (!ast || diag_error_count())
+        return NULL;
+    SemaOptions sopt = {o->defines.data, o->defines.len, model_name(o->input)};
+    CProgram *cp = sema_check(ast, &sopt, arena);
+    if (!cp || diag_error_count())
+        return NULL;
+    if (o->dep_only) {
+        *len = 0;
+        return arena_strdup(arena, "");
+    }
+    IrCtx *cx = ir_ctx_new(arena);
+    IrProgram *p = ir_lower(cx, cp);
+    if (!p || diag_error_count())
+        return NULL;
+
+    char *buf = NULL;
+    FILE *fp = open_memstream(&buf, len);
+    if (!fp) {
+        fprintf(stderr, "einc: error: out of memory\n");
+        exit(1);
+    }
+    int rc = 0;
+    EmitOptions eo = {
+        .target = o->emit == EMIT_C ? TARGET_C : TARGET_CUDA,
+        .main = o->main,
+        .out_name = strcmp(o->output, "-") == 0 ? NULL : o->output,
+        .src_name = o->input,
+    };
+    switch (o->emit) {
+    case EMIT_IR: ir_print_program(p, fp); break;
+    case EMIT_DOT: rc = emit_dot(p, fp); break;
+    default: rc = emit_program(p, &eo, fp); break;
+    }
+    fclose(fp);
+    if (rc != 0 || diag_error_count()) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+int main(int argc, char **argv)
+{
+    arena = arena_new();
+    Options o = {0};
+    parse_args(&o, argc, argv);
+    resolve_outputs(&o);
+
+    size_t len = 0;
+    char *out = compile(&o, &len);
+    if (!out)
+        return 1;
+    if (o.dep_only || o.dep_side) {
+        size_t dlen;
+        char *rule = dep_rule(&o, &dlen);
+        bool ok = write_all(dep_path(&o), rule, dlen);
+        free(rule);
+        if (!ok)
+            return 1;
+    }
+    if (!o.dep_only && !write_all(o.output, out, len))
+        return 1;
+    if (!o.dep_only)
+        free(out);
+    arena_free(arena);
+    return 0;
+}
