@@ -1,0 +1,114 @@
+/* test_lang.c - unit tests of lang/: integer helpers, symbols, arenas,
+ * and the exact format of diagnostics. */
+#include "config.h"
+#include "lang/lang.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+#define CHECK(c) do { if (!(c)) { printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #c); failures++; } } while (0)
+
+static void test_int(void)
+{
+    /* floor division and modulo against a brute-force definition */
+    for (int64_t a = -20; a <= 20; a++) {
+        for (int64_t b = -7; b <= 7; b++) {
+            if (b == 0)
+                continue;
+            int64_t q = i64_floordiv(a, b), m = i64_floormod(a, b);
+            CHECK(q * b + m == a);
+            CHECK(b > 0 ? (m >= 0 && m < b) : (m <= 0 && m > b));
+        }
+    }
+    int64_t r;
+    CHECK(!i64_mul(INT64_MAX / 2 + 1, 2, &r));
+    CHECK(!i64_add(INT64_MAX, 1, &r));
+    CHECK(!i64_sub(INT64_MIN, 1, &r));
+    CHECK(i64_mul(-3, 4, &r) && r == -12);
+    CHECK(i64_floordiv(INT64_MIN, -1) == INT64_MIN);   /* defined wrap, no trap */
+}
+
+static void test_sym_arena(void)
+{
+    Sym a = sym_intern("conv", 4), b = sym_intern_cstr("conv"), c = sym_intern("conv3", 5);
+    CHECK(a == b && a != c && a != 0);
+    CHECK(strcmp(sym_str(c), "conv3") == 0 && sym_len(c) == 5);
+    char name[16];
+    for (int i = 0; i < 5000; i++) {          /* forces rehashing */
+        snprintf(name, sizeof name, "v%d", i);
+        CHECK(strcmp(sym_str(sym_intern_cstr(name)), name) == 0);
+    }
+    CHECK(sym_intern_cstr("v42") == sym_intern_cstr("v42"));
+
+    Arena *ar = arena_new();
+    ArenaMark m = arena_mark(ar);
+    for (int i = 0; i < 1000; i++) {
+        int *p = arena_alloc(ar, 1000);
+        CHECK(((uintptr_t)p & 15) == 0 && p[0] == 0);
+        p[0] = i;
+    }
+    arena_release(ar, m);
+    CHECK(strcmp(arena_printf(ar, "%s-%d", "x", 7), "x-7") == 0);
+    arena_free(ar);
+}
+
+static void test_diag(void)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&buf, &len);
+    diag_set_stream(fp);
+    const char *text = "input x : f32[4]\ny[i] = x[i] * q[i]\n";
+    int f = src_add("t.ein", text, strlen(text));
+    Loc q = {f, 31, 35};
+    diag_error(q, "unknown tensor '%s'", "q");
+    diag_note((Loc){f, 6, 7}, "'x' declared here");
+    diag_warning((Loc){f, 17, 18}, "unused", "tensor 'y' is never used");
+    diag_set_warning("unused", false);
+    diag_warning((Loc){f, 17, 18}, "unused", "dropped");
+    diag_note((Loc){f, 17, 18}, "dropped note");
+    diag_error(LOC_NONE, "no location");
+    fclose(fp);
+    const char *want =
+        "t.ein:2:15: error: unknown tensor 'q'\n"
+        "    2 | y[i] = x[i] * q[i]\n"
+        "      |               ^~~~\n"
+        "t.ein:1:7: note: 'x' declared here\n"
+        "    1 | input x : f32[4]\n"
+        "      |       ^\n"
+        "t.ein:2:1: warning: tensor 'y' is never used [-Wunused]\n"
+        "    2 | y[i] = x[i] * q[i]\n"
+        "      | ^\n"
+        "einc: error: no location\n";
+    if (strcmp(buf, want) != 0) {
+        printf("FAIL diag format:\n%s---- want:\n%s", buf, want);
+        failures++;
+    }
+    CHECK(diag_error_count() == 2 && diag_warning_count() == 1);
+    free(buf);
+
+    /* the error limit drops the rest with one line */
+    fp = open_memstream(&buf, &len);
+    diag_set_stream(fp);
+    diag_reset();
+    diag_set_max_errors(2);
+    for (int i = 0; i < 5; i++)
+        diag_error(LOC_NONE, "e%d", i);
+    fclose(fp);
+    CHECK(strcmp(buf, "einc: error: e0\neinc: error: e1\n"
+                      "einc: fatal error: too many errors; stopping after 2\n") == 0);
+    CHECK(diag_error_count() == 5);
+    free(buf);
+    diag_set_stream(stderr);
+}
+
+int main(void)
+{
+    test_int();
+    test_sym_arena();
+    test_diag();
+    printf("%s\n", failures ? "test_lang: FAILED" : "test_lang: ok");
+    return failures ? 1 : 0;
+}
