@@ -216,4 +216,28 @@ void ir_print_stage(const IrCtx *cx, const Stage *s, FILE *fp); /* L<..> Σ<..> 
 void ir_print_expr(const IrCtx *cx, const IExpr *e, FILE *fp);
 void ir_print_ix(const IrCtx *cx, const Ix *ix, FILE *fp);
 
+/* ---- additions by derive/ (additive; see derive/README.md) -------------- */
+/* A mark of the context: releasing it frees every node and forgets every
+ * variable made after the mark (for a search that abandons a branch). */
+typedef struct IrMark {
+    ArenaMark arena;
+    int nvars, cap;
+    void *vars, *var_ix;
+} IrMark;
+IrMark ir_ctx_mark(IrCtx *cx);
+void ir_ctx_release(IrCtx *cx, IrMark m);
+/* Whether an index coefficient overflowed int64 since the last call (the
+ * result of that constructor is then meaningless); clears the flag. */
+bool ir_ctx_overflowed(IrCtx *cx);
+const IrVar *ir_var_get(const IrCtx *cx, int id);    /* as made; NULL if none */
+/* Fold div/mod atoms whose quotient is fixed by the variable ranges:
+ * (2*a + b) / 2 with b in [0, 2) is a, and (2*a + b) % 2 is b. */
+const Ix *ix_simplify(IrCtx *cx, const Ix *a, const int64_t *range_lo,
+                      const int64_t *range_hi);
+/* ir_subst on a stage (its free variables; a bound `var` is left alone). */
+const Stage *ir_stage_subst(IrCtx *cx, const Stage *s, int var, const Ix *by);
+/* A total order on expressions consistent with ir_expr_equal (the order
+ * the constructors put commutative operands in). */
+int ir_expr_compare(const IExpr *a, const IExpr *b);
+
 #endif

@@ -1,0 +1,470 @@
+/* expr.c - scalar expression nodes.
+ *
+ * Every constructor hashes its node once (children's hashes are cached,
+ * so it is O(node)), folds constant operands, and puts the operands of
+ * commutative operators (+, *, &&, ||, ==, !=, max, min) in the order of
+ * ir_expr_cmp.  That order is total and consistent with structural
+ * equality; its first keys are chosen so that dumps read naturally: a
+ * tensor access comes before a call, a product, a sum, an index value and
+ * a constant (x[i] * 2, y[n, f] + b[f]: higher rank first, then tensor
+ * id, i.e. declaration order).  Comparisons are kept as ==, !=, <, <=
+ * (a > b is b < a); integer comparisons become `ix op 0` with op one of
+ * ==, !=, >= (ix_icmp_normal). */
+#include "config.h"
+#include "ir_impl.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CMP3(a, b) (((a) > (b)) - ((a) < (b)))
+
+static IExpr *node(IrCtx *cx, IExprKind k)
+{
+    IExpr *e = arena_alloc(cx->arena, sizeof *e);
+    e->kind = k;
+    return e;
+}
+
+static uint64_t h0(IExprKind k, int sub)
+{
+    return ir_hcomb(ir_hcomb(H_EXPR, (uint64_t)k), (uint64_t)sub);
+}
+
+bool ir_is_bool_kind(const IExpr *e)
+{
+    switch (e->kind) {
+    case IE_CMP: case IE_ICMP: case IE_AND: case IE_OR: case IE_NOT:
+        return true;
+    case IE_CONST:
+        return e->value == 0 || e->value == 1;
+    default:
+        return false;
+    }
+}
+
+/* ---- order and equality --------------------------------------------------- */
+
+static int kind_rank(IExprKind k)
+{
+    switch (k) {
+    case IE_ACCESS: return 0;
+    case IE_CALL: return 1;
+    case IE_MUL: return 2;
+    case IE_DIV: return 3;
+    case IE_ADD: return 4;
+    case IE_SUB: return 5;
+    case IE_NEG: return 6;
+    case IE_INDEX: return 7;
+    case IE_CMP: return 8;
+    case IE_ICMP: return 9;
+    case IE_NOT: return 10;
+    case IE_AND: return 11;
+    case IE_OR: return 12;
+    case IE_CONST: return 13;
+    }
+    return 14;
+}
+
+static int tensor_cmp(const IrTensor *a, const IrTensor *b)
+{
+    if (a == b)
+        return 0;
+    if (a->id != b->id)
+        return CMP3(a->id, b->id);
+    return CMP3((uintptr_t)a, (uintptr_t)b);
+}
+
+/* The structural part of the order, reached on equal hashes. */
+static int struct_cmp(const IExpr *a, const IExpr *b)
+{
+    if (a == b)
+        return 0;
+    if (a->kind != b->kind)
+        return CMP3(a->kind, b->kind);
+    int c;
+    switch (a->kind) {
+    case IE_CONST:
+        return CMP3(ir_hash_double(a->value), ir_hash_double(b->value));
+    case IE_INDEX:
+        return ix_cmp(a->ix, b->ix);
+    case IE_ACCESS:
+        if ((a->access.stage != NULL) != (b->access.stage != NULL))
+            return a->access.stage ? 1 : -1;
+        c = a->access.stage ? ir_stage_cmp(a->access.stage, b->access.stage)
+                            : tensor_cmp(a->access.tensor, b->access.tensor);
+        if (c)
+            return c;
+        if (a->access.nidx != b->access.nidx)
+            return CMP3(a->access.nidx, b->access.nidx);
+        for (int i = 0; i < a->access.nidx; i++)
+            if ((c = ix_cmp(a->access.idx[i], b->access.idx[i])))
+                return c;
+        return 0;
+    case IE_CALL:
+        if (a->call.fn != b->call.fn)
+            return CMP3(a->call.fn, b->call.fn);
+        if (a->call.nargs != b->call.nargs)
+            return CMP3(a->call.nargs, b->call.nargs);
+        for (int i = 0; i < a->call.nargs; i++)
+            if ((c = ir_expr_cmp(a->call.args[i], b->call.args[i])))
+                return c;
+        return 0;
+    case IE_ICMP:
+        if (a->icmp.op != b->icmp.op)
+            return CMP3(a->icmp.op, b->icmp.op);
+        return ix_cmp(a->icmp.ix, b->icmp.ix);
+    case IE_NEG: case IE_NOT:
+        return ir_expr_cmp(a->bin.a, b->bin.a);
+    default:                        /* binary kinds and IE_CMP */
+        if (a->bin.op != b->bin.op)
+            return CMP3(a->bin.op, b->bin.op);
+        if ((c = ir_expr_cmp(a->bin.a, b->bin.a)))
+            return c;
+        return ir_expr_cmp(a->bin.b, b->bin.b);
+    }
+}
+
+/* The smallest variable id in x (INT32_MAX for none). */
+static int first_var(const Ix *x)
+{
+    int m = INT32_MAX;
+    for (int i = 0; i < x->n; i++) {
+        int v = x->t[i].kind == IX_VAR ? x->t[i].var : first_var(x->t[i].arg);
+        m = v < m ? v : m;
+    }
+    return m;
+}
+
+int ir_expr_cmp(const IExpr *a, const IExpr *b)
+{
+    if (a == b)
+        return 0;
+    int ra = kind_rank(a->kind), rb = kind_rank(b->kind);
+    if (ra != rb)
+        return CMP3(ra, rb);
+    if (a->kind == IE_ACCESS) {
+        const IrTensor *ta = a->access.tensor, *tb = b->access.tensor;
+        if ((ta != NULL) != (tb != NULL))
+            return ta ? -1 : 1;
+        if (ta) {
+            if (ta->rank != tb->rank)
+                return CMP3(tb->rank, ta->rank);
+            if (ta->id != tb->id)
+                return CMP3(ta->id, tb->id);
+        }
+    }
+    if (a->kind == IE_ICMP) {
+        /* Guards in the order of their first variable: h before w. */
+        int fa = first_var(a->icmp.ix), fb = first_var(b->icmp.ix);
+        if (fa != fb)
+            return CMP3(fa, fb);
+    }
+    if (a->hash != b->hash)
+        return CMP3(a->hash, b->hash);
+    return struct_cmp(a, b);
+}
+
+int ir_expr_compare(const IExpr *a, const IExpr *b)
+{
+    return ir_expr_cmp(a, b);
+}
+
+bool ir_expr_equal(const IExpr *a, const IExpr *b)
+{
+    return a == b || (a->hash == b->hash && struct_cmp(a, b) == 0);
+}
+
+/* ---- leaves ------------------------------------------------------------- */
+
+const IExpr *ir_const(IrCtx *cx, double v)
+{
+    IExpr *e = node(cx, IE_CONST);
+    e->value = v;
+    e->hash = ir_hcomb(h0(IE_CONST, 0), ir_hash_double(v));
+    return e;
+}
+
+const IExpr *ir_index(IrCtx *cx, const Ix *ix)
+{
+    int64_t c;
+    if (ix_is_const(ix, &c))
+        return ir_const(cx, (double)c);
+    IExpr *e = node(cx, IE_INDEX);
+    e->ix = ix;
+    e->hash = ir_hcomb(h0(IE_INDEX, 0), ix->hash);
+    return e;
+}
+
+static const IExpr *access(IrCtx *cx, const IrTensor *t, const Stage *s,
+                           const Ix **idx, int n)
+{
+    IExpr *e = node(cx, IE_ACCESS);
+    e->access.tensor = t;
+    e->access.stage = s;
+    e->access.nidx = n;
+    e->access.idx = n ? arena_dup(cx->arena, idx, (size_t)n * sizeof *idx) : NULL;
+    uint64_t h = ir_hcomb(h0(IE_ACCESS, t ? 1 : 2),
+                          t ? ir_hcomb(H_TENSOR, (uint64_t)t->id) : s->hash);
+    for (int i = 0; i < n; i++)
+        h = ir_hcomb(h, idx[i]->hash);
+    e->hash = h;
+    return e;
+}
+
+const IExpr *ir_access_tensor(IrCtx *cx, const IrTensor *t, const Ix **idx, int n)
+{
+    if (n != t->rank)
+        ICE("access to '%s' with %d subscripts, rank %d", t->name, n, t->rank);
+    return access(cx, t, NULL, idx, n);
+}
+
+const IExpr *ir_access_stage(IrCtx *cx, const Stage *s, const Ix **idx, int n)
+{
+    if (n != s->nloops)
+        ICE("access to a stage with %d subscripts, %d loops", n, s->nloops);
+    return access(cx, NULL, s, idx, n);
+}
+
+/* ---- operators ---------------------------------------------------------- */
+
+static const IExpr *make_bin(IrCtx *cx, IExprKind k, BinOp op, const IExpr *a,
+                             const IExpr *b)
+{
+    IExpr *e = node(cx, k);
+    e->bin.op = op;
+    e->bin.a = a;
+    e->bin.b = b;
+    e->hash = ir_hcomb(ir_hcomb(h0(k, (int)op), a->hash), b ? b->hash : 0);
+    return e;
+}
+
+const IExpr *ir_binary(IrCtx *cx, IExprKind k, const IExpr *a, const IExpr *b)
+{
+    bool ca = a->kind == IE_CONST, cb = b->kind == IE_CONST;
+    switch (k) {
+    case IE_ADD: case IE_SUB: case IE_MUL: case IE_DIV:
+        if (ca && cb) {
+            double x = a->value, y = b->value;
+            return ir_const(cx, k == IE_ADD ? x + y : k == IE_SUB ? x - y
+                                : k == IE_MUL ? x * y : x / y);
+        }
+        break;
+    case IE_AND: case IE_OR: {
+        bool and = k == IE_AND;
+        if (ca && cb)
+            return ir_const(cx, and ? (a->value != 0 && b->value != 0)
+                                    : (a->value != 0 || b->value != 0));
+        if (cb) {
+            const IExpr *t = a;
+            a = b;
+            b = t;
+            ca = true;
+        }
+        if (ca) {
+            /* false && x = false, true || x = true; true && x = x and
+             * false || x = x only when x is already 0 or 1. */
+            if ((a->value != 0) != and)
+                return ir_const(cx, and ? 0 : 1);
+            if (ir_is_bool_kind(b))
+                return b;
+        }
+        break;
+    }
+    default:
+        ICE("ir_binary: kind %d is not binary", (int)k);
+    }
+    if ((k == IE_ADD || k == IE_MUL || k == IE_AND || k == IE_OR)
+        && ir_expr_cmp(a, b) > 0) {
+        const IExpr *t = a;
+        a = b;
+        b = t;
+    }
+    return make_bin(cx, k, (BinOp)0, a, b);
+}
+
+const IExpr *ir_cmp(IrCtx *cx, BinOp op, const IExpr *a, const IExpr *b)
+{
+    if (op == OP_GT || op == OP_GE) {
+        const IExpr *t = a;
+        a = b;
+        b = t;
+        op = op == OP_GT ? OP_LT : OP_LE;
+    }
+    if (a->kind == IE_CONST && b->kind == IE_CONST) {
+        double x = a->value, y = b->value;
+        bool r;
+        switch (op) {
+        case OP_EQ: r = x == y; break;
+        case OP_NE: r = x != y; break;
+        case OP_LT: r = x < y; break;
+        case OP_LE: r = x <= y; break;
+        default: ICE("ir_cmp: operator %d", (int)op);
+        }
+        return ir_const(cx, r);
+    }
+    if (op != OP_EQ && op != OP_NE && op != OP_LT && op != OP_LE)
+        ICE("ir_cmp: operator %d", (int)op);
+    if ((op == OP_EQ || op == OP_NE) && ir_expr_cmp(a, b) > 0) {
+        const IExpr *t = a;
+        a = b;
+        b = t;
+    }
+    return make_bin(cx, IE_CMP, op, a, b);
+}
+
+/* ix op 0 with op already EQ, NE or GE. */
+static const IExpr *icmp0(IrCtx *cx, BinOp op, const Ix *ix)
+{
+    bool truth;
+    ix = ix_icmp_normal(cx, op, ix, &truth);
+    if (!ix)
+        return ir_const(cx, truth);
+    IExpr *e = node(cx, IE_ICMP);
+    e->icmp.op = op;
+    e->icmp.ix = ix;
+    e->hash = ir_hcomb(h0(IE_ICMP, (int)op), ix->hash);
+    return e;
+}
+
+const IExpr *ir_icmp(IrCtx *cx, BinOp op, const Ix *l, const Ix *r)
+{
+    switch (op) {
+    case OP_EQ: case OP_NE: case OP_GE:
+        return icmp0(cx, op, ix_sub(cx, l, r));
+    case OP_GT:                     /* l > r: l - r - 1 >= 0 */
+        return icmp0(cx, OP_GE, ix_add(cx, ix_sub(cx, l, r), ix_const(cx, -1)));
+    case OP_LE:                     /* r - l >= 0 */
+        return icmp0(cx, OP_GE, ix_sub(cx, r, l));
+    case OP_LT:                     /* r - l - 1 >= 0 */
+        return icmp0(cx, OP_GE, ix_add(cx, ix_sub(cx, r, l), ix_const(cx, -1)));
+    default:
+        ICE("ir_icmp: operator %d", (int)op);
+    }
+}
+
+const IExpr *ir_unary(IrCtx *cx, IExprKind k, const IExpr *a)
+{
+    if (k == IE_NEG) {
+        if (a->kind == IE_CONST)
+            return ir_const(cx, -a->value);
+        if (a->kind == IE_NEG)
+            return a->bin.a;
+    } else if (k == IE_NOT) {
+        if (a->kind == IE_CONST)
+            return ir_const(cx, a->value == 0);
+        if (a->kind == IE_NOT && ir_is_bool_kind(a->bin.a))
+            return a->bin.a;
+        if (a->kind == IE_ICMP) {
+            if (a->icmp.op == OP_EQ)
+                return icmp0(cx, OP_NE, a->icmp.ix);
+            if (a->icmp.op == OP_NE)
+                return icmp0(cx, OP_EQ, a->icmp.ix);
+            /* !(ix >= 0) is -ix - 1 >= 0 */
+            return icmp0(cx, OP_GE, ix_add(cx, ix_scale(cx, a->icmp.ix, -1),
+                                           ix_const(cx, -1)));
+        }
+    } else {
+        ICE("ir_unary: kind %d is not unary", (int)k);
+    }
+    return make_bin(cx, k, (BinOp)0, a, NULL);
+}
+
+const IExpr *ir_call(IrCtx *cx, Func fn, const IExpr **args, int n)
+{
+    if (n != ir_func_arity(fn))
+        ICE("ir_call: %s with %d arguments", ir_func_name(fn), n);
+    const IExpr *tmp[2];
+    if (fn == FN_SELECT) {
+        if (args[0]->kind == IE_CONST)
+            return args[0]->value != 0 ? args[1] : args[2];
+        if (ir_expr_equal(args[1], args[2]))
+            return args[1];
+    } else {
+        bool all = true;
+        double v[2];
+        for (int i = 0; i < n; i++) {
+            all &= args[i]->kind == IE_CONST;
+            if (all)
+                v[i] = args[i]->value;
+        }
+        if (all)
+            return ir_const(cx, ir_func_apply(fn, v));
+        if ((fn == FN_MAX || fn == FN_MIN) && ir_expr_cmp(args[0], args[1]) > 0) {
+            tmp[0] = args[1];
+            tmp[1] = args[0];
+            args = tmp;
+        }
+    }
+    IExpr *e = node(cx, IE_CALL);
+    e->call.fn = fn;
+    e->call.nargs = n;
+    e->call.args = arena_dup(cx->arena, args, (size_t)n * sizeof *args);
+    uint64_t h = h0(IE_CALL, (int)fn);
+    for (int i = 0; i < n; i++)
+        h = ir_hcomb(h, args[i]->hash);
+    e->hash = h;
+    return e;
+}
+
+/* ---- substitution ---------------------------------------------------------- */
+
+const IExpr *ir_subst(IrCtx *cx, const IExpr *e, int var, const Ix *by)
+{
+    switch (e->kind) {
+    case IE_CONST:
+        return e;
+    case IE_INDEX: {
+        const Ix *x = ix_subst(cx, e->ix, var, by);
+        return x == e->ix ? e : ir_index(cx, x);
+    }
+    case IE_ACCESS: {
+        int n = e->access.nidx;
+        const Ix *small[8], **idx = n <= 8 ? small : xmalloc((size_t)n * sizeof *idx);
+        bool changed = false;
+        for (int i = 0; i < n; i++) {
+            idx[i] = ix_subst(cx, e->access.idx[i], var, by);
+            changed |= idx[i] != e->access.idx[i];
+        }
+        const Stage *s = e->access.stage;
+        if (s) {
+            const Stage *s2 = ir_stage_subst(cx, s, var, by);
+            changed |= s2 != s;
+            s = s2;
+        }
+        const IExpr *r = !changed ? e
+                       : s ? ir_access_stage(cx, s, idx, n)
+                           : ir_access_tensor(cx, e->access.tensor, idx, n);
+        if (idx != small)
+            free(idx);
+        return r;
+    }
+    case IE_CALL: {
+        const IExpr *args[3];
+        bool changed = false;
+        for (int i = 0; i < e->call.nargs; i++) {
+            args[i] = ir_subst(cx, e->call.args[i], var, by);
+            changed |= args[i] != e->call.args[i];
+        }
+        return changed ? ir_call(cx, e->call.fn, args, e->call.nargs) : e;
+    }
+    case IE_ICMP: {
+        const Ix *x = ix_subst(cx, e->icmp.ix, var, by);
+        return x == e->icmp.ix ? e : icmp0(cx, e->icmp.op, x);
+    }
+    case IE_NEG: case IE_NOT: {
+        const IExpr *a = ir_subst(cx, e->bin.a, var, by);
+        return a == e->bin.a ? e : ir_unary(cx, e->kind, a);
+    }
+    case IE_CMP: {
+        const IExpr *a = ir_subst(cx, e->bin.a, var, by);
+        const IExpr *b = ir_subst(cx, e->bin.b, var, by);
+        return a == e->bin.a && b == e->bin.b ? e : ir_cmp(cx, e->bin.op, a, b);
+    }
+    default: {
+        const IExpr *a = ir_subst(cx, e->bin.a, var, by);
+        const IExpr *b = ir_subst(cx, e->bin.b, var, by);
+        return a == e->bin.a && b == e->bin.b ? e : ir_binary(cx, e->kind, a, b);
+    }
+    }
+}

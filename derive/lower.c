@@ -1,0 +1,331 @@
+/* lower.c - the checked program (sema.h) into the tensor-expression IR.
+ *
+ * Each statement becomes one stage: its left-hand indices are the loop
+ * variables (ranges from sema, clipped to the tensor's shape), the indices
+ * only on the right are the sum variables, the where-guards become
+ * boolean expressions in which every integer comparison is canonical
+ * (`ix op 0`, op one of ==, !=, >=), and the body becomes a scalar
+ * expression whose subscripts are canonical index expressions.  Integer-
+ * typed subexpressions of the body are index expressions used as values
+ * (IE_INDEX); `/` there is floor division, as sema typed it.
+ *
+ * The program's tensors are renumbered so that inputs and weights come
+ * first (in sema's order), then the defined tensors in statement order,
+ * which sema made dependency order.  A defined tensor is weight-only when
+ * everything it reads is a weight or weight-only (a tensor that reads no
+ * tensor at all is weight-only too: it can be computed at load time).
+ *
+ * Sema has checked the program; what can still fail here is what sema
+ * does not promise: an index expression that is not affine (i * j), a
+ * division of indices by something that is not a non-zero constant, or
+ * coefficients that overflow 64 bits. */
+#include "config.h"
+#include "ir_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct Lower {
+    IrCtx *cx;
+    const CProgram *cp;
+    IrTensor **tmap;                /* CTensor id -> IrTensor */
+    const IrVar *vars;              /* this statement's variables, by CVar index */
+    bool failed;
+} Lower;
+
+static const Ix *lower_ix(Lower *L, const CExpr *e);
+static const IExpr *lower_real(Lower *L, const CExpr *e);
+static const IExpr *lower_bool(Lower *L, const CExpr *e);
+
+static const Ix *fail_ix(Lower *L, const CExpr *e, const char *msg)
+{
+    diag_error(e->loc, "%s", msg);
+    L->failed = true;
+    return ix_const(L->cx, 0);
+}
+
+static const Ix *lower_ix_rec(Lower *L, const CExpr *e)
+{
+    IrCtx *cx = L->cx;
+    switch (e->kind) {
+    case CE_INT:
+        return ix_const(cx, e->ival);
+    case CE_VAR:
+        return ix_var(cx, L->vars[e->var].id);
+    case CE_NEG:
+        return ix_scale(cx, lower_ix_rec(L, e->operand), -1);
+    case CE_BIN: {
+        const Ix *a = lower_ix_rec(L, e->bin.lhs);
+        const Ix *b = lower_ix_rec(L, e->bin.rhs);
+        int64_t k;
+        switch (e->bin.op) {
+        case OP_ADD:
+            return ix_add(cx, a, b);
+        case OP_SUB:
+            return ix_sub(cx, a, b);
+        case OP_MUL:
+            if (ix_is_const(a, &k))
+                return ix_scale(cx, b, k);
+            if (ix_is_const(b, &k))
+                return ix_scale(cx, a, k);
+            return fail_ix(L, e, "index expression is not affine: "
+                                 "a product of two index terms");
+        case OP_DIV: case OP_MOD:
+            if (!ix_is_const(b, &k))
+                return fail_ix(L, e, e->bin.op == OP_DIV
+                                   ? "index division by a non-constant"
+                                   : "index modulo by a non-constant");
+            if (k == 0)
+                return fail_ix(L, e, e->bin.op == OP_DIV ? "index division by zero"
+                                                         : "index modulo by zero");
+            return e->bin.op == OP_DIV ? ix_div(cx, a, k) : ix_mod(cx, a, k);
+        default:
+            break;
+        }
+        break;
+    }
+    default:
+        break;
+    }
+    return fail_ix(L, e, "expression is not an integer index expression");
+}
+
+static const Ix *lower_ix(Lower *L, const CExpr *e)
+{
+    ir_ctx_overflowed(L->cx);
+    const Ix *x = lower_ix_rec(L, e);
+    if (ir_ctx_overflowed(L->cx)) {
+        diag_error(e->loc, "index expression overflows 64-bit integers");
+        L->failed = true;
+    }
+    return x;
+}
+
+static const IExpr *access(Lower *L, const CExpr *e)
+{
+    const IrTensor *t = L->tmap[e->access.tensor];
+    int n = e->access.nidx;
+    const Ix *small[8], **idx = n <= 8 ? small : xmalloc((size_t)n * sizeof *idx);
+    for (int k = 0; k < n; k++)
+        idx[k] = lower_ix(L, e->access.idx[k]);
+    const IExpr *r;
+    if (n != t->rank) {
+        diag_error(e->loc, "'%s' has rank %d but %d subscripts", t->name, t->rank, n);
+        L->failed = true;
+        r = ir_const(L->cx, 0);
+    } else {
+        r = ir_access_tensor(L->cx, t, idx, n);
+    }
+    if (idx != small)
+        free(idx);
+    return r;
+}
+
+static bool is_cmp(BinOp op)
+{
+    return op == OP_EQ || op == OP_NE || op == OP_LT || op == OP_LE
+        || op == OP_GT || op == OP_GE;
+}
+
+static bool is_condition(const CExpr *e)
+{
+    return e->kind == CE_NOT
+        || (e->kind == CE_BIN && (is_cmp(e->bin.op) || e->bin.op == OP_AND
+                                  || e->bin.op == OP_OR));
+}
+
+static const IExpr *lower_real(Lower *L, const CExpr *e)
+{
+    IrCtx *cx = L->cx;
+    if (is_condition(e))
+        return lower_bool(L, e);
+    if (e->is_int)
+        return ir_index(cx, lower_ix(L, e));
+    switch (e->kind) {
+    case CE_INT:
+        return ir_const(cx, (double)e->ival);
+    case CE_REAL:
+        return ir_const(cx, e->rval);
+    case CE_VAR:
+        return ir_index(cx, ix_var(cx, L->vars[e->var].id));
+    case CE_ACCESS:
+        return access(L, e);
+    case CE_CALL: {
+        const IExpr *args[3];
+        int n = e->call.nargs;
+        if (n != ir_func_arity(e->call.fn) || n > 3) {
+            diag_error(e->loc, "'%s' takes %d arguments", ir_func_name(e->call.fn),
+                       ir_func_arity(e->call.fn));
+            L->failed = true;
+            return ir_const(cx, 0);
+        }
+        for (int i = 0; i < n; i++)
+            args[i] = e->call.fn == FN_SELECT && i == 0 ? lower_bool(L, e->call.args[i])
+                                                        : lower_real(L, e->call.args[i]);
+        return ir_call(cx, e->call.fn, args, n);
+    }
+    case CE_NEG:
+        return ir_unary(cx, IE_NEG, lower_real(L, e->operand));
+    case CE_NOT:
+        break;
+    case CE_BIN: {
+        const IExpr *a = lower_real(L, e->bin.lhs), *b = lower_real(L, e->bin.rhs);
+        switch (e->bin.op) {
+        case OP_ADD: return ir_binary(cx, IE_ADD, a, b);
+        case OP_SUB: return ir_binary(cx, IE_SUB, a, b);
+        case OP_MUL: return ir_binary(cx, IE_MUL, a, b);
+        case OP_DIV: return ir_binary(cx, IE_DIV, a, b);
+        default:
+            diag_error(e->loc, "'%%' needs integer operands");
+            L->failed = true;
+            return ir_const(cx, 0);
+        }
+    }
+    }
+    ICE("lower: expression kind %d", (int)e->kind);
+}
+
+/* A condition: integer comparisons become IE_ICMP, real ones IE_CMP. */
+static const IExpr *lower_bool(Lower *L, const CExpr *e)
+{
+    IrCtx *cx = L->cx;
+    if (!is_condition(e))
+        return lower_real(L, e);        /* a value used as a condition: != 0 */
+    if (e->kind == CE_NOT)
+        return ir_unary(cx, IE_NOT, lower_bool(L, e->operand));
+    BinOp op = e->bin.op;
+    if (op == OP_AND || op == OP_OR)
+        return ir_binary(cx, op == OP_AND ? IE_AND : IE_OR, lower_bool(L, e->bin.lhs),
+                         lower_bool(L, e->bin.rhs));
+    const CExpr *l = e->bin.lhs, *r = e->bin.rhs;
+    if (l->is_int && !l->is_bool && r->is_int && !r->is_bool)
+        return ir_icmp(cx, op, lower_ix(L, l), lower_ix(L, r));
+    return ir_cmp(cx, op, lower_real(L, l), lower_real(L, r));
+}
+
+static bool reads_only_weights(const IExpr *e);
+
+static bool stage_only_weights(const Stage *s)
+{
+    for (int i = 0; i < s->nguards; i++)
+        if (!reads_only_weights(s->guards[i]))
+            return false;
+    return reads_only_weights(s->body);
+}
+
+static bool reads_only_weights(const IExpr *e)
+{
+    switch (e->kind) {
+    case IE_CONST: case IE_INDEX: case IE_ICMP:
+        return true;
+    case IE_ACCESS:
+        if (e->access.stage)
+            return stage_only_weights(e->access.stage);
+        return e->access.tensor->kind == IT_WEIGHT
+            || (e->access.tensor->kind == IT_STAGE && e->access.tensor->weight_only);
+    case IE_CALL:
+        for (int i = 0; i < e->call.nargs; i++)
+            if (!reads_only_weights(e->call.args[i]))
+                return false;
+        return true;
+    case IE_NEG: case IE_NOT:
+        return reads_only_weights(e->bin.a);
+    default:
+        return reads_only_weights(e->bin.a) && reads_only_weights(e->bin.b);
+    }
+}
+
+static const Stage *lower_stmt(Lower *L, const CStmt *st, const IrTensor *out)
+{
+    IrCtx *cx = L->cx;
+    IrVar *vars = xmalloc((size_t)(st->nvars ? st->nvars : 1) * sizeof *vars);
+    for (int i = 0; i < st->nvars; i++) {
+        const CVar *v = &st->vars[i];
+        int64_t lo = v->lo, hi = v->hi;
+        if (i < st->nloops && i < out->rank) {
+            /* A loop variable never leaves its tensor's shape. */
+            if (lo < 0)
+                lo = 0;
+            if (hi > out->shape[i])
+                hi = out->shape[i];
+            if (hi < lo)
+                hi = lo;
+        }
+        vars[i] = ir_var_new(cx, v->name, lo, hi);
+    }
+    L->vars = vars;
+    if (st->nloops != out->rank) {
+        diag_error(st->loc, "'%s' has rank %d but %d indices", out->name, out->rank,
+                   st->nloops);
+        L->failed = true;
+    }
+    const IExpr **guards = xmalloc((size_t)(st->nguards ? st->nguards : 1) * sizeof *guards);
+    for (int i = 0; i < st->nguards; i++)
+        guards[i] = lower_bool(L, st->guards[i]);
+    const IExpr *body = lower_real(L, st->body);
+    int nsums = st->nvars - st->nloops;
+    Reduce red = nsums == 0 ? RED_NONE : st->red == RED_NONE ? RED_SUM : st->red;
+    const Stage *s = ir_stage(cx, red, vars, st->nloops, vars + st->nloops, nsums,
+                              guards, st->nguards, body);
+    free(guards);
+    free(vars);
+    L->vars = NULL;
+    return s;
+}
+
+static IrTensor *new_tensor(Lower *L, const CTensor *ct, int id)
+{
+    Arena *a = L->cx->arena;
+    IrTensor *t = arena_alloc(a, sizeof *t);
+    t->id = id;
+    t->name = arena_strdup(a, ct->name);
+    t->kind = ct->kind == TENSOR_INPUT ? IT_INPUT
+            : ct->kind == TENSOR_WEIGHT ? IT_WEIGHT : IT_STAGE;
+    t->elem = ct->elem;
+    t->rank = ct->rank;
+    t->shape = ct->rank ? arena_dup(a, ct->shape, (size_t)ct->rank * sizeof *ct->shape)
+                        : NULL;
+    t->loc = ct->loc;
+    t->is_output = ct->is_output;
+    return t;
+}
+
+IrProgram *ir_lower(IrCtx *cx, const CProgram *cp)
+{
+    Arena *a = cx->arena;
+    Lower L = {.cx = cx, .cp = cp};
+    L.tmap = xcalloc((size_t)(cp->ntensors ? cp->ntensors : 1), sizeof *L.tmap);
+    IrProgram *p = arena_alloc(a, sizeof *p);
+    p->cx = cx;
+    p->model = arena_strdup(a, cp->model ? cp->model : "");
+    p->tensors = arena_alloc(a, (size_t)(cp->ntensors ? cp->ntensors : 1) * sizeof *p->tensors);
+
+    int n = 0;
+    for (int i = 0; i < cp->ntensors; i++) {
+        const CTensor *ct = &cp->tensors[i];
+        if (ct->kind != TENSOR_DEFINED)
+            p->tensors[n] = L.tmap[i] = new_tensor(&L, ct, n), n++;
+    }
+    for (int i = 0; i < cp->nstmts; i++) {
+        const CStmt *st = &cp->stmts[i];
+        if (st->out < 0 || st->out >= cp->ntensors || L.tmap[st->out])
+            ICE("lower: statement %d defines tensor %d", i, st->out);
+        IrTensor *t = new_tensor(&L, &cp->tensors[st->out], n);
+        t->loc = st->loc;
+        p->tensors[n] = L.tmap[st->out] = t;
+        n++;
+        t->stage = lower_stmt(&L, st, t);
+        t->weight_only = stage_only_weights(t->stage);
+    }
+    for (int i = 0; i < cp->ntensors; i++)
+        if (!L.tmap[i])
+            ICE("lower: tensor '%s' has no definition", cp->tensors[i].name);
+    p->ntensors = n;
+
+    p->noutputs = cp->noutputs;
+    p->outputs = arena_alloc(a, (size_t)(cp->noutputs ? cp->noutputs : 1) * sizeof *p->outputs);
+    for (int i = 0; i < cp->noutputs; i++)
+        p->outputs[i] = L.tmap[cp->outputs[i]]->id;
+    free(L.tmap);
+    return L.failed ? NULL : p;
+}

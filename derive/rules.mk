@@ -1,0 +1,1 @@
+# derive/rules.mk - the derivation rules and their tests (see derive/RULES.md)

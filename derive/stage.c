@@ -1,0 +1,180 @@
+/* stage.c - stage nodes: L<loops> red<sums> { body | guards }.
+ *
+ * The constructor canonicalises what does not change the meaning: a stage
+ * without sum variables is a map (a reduction over one term is that term),
+ * sum variables are kept in id order (the order of a reduction's indices
+ * is irrelevant; the order of loop variables is the output layout and is
+ * kept), guards are split at &&, constant-true guards dropped, a constant-
+ * false guard replaces all others, and the rest sorted and deduplicated. */
+#include "config.h"
+#include "ir_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define CMP3(a, b) (((a) > (b)) - ((a) < (b)))
+
+typedef struct GuardBuf {
+    const IExpr **g;
+    int n, cap;
+    bool never;                     /* a guard is constant false */
+} GuardBuf;
+
+static void add_guard(GuardBuf *b, const IExpr *g)
+{
+    if (g->kind == IE_AND) {
+        add_guard(b, g->bin.a);
+        add_guard(b, g->bin.b);
+        return;
+    }
+    if (g->kind == IE_CONST) {
+        if (g->value == 0)
+            b->never = true;
+        return;
+    }
+    if (b->n == b->cap) {
+        b->cap = b->cap ? 2 * b->cap : 8;
+        b->g = xrealloc(b->g, (size_t)b->cap * sizeof *b->g);
+    }
+    b->g[b->n++] = g;
+}
+
+static int guard_qcmp(const void *a, const void *b)
+{
+    return ir_expr_cmp(*(const IExpr *const *)a, *(const IExpr *const *)b);
+}
+
+static uint64_t hash_vars(uint64_t h, const IrVar *v, int n)
+{
+    h = ir_hcomb(h, (uint64_t)n);
+    for (int i = 0; i < n; i++) {
+        h = ir_hcomb(h, (uint64_t)v[i].id);
+        h = ir_hcomb(h, (uint64_t)v[i].lo);
+        h = ir_hcomb(h, (uint64_t)v[i].hi);
+    }
+    return h;
+}
+
+const Stage *ir_stage(IrCtx *cx, Reduce red, const IrVar *loops, int nloops,
+                      const IrVar *sums, int nsums, const IExpr **guards,
+                      int nguards, const IExpr *body)
+{
+    if (nsums == 0)
+        red = RED_NONE;
+    else if (red == RED_NONE)
+        ICE("ir_stage: %d sum variables without a reduction", nsums);
+
+    Stage *s = arena_alloc(cx->arena, sizeof *s);
+    s->red = red;
+    s->nloops = nloops;
+    s->loops = nloops ? arena_dup(cx->arena, loops, (size_t)nloops * sizeof *loops) : NULL;
+    s->nsums = nsums;
+    if (nsums) {
+        IrVar *sv = arena_dup(cx->arena, sums, (size_t)nsums * sizeof *sums);
+        for (int i = 1; i < nsums; i++) {
+            IrVar v = sv[i];
+            int j = i;
+            for (; j > 0 && sv[j - 1].id > v.id; j--)
+                sv[j] = sv[j - 1];
+            sv[j] = v;
+        }
+        s->sums = sv;
+    }
+
+    GuardBuf gb = {0};
+    for (int i = 0; i < nguards; i++)
+        add_guard(&gb, guards[i]);
+    if (gb.never) {
+        s->nguards = 1;
+        const IExpr **g = arena_alloc(cx->arena, sizeof *g);
+        g[0] = ir_const(cx, 0);
+        s->guards = g;
+    } else if (gb.n) {
+        qsort(gb.g, (size_t)gb.n, sizeof *gb.g, guard_qcmp);
+        int k = 0;
+        for (int i = 0; i < gb.n; i++)
+            if (k == 0 || !ir_expr_equal(gb.g[k - 1], gb.g[i]))
+                gb.g[k++] = gb.g[i];
+        s->nguards = k;
+        s->guards = arena_dup(cx->arena, gb.g, (size_t)k * sizeof *gb.g);
+    }
+    free(gb.g);
+    s->body = body;
+
+    uint64_t h = ir_hcomb(H_STAGE, (uint64_t)red);
+    h = hash_vars(h, s->loops, nloops);
+    h = hash_vars(h, s->sums, nsums);
+    h = ir_hcomb(h, (uint64_t)s->nguards);
+    for (int i = 0; i < s->nguards; i++)
+        h = ir_hcomb(h, s->guards[i]->hash);
+    s->hash = ir_hcomb(h, body->hash);
+    return s;
+}
+
+static int vars_cmp(const IrVar *a, const IrVar *b, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (a[i].id != b[i].id)
+            return CMP3(a[i].id, b[i].id);
+        if (a[i].lo != b[i].lo)
+            return CMP3(a[i].lo, b[i].lo);
+        if (a[i].hi != b[i].hi)
+            return CMP3(a[i].hi, b[i].hi);
+    }
+    return 0;
+}
+
+int ir_stage_cmp(const Stage *a, const Stage *b)
+{
+    if (a == b)
+        return 0;
+    if (a->hash != b->hash)
+        return CMP3(a->hash, b->hash);
+    if (a->red != b->red)
+        return CMP3(a->red, b->red);
+    if (a->nloops != b->nloops)
+        return CMP3(a->nloops, b->nloops);
+    if (a->nsums != b->nsums)
+        return CMP3(a->nsums, b->nsums);
+    if (a->nguards != b->nguards)
+        return CMP3(a->nguards, b->nguards);
+    int c;
+    if ((c = vars_cmp(a->loops, b->loops, a->nloops)))
+        return c;
+    if ((c = vars_cmp(a->sums, b->sums, a->nsums)))
+        return c;
+    for (int i = 0; i < a->nguards; i++)
+        if ((c = ir_expr_cmp(a->guards[i], b->guards[i])))
+            return c;
+    return ir_expr_cmp(a->body, b->body);
+}
+
+bool ir_stage_equal(const Stage *a, const Stage *b)
+{
+    return a == b || (a->hash == b->hash && ir_stage_cmp(a, b) == 0);
+}
+
+const Stage *ir_stage_subst(IrCtx *cx, const Stage *s, int var, const Ix *by)
+{
+    for (int i = 0; i < s->nloops; i++)
+        if (s->loops[i].id == var)
+            return s;
+    for (int i = 0; i < s->nsums; i++)
+        if (s->sums[i].id == var)
+            return s;
+    const IExpr *small[8];
+    const IExpr **g = s->nguards <= 8 ? small : xmalloc((size_t)s->nguards * sizeof *g);
+    bool changed = false;
+    for (int i = 0; i < s->nguards; i++) {
+        g[i] = ir_subst(cx, s->guards[i], var, by);
+        changed |= g[i] != s->guards[i];
+    }
+    const IExpr *body = ir_subst(cx, s->body, var, by);
+    changed |= body != s->body;
+    const Stage *r = !changed ? s
+                   : ir_stage(cx, s->red, s->loops, s->nloops, s->sums, s->nsums,
+                              g, s->nguards, body);
+    if (g != small)
+        free(g);
+    return r;
+}
