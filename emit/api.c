@@ -1,0 +1,696 @@
+/* api.c - the C API of a generated program, named after the model:
+ *
+ *   int  M_create(M_ctx **ctx);
+ *   int  M_load_weights(M_ctx *ctx, const char *path);      safetensors
+ *   int  M_set_tensor(M_ctx *ctx, const char *name, const void *data, size_t nbytes);
+ *   int  M_get_tensor(M_ctx *ctx, const char *name, void *data, size_t nbytes);
+ *   int  M_run(M_ctx *ctx, <inputs>, <outputs> [, cudaStream_t stream]);
+ *   int  M_run_named(M_ctx *ctx [, cudaStream_t stream]);
+ *   const char *M_last_error(const M_ctx *ctx);
+ *   int  M_destroy(M_ctx *ctx);
+ *   int  M_tensor_count(void);  const M_tensor_info *M_tensor_at(int i);
+ *
+ * Every tensor has a buffer in the context (device memory on CUDA); M_run
+ * reads its inputs from and writes its outputs to the caller's pointers
+ * instead.  Weight-only stages run on the first run after a weight
+ * changed.  The generated text is written here once, with the few places
+ * where the dialects differ (memory, copies, streams, error checks)
+ * chosen by the target.  emit/README.md documents the API for users; the
+ * generated file repeats it in its header comment. */
+#include "config.h"
+#include "emit_int.h"
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <string.h>
+
+/* Append `text` with $m -> model, $M -> MODEL, $S -> ", cudaStream_t
+ * stream" on CUDA, $s -> ", stream" on CUDA (both empty on C). */
+static void tpl(Emit *em, const char *text)
+{
+    Sb *o = &em->out;
+    bool cuda = emit_is_cuda(em);
+    for (const char *s = text; *s; s++) {
+        if (*s != '$' || !s[1]) {
+            sb_putc(o, *s);
+            continue;
+        }
+        switch (*++s) {
+        case 'm': sb_puts(o, em->model); break;
+        case 'M': sb_puts(o, em->upper); break;
+        case 'S': sb_puts(o, cuda ? ", cudaStream_t stream" : ""); break;
+        case 's': sb_puts(o, cuda ? ", stream" : ""); break;
+        default: sb_putc(o, '$'); sb_putc(o, *s); break;
+        }
+    }
+}
+
+/* Is tensor t computed by the run-time kernels (not at weight load)? */
+static bool runtime_stage(const IrTensor *t)
+{
+    return t->kind == IT_STAGE && !t->weight_only;
+}
+
+/* The C parameter name of an output in M_run: its name, or name_out when
+ * the same tensor is also an input parameter. */
+static const char *out_param(Emit *em, const IrTensor *t)
+{
+    return t->kind == IT_INPUT ? arena_printf(em->arena, "%s_out", em->cname[t->id])
+                               : em->cname[t->id];
+}
+
+static void write_run_params(Emit *em, bool names)
+{
+    const IrProgram *p = em->p;
+    Sb *o = &em->out;
+    for (int i = 0; i < p->ntensors; i++) {
+        const IrTensor *t = p->tensors[i];
+        if (t->kind == IT_INPUT)
+            sb_printf(o, ",\n        const float *%s", names ? em->cname[t->id] : "");
+    }
+    for (int i = 0; i < p->noutputs; i++) {
+        const IrTensor *t = p->tensors[p->outputs[i]];
+        sb_printf(o, ",\n        float *%s", names ? out_param(em, t) : "");
+    }
+    if (emit_is_cuda(em))
+        sb_puts(o, ",\n        cudaStream_t stream");
+}
+
+static void shape_text(Sb *b, const IrTensor *t)
+{
+    sb_puts(b, "[");
+    for (int d = 0; d < t->rank; d++)
+        sb_printf(b, "%s%" PRId64, d ? ", " : "", t->shape[d]);
+    sb_puts(b, "]");
+}
+
+/* ---- the header comment: how to use this file ----------------------------- */
+
+void api_write_header_comment(Emit *em)
+{
+    const IrProgram *p = em->p;
+    Sb *o = &em->out;
+    bool cuda = emit_is_cuda(em);
+    const char *mem = cuda ? "device" : "host";
+    tpl(em,
+" *\n"
+" * C API (usable from C and C++; every function but $m_last_error returns\n"
+" * $M_OK, 0, or an error code $M_E*, and then $m_last_error(ctx) says\n"
+" * what went wrong):\n"
+" *\n"
+" *   int $m_create($m_ctx **ctx);\n"
+" *       Allocate a context and a buffer for every tensor");
+    sb_puts(o, cuda ? " on the current\n *       CUDA device" : "");
+    tpl(em,
+".  On failure *ctx is still a context to read\n"
+" *       the message from and to destroy, or NULL when even that failed\n"
+" *       ($m_last_error(NULL) then says so).\n"
+" *   int $m_load_weights($m_ctx *ctx, const char *path);\n"
+" *       Load every weight found in a safetensors file (by its .ein name,\n"
+" *       F32, matching shape); other entries of the file are ignored.\n"
+" *   int $m_set_tensor($m_ctx *ctx, const char *name, const void *data,\n"
+" *                     size_t nbytes);\n"
+" *       Set a weight or an input from host memory (row-major f32,\n"
+" *       nbytes exactly the tensor's size).\n"
+" *   int $m_get_tensor($m_ctx *ctx, const char *name, void *data,\n"
+" *                     size_t nbytes);\n"
+" *       Copy a tensor that holds a value (set, loaded or computed) to\n"
+" *       host memory.");
+    sb_puts(o, cuda ? "  $m_set_tensor and $m_get_tensor synchronise the\n"
+                      " *       device." : "");
+    sb_puts(o, "\n");
+    tpl(em, " *   int $m_run($m_ctx *ctx");
+    write_run_params(em, true);
+    tpl(em, ");\n"
+" *       Compute the outputs from the inputs, all ");
+    sb_printf(o, "%s pointers to row-major\n"
+              " *       f32 arrays that do not overlap", mem);
+    sb_puts(o, cuda ? "; the kernels are queued on\n"
+                      " *       `stream` and the call returns without waiting for them (a\n"
+                      " *       failure while they run shows at the next synchronising call).\n"
+                    : ".\n");
+    tpl(em,
+" *       Every weight must have been loaded or set.\n"
+" *   int $m_run_named($m_ctx *ctx$S);\n"
+" *       The same with the inputs set by $m_set_tensor; read the outputs\n"
+" *       with $m_get_tensor.\n"
+" *   const char *$m_last_error(const $m_ctx *ctx);\n"
+" *       The message of the latest failure.\n"
+" *   int $m_destroy($m_ctx *ctx);\n"
+" *       Free the context and its buffers.\n"
+" *   int $m_tensor_count(void);  const $m_tensor_info *$m_tensor_at(int i);\n"
+" *       Every tensor of the model: name, kind, shape.\n"
+" * Error codes: $M_EINVAL bad argument, $M_EIO file error, $M_EFORMAT bad\n"
+" * safetensors file or tensor, $M_ENOMEM out of memory, $M_ECUDA a CUDA\n"
+" * call failed, $M_EMISSING a weight or input was never set.  A context is\n"
+" * not safe to use from two threads at once.\n"
+" * To call the API from another file, declare it there with\n"
+" *     #define $M_API_ONLY\n");
+    sb_printf(o, " *     #include \"%s\"\n", em->file_base);
+    sb_puts(o, " *\n * Tensors (inputs and outputs in the order of the run parameters):\n");
+    for (int i = 0; i < p->ntensors; i++) {
+        const IrTensor *t = p->tensors[i];
+        const char *kind = t->kind == IT_INPUT ? "input" : t->kind == IT_WEIGHT ? "weight"
+                           : t->weight_only ? "computed at load" : "computed";
+        sb_printf(o, " *   %-12s %s f32", t->name, kind);
+        shape_text(o, t);
+        sb_printf(o, "%s\n", t->is_output ? ", output" : "");
+    }
+}
+
+/* ---- declarations ------------------------------------------------------------- */
+
+static void write_decls(Emit *em)
+{
+    bool cuda = emit_is_cuda(em);
+    tpl(em,
+"/* ---- API ---------------------------------------------------------------- */\n"
+"#ifndef $M_API\n"
+"#define $M_API\n");
+    sb_puts(&em->out, cuda ? "#include <cuda_runtime.h>\n" : "");
+    tpl(em,
+"#include <stddef.h>\n"
+"#include <stdint.h>\n"
+"\n"
+"#ifdef __cplusplus\n"
+"extern \"C\" {\n"
+"#endif\n"
+"\n"
+"typedef struct $m_ctx $m_ctx;\n"
+"\n"
+"enum {\n"
+"    $M_OK = 0,\n"
+"    $M_EINVAL = 1,      /* bad argument: null pointer, unknown name, wrong size */\n"
+"    $M_EIO = 2,         /* a file cannot be read or written */\n"
+"    $M_EFORMAT = 3,     /* a broken safetensors file, or a tensor of another\n"
+"                           dtype or shape in it */\n"
+"    $M_ENOMEM = 4,      /* out of host or device memory */\n"
+"    $M_ECUDA = 5,       /* a CUDA call failed */\n"
+"    $M_EMISSING = 6     /* a weight or input was never set */\n"
+"};\n"
+"\n"
+"enum { $M_INPUT = 0, $M_WEIGHT = 1, $M_COMPUTED = 2 };\n"
+"\n"
+"typedef struct $m_tensor_info {\n"
+"    const char *name;           /* as in the .ein file */\n"
+"    int kind;                   /* $M_INPUT, $M_WEIGHT, $M_COMPUTED */\n"
+"    int is_output;\n"
+"    int rank;\n"
+"    const int64_t *shape;       /* rank entries; NULL for rank 0 */\n"
+"    size_t count;               /* elements (f32) */\n"
+"} $m_tensor_info;\n"
+"\n"
+"int $m_create($m_ctx **ctx);\n"
+"int $m_load_weights($m_ctx *ctx, const char *path);\n"
+"int $m_set_tensor($m_ctx *ctx, const char *name, const void *data,\n"
+"        size_t nbytes);\n"
+"int $m_get_tensor($m_ctx *ctx, const char *name, void *data, size_t nbytes);\n"
+"int $m_run($m_ctx *ctx");
+    write_run_params(em, true);
+    tpl(em, ");\n"
+"int $m_run_named($m_ctx *ctx$S);\n"
+"const char *$m_last_error(const $m_ctx *ctx);\n"
+"int $m_destroy($m_ctx *ctx);\n"
+"int $m_tensor_count(void);\n"
+"const $m_tensor_info *$m_tensor_at(int i);\n"
+"\n"
+"#ifdef __cplusplus\n"
+"}\n"
+"#endif\n"
+"#endif /* $M_API */\n"
+"\n");
+}
+
+/* ---- the tensor table and the context ------------------------------------------ */
+
+static void write_tables(Emit *em)
+{
+    const IrProgram *p = em->p;
+    Sb *o = &em->out;
+    bool cuda = emit_is_cuda(em);
+    int nt = p->ntensors;
+    sb_printf(o, "/* ---- tensors and context ---------------------------------------------- */\n"
+              "#define EIN_NT %d\n\n", nt > 0 ? nt : 1);
+    for (int i = 0; i < nt; i++) {
+        const IrTensor *t = p->tensors[i];
+        if (t->rank == 0)
+            continue;
+        sb_printf(o, "static const int64_t ein_shape_%d[%d] = {", i, t->rank);
+        for (int d = 0; d < t->rank; d++)
+            sb_printf(o, "%s%" PRId64, d ? ", " : "", t->shape[d]);
+        sb_puts(o, "};\n");
+    }
+    tpl(em, "\nstatic const $m_tensor_info ein_tensors[EIN_NT] = {\n");
+    for (int i = 0; i < nt; i++) {
+        const IrTensor *t = p->tensors[i];
+        int64_t n = 1;
+        for (int d = 0; d < t->rank; d++)
+            n *= t->shape[d];
+        sb_printf(o, "    {\"%s\", %s_%s, %d, %d, ", t->name, em->upper,
+                  t->kind == IT_INPUT ? "INPUT" : t->kind == IT_WEIGHT ? "WEIGHT"
+                                                                    : "COMPUTED",
+                  t->is_output, t->rank);
+        if (t->rank)
+            sb_printf(o, "ein_shape_%d", i);
+        else
+            sb_puts(o, "NULL");
+        sb_printf(o, ", %" PRId64 "},\n", n);
+    }
+    if (nt == 0)
+        sb_puts(o, "    {\"\", 0, 0, 0, NULL, 0},\n");
+    sb_puts(o, "};\n\n");
+
+    tpl(em,
+"struct $m_ctx {\n"
+"    float *buf[EIN_NT];             /* one per tensor, ");
+    sb_puts(o, cuda ? "device memory */\n" : "host memory */\n");
+    tpl(em,
+"    unsigned char valid[EIN_NT];    /* holds a value */\n"
+"    int weights_changed;            /* the load-time stages must rerun */\n");
+    sb_puts(o, cuda ? "    cudaStream_t last_stream;       /* of the latest run */\n" : "");
+    tpl(em,
+"    char err[512];\n"
+"};\n"
+"\n"
+"static char ein_create_err[64] = \"\";\n"
+"\n"
+"#if defined(__GNUC__)\n"
+"__attribute__((format(printf, 3, 4)))\n"
+"#endif\n"
+"static int ein_fail($m_ctx *ctx, int rc, const char *fmt, ...)\n"
+"{\n"
+"    va_list ap;\n"
+"    va_start(ap, fmt);\n"
+"    vsnprintf(ctx->err, sizeof ctx->err, fmt, ap);\n"
+"    va_end(ap);\n"
+"    return rc;\n"
+"}\n"
+"\n");
+    if (cuda) {
+        tpl(em,
+"/* Every CUDA call goes through EIN_CUDA: a failure returns $M_ECUDA from\n"
+"   the API function with the call and CUDA's message in ctx->err. */\n"
+"static int ein_cuda_fail($m_ctx *ctx, cudaError_t e, const char *call)\n"
+"{\n"
+"    return ein_fail(ctx, e == cudaErrorMemoryAllocation ? $M_ENOMEM : $M_ECUDA,\n"
+"                    \"%s failed: %s (%s)\", call, cudaGetErrorString(e),\n"
+"                    cudaGetErrorName(e));\n"
+"}\n"
+"\n"
+"#define EIN_CUDA(call)                                                     \\\n"
+"    do {                                                                   \\\n"
+"        cudaError_t ein_e_ = (call);                                       \\\n"
+"        if (ein_e_ != cudaSuccess)                                         \\\n"
+"            return ein_cuda_fail(ctx, ein_e_, #call);                      \\\n"
+"    } while (0)\n"
+"\n"
+"/* A launch fails without a return value: ask for its error at once. */\n"
+"static int ein_launched($m_ctx *ctx, const char *kernel)\n"
+"{\n"
+"    cudaError_t e = cudaGetLastError();\n"
+"    if (e == cudaSuccess)\n"
+"        return 0;\n"
+"    return ein_fail(ctx, $M_ECUDA, \"launching kernel %s failed: %s (%s)\", kernel,\n"
+"                    cudaGetErrorString(e), cudaGetErrorName(e));\n"
+"}\n"
+"\n");
+    }
+    tpl(em,
+"static int ein_find($m_ctx *ctx, const char *name)\n"
+"{\n"
+"    if (!name)\n"
+"        return ein_fail(ctx, $M_EINVAL, \"tensor name is a null pointer\"), -1;\n"
+"    for (int i = 0; i < EIN_NT; i++)\n"
+"        if (strcmp(ein_tensors[i].name, name) == 0)\n"
+"            return i;\n"
+"    ein_fail(ctx, $M_EINVAL, \"the model has no tensor named '%s'\", name);\n"
+"    return -1;\n"
+"}\n"
+"\n");
+}
+
+/* ---- the stages: launches in program order -------------------------------------- */
+
+static void write_stage_runner(Emit *em, const char *fn, bool weight_only)
+{
+    Sb *o = &em->out;
+    bool cuda = emit_is_cuda(em);
+    bool any = false;
+    for (int i = 0; i < em->nkernels; i++)
+        any |= em->kernels[i].out->weight_only == weight_only;
+    sb_printf(o, "static int %s(", fn);
+    tpl(em, "$m_ctx *ctx, float *const *p$S)\n{\n");
+    if (!any) {
+        sb_printf(o, "    (void)ctx;\n    (void)p;\n%s    return 0;\n}\n\n",
+                  cuda ? "    (void)stream;\n" : "");
+        return;
+    }
+    if (cuda)
+        sb_puts(o, "    int rc;\n");
+    else
+        sb_puts(o, "    (void)ctx;\n");
+    for (int i = 0; i < em->nkernels; i++) {
+        const Kernel *k = &em->kernels[i];
+        if (k->out->weight_only != weight_only)
+            continue;
+        sb_printf(o, "    /* %s */\n", k->out->name);
+        if (cuda)
+            cuda_write_launch(em, k, "    ");
+        else
+            c_write_launch(em, k, "    ");
+    }
+    sb_puts(o, "    return 0;\n}\n\n");
+}
+
+/* ---- the API functions ------------------------------------------------------------ */
+
+static void write_create_destroy(Emit *em)
+{
+    bool cuda = emit_is_cuda(em);
+    tpl(em,
+"int $m_create($m_ctx **out)\n"
+"{\n"
+"    $m_ctx *ctx;\n"
+"    if (!out)\n"
+"        return $M_EINVAL;\n"
+"    *out = ctx = ($m_ctx *)calloc(1, sizeof *ctx);\n"
+"    if (!ctx) {\n"
+"        snprintf(ein_create_err, sizeof ein_create_err,\n"
+"                 \"out of host memory for the context\");\n"
+"        return $M_ENOMEM;\n"
+"    }\n"
+"    ctx->weights_changed = 1;\n"
+"    for (int i = 0; i < EIN_NT; i++) {\n"
+"        size_t bytes = ein_tensors[i].count * sizeof(float);\n");
+    if (cuda)
+        tpl(em,
+"        cudaError_t e = cudaMalloc((void **)&ctx->buf[i], bytes);\n"
+"        if (e != cudaSuccess) {\n"
+"            ctx->buf[i] = NULL;\n"
+"            return ein_fail(ctx, e == cudaErrorMemoryAllocation ? $M_ENOMEM : $M_ECUDA,\n"
+"                            \"cannot allocate %zu bytes of device memory for tensor \"\n"
+"                            \"'%s': %s\", bytes, ein_tensors[i].name,\n"
+"                            cudaGetErrorString(e));\n"
+"        }\n");
+    else
+        tpl(em,
+"        ctx->buf[i] = (float *)calloc(ein_tensors[i].count, sizeof(float));\n"
+"        if (!ctx->buf[i])\n"
+"            return ein_fail(ctx, $M_ENOMEM, \"cannot allocate %zu bytes for tensor '%s'\",\n"
+"                            bytes, ein_tensors[i].name);\n");
+    tpl(em,
+"    }\n"
+"    return $M_OK;\n"
+"}\n"
+"\n"
+"int $m_destroy($m_ctx *ctx)\n"
+"{\n"
+"    int rc = $M_OK;\n"
+"    if (!ctx)\n"
+"        return rc;\n"
+"    for (int i = 0; i < EIN_NT; i++)\n");
+    if (cuda)
+        tpl(em,
+"        if (ctx->buf[i] && cudaFree(ctx->buf[i]) != cudaSuccess)\n"
+"            rc = $M_ECUDA;      /* the context is gone: no message */\n");
+    else
+        tpl(em,
+"        free(ctx->buf[i]);\n");
+    tpl(em,
+"    free(ctx);\n"
+"    return rc;\n"
+"}\n"
+"\n"
+"const char *$m_last_error(const $m_ctx *ctx)\n"
+"{\n"
+"    return ctx ? ctx->err : ein_create_err;\n"
+"}\n"
+"\n"
+"int $m_tensor_count(void)\n"
+"{\n"
+"    return EIN_NT;\n"
+"}\n"
+"\n"
+"const $m_tensor_info *$m_tensor_at(int i)\n"
+"{\n"
+"    return i >= 0 && i < EIN_NT ? &ein_tensors[i] : NULL;\n"
+"}\n"
+"\n");
+}
+
+static void write_load_set_get(Emit *em)
+{
+    bool cuda = emit_is_cuda(em);
+    tpl(em,
+"static int ein_st_code(int st)\n"
+"{\n"
+"    return st == ST_EIO ? $M_EIO : st == ST_ENOMEM ? $M_ENOMEM : $M_EFORMAT;\n"
+"}\n"
+"\n"
+"int $m_load_weights($m_ctx *ctx, const char *path)\n"
+"{\n"
+"    char msg[ST_ERRLEN];\n"
+"    StFile *f;\n"
+"    int st;\n"
+"    if (!ctx)\n"
+"        return $M_EINVAL;\n"
+"    if (!path)\n"
+"        return ein_fail(ctx, $M_EINVAL, \"weights file name is a null pointer\");\n"
+"    if ((st = st_open(path, &f, msg, sizeof msg)) != ST_OK)\n"
+"        return ein_fail(ctx, ein_st_code(st), \"%s\", msg);\n"
+"    for (int i = 0; i < EIN_NT; i++) {\n"
+"        const $m_tensor_info *t = &ein_tensors[i];\n"
+"        size_t bytes = t->count * sizeof(float);\n"
+"        if (t->kind != $M_WEIGHT || !st_find(f, t->name))\n"
+"            continue;\n");
+    if (cuda)
+        tpl(em,
+"        /* Through host memory: the file is in host memory already. */\n"
+"        void *host = malloc(bytes);\n"
+"        if (!host) {\n"
+"            st_close(f);\n"
+"            return ein_fail(ctx, $M_ENOMEM, \"out of host memory for weight '%s'\",\n"
+"                            t->name);\n"
+"        }\n"
+"        st = st_read(f, t->name, ST_F32, t->rank, t->shape, host, bytes, msg,\n"
+"                     sizeof msg);\n"
+"        cudaError_t e = st == ST_OK ? cudaMemcpy(ctx->buf[i], host, bytes,\n"
+"                                                 cudaMemcpyHostToDevice)\n"
+"                                    : cudaSuccess;\n"
+"        free(host);\n"
+"        if (st != ST_OK || e != cudaSuccess) {\n"
+"            st_close(f);\n"
+"            if (st != ST_OK)\n"
+"                return ein_fail(ctx, ein_st_code(st), \"%s\", msg);\n"
+"            return ein_cuda_fail(ctx, e, \"cudaMemcpy (loading a weight)\");\n"
+"        }\n");
+    else
+        tpl(em,
+"        st = st_read(f, t->name, ST_F32, t->rank, t->shape, ctx->buf[i], bytes,\n"
+"                     msg, sizeof msg);\n"
+"        if (st != ST_OK) {\n"
+"            st_close(f);\n"
+"            return ein_fail(ctx, ein_st_code(st), \"%s\", msg);\n"
+"        }\n");
+    tpl(em,
+"        ctx->valid[i] = 1;\n"
+"        ctx->weights_changed = 1;\n"
+"    }\n"
+"    st_close(f);\n");
+    if (cuda)
+        tpl(em, "    EIN_CUDA(cudaDeviceSynchronize());\n");
+    tpl(em,
+"    return $M_OK;\n"
+"}\n"
+"\n"
+"int $m_set_tensor($m_ctx *ctx, const char *name, const void *data, size_t nbytes)\n"
+"{\n"
+"    if (!ctx)\n"
+"        return $M_EINVAL;\n"
+"    int i = ein_find(ctx, name);\n"
+"    if (i < 0)\n"
+"        return $M_EINVAL;\n"
+"    const $m_tensor_info *t = &ein_tensors[i];\n"
+"    if (t->kind == $M_COMPUTED)\n"
+"        return ein_fail(ctx, $M_EINVAL, \"tensor '%s' is computed by the model; only \"\n"
+"                        \"inputs and weights can be set\", name);\n"
+"    if (!data)\n"
+"        return ein_fail(ctx, $M_EINVAL, \"data for tensor '%s' is a null pointer\", name);\n"
+"    if (nbytes != t->count * sizeof(float))\n"
+"        return ein_fail(ctx, $M_EINVAL, \"tensor '%s' takes %zu bytes, not %zu\", name,\n"
+"                        t->count * sizeof(float), nbytes);\n");
+    if (cuda)
+        tpl(em,
+"    EIN_CUDA(cudaMemcpy(ctx->buf[i], data, nbytes, cudaMemcpyHostToDevice));\n"
+"    EIN_CUDA(cudaDeviceSynchronize());\n");
+    else
+        tpl(em,
+"    memcpy(ctx->buf[i], data, nbytes);\n");
+    tpl(em,
+"    ctx->valid[i] = 1;\n"
+"    if (t->kind == $M_WEIGHT)\n"
+"        ctx->weights_changed = 1;\n"
+"    return $M_OK;\n"
+"}\n"
+"\n"
+"int $m_get_tensor($m_ctx *ctx, const char *name, void *data, size_t nbytes)\n"
+"{\n"
+"    if (!ctx)\n"
+"        return $M_EINVAL;\n"
+"    int i = ein_find(ctx, name);\n"
+"    if (i < 0)\n"
+"        return $M_EINVAL;\n"
+"    const $m_tensor_info *t = &ein_tensors[i];\n"
+"    if (!data)\n"
+"        return ein_fail(ctx, $M_EINVAL, \"buffer for tensor '%s' is a null pointer\",\n"
+"                        name);\n"
+"    if (nbytes != t->count * sizeof(float))\n"
+"        return ein_fail(ctx, $M_EINVAL, \"tensor '%s' has %zu bytes, not %zu\", name,\n"
+"                        t->count * sizeof(float), nbytes);\n"
+"    if (!ctx->valid[i])\n"
+"        return ein_fail(ctx, $M_EMISSING, \"tensor '%s' holds no value: it was not \"\n"
+"                        \"set, loaded or computed (outputs of $m_run go to the \"\n"
+"                        \"caller's buffers)\", name);\n");
+    if (cuda)
+        tpl(em,
+"    EIN_CUDA(cudaStreamSynchronize(ctx->last_stream));\n"
+"    EIN_CUDA(cudaMemcpy(data, ctx->buf[i], nbytes, cudaMemcpyDeviceToHost));\n");
+    else
+        tpl(em,
+"    memcpy(data, ctx->buf[i], nbytes);\n");
+    tpl(em,
+"    return $M_OK;\n"
+"}\n"
+"\n");
+}
+
+/* ein_run: check the weights, run the load-time stages if a weight
+ * changed, then the run-time stages. */
+static void write_run(Emit *em)
+{
+    const IrProgram *p = em->p;
+    Sb *o = &em->out;
+    bool cuda = emit_is_cuda(em);
+    tpl(em,
+"static int ein_run($m_ctx *ctx, float *const *p$S)\n"
+"{\n"
+"    int rc;\n"
+"    for (int i = 0; i < EIN_NT; i++)\n"
+"        if (ein_tensors[i].kind == $M_WEIGHT && !ctx->valid[i])\n"
+"            return ein_fail(ctx, $M_EMISSING, \"weight '%s' was never loaded or set\",\n"
+"                            ein_tensors[i].name);\n"
+"    if (ctx->weights_changed) {\n"
+"        if ((rc = ein_load_stages(ctx, ctx->buf$s)) != 0)\n"
+"            return rc;\n"
+"        for (int i = 0; i < EIN_NT; i++)\n"
+"            if (ein_tensors[i].kind == $M_COMPUTED)\n"
+"                ctx->valid[i] = 0;\n");
+    for (int i = 0; i < p->ntensors; i++)
+        if (p->tensors[i]->weight_only && p->tensors[i]->kind == IT_STAGE)
+            sb_printf(o, "        ctx->valid[%d] = 1;\n", i);
+    tpl(em,
+"        ctx->weights_changed = 0;\n"
+"    }\n"
+"    if ((rc = ein_run_stages(ctx, p$s)) != 0)\n"
+"        return rc;\n");
+    sb_puts(o, cuda ? "    ctx->last_stream = stream;\n" : "");
+    sb_puts(o, "    return 0;\n}\n\n");
+
+    /* The positional run. */
+    tpl(em, "int $m_run($m_ctx *ctx");
+    write_run_params(em, true);
+    tpl(em, ")\n{\n"
+"    float *ein_p[EIN_NT];     /* prefixed: a tensor may be named p */\n"
+"    int ein_rc;\n"
+"    if (!ctx)\n"
+"        return $M_EINVAL;\n");
+    for (int i = 0; i < p->ntensors; i++) {
+        const IrTensor *t = p->tensors[i];
+        if (t->kind == IT_INPUT)
+            sb_printf(o, "    if (!%s)\n        return ein_fail(ctx, %s_EINVAL, "
+                      "\"input '%s' is a null pointer\");\n", em->cname[t->id], em->upper,
+                      t->name);
+    }
+    for (int i = 0; i < p->noutputs; i++) {
+        const IrTensor *t = p->tensors[p->outputs[i]];
+        sb_printf(o, "    if (!%s)\n        return ein_fail(ctx, %s_EINVAL, "
+                  "\"output '%s' is a null pointer\");\n", out_param(em, t), em->upper,
+                  t->name);
+    }
+    sb_puts(o, "    memcpy(ein_p, ctx->buf, sizeof ein_p);\n");
+    for (int i = 0; i < p->ntensors; i++) {
+        const IrTensor *t = p->tensors[i];
+        if (t->kind == IT_INPUT)
+            sb_printf(o, "    ein_p[%d] = (float *)%s;\n", i, em->cname[t->id]);
+    }
+    /* Outputs the run-time kernels compute are written in place. */
+    for (int i = 0; i < p->noutputs; i++) {
+        const IrTensor *t = p->tensors[p->outputs[i]];
+        if (runtime_stage(t))
+            sb_printf(o, "    ein_p[%d] = %s;\n", t->id, out_param(em, t));
+    }
+    tpl(em,
+"    if ((ein_rc = ein_run(ctx, ein_p$s)) != 0)\n"
+"        return ein_rc;\n");
+    /* The others are copies of a weight, an input or a load-time stage. */
+    for (int i = 0; i < p->noutputs; i++) {
+        const IrTensor *t = p->tensors[p->outputs[i]];
+        if (runtime_stage(t))
+            continue;
+        if (cuda)
+            sb_printf(o, "    EIN_CUDA(cudaMemcpyAsync(%s, ein_p[%d], %zu, "
+                      "cudaMemcpyDeviceToDevice, stream));\n", out_param(em, t), t->id,
+                      (size_t)em->count[t->id] * 4);
+        else
+            sb_printf(o, "    memcpy(%s, ein_p[%d], %zu);\n", out_param(em, t), t->id,
+                      (size_t)em->count[t->id] * 4);
+    }
+    sb_puts(o, "    /* The context's output buffers were not written. */\n");
+    for (int i = 0; i < p->noutputs; i++) {
+        const IrTensor *t = p->tensors[p->outputs[i]];
+        if (runtime_stage(t))
+            sb_printf(o, "    ctx->valid[%d] = 0;\n", t->id);
+    }
+    sb_puts(o, "    for (int ein_i = 0; ein_i < EIN_NT; ein_i++)\n"
+               "        if (ein_p[ein_i] == ctx->buf[ein_i] && ein_tensors[ein_i].kind == ");
+    tpl(em, "$M_COMPUTED)\n"
+"            ctx->valid[ein_i] = 1;\n"
+"    return $M_OK;\n"
+"}\n"
+"\n");
+
+    /* The named run. */
+    tpl(em,
+"int $m_run_named($m_ctx *ctx$S)\n"
+"{\n"
+"    int rc;\n"
+"    if (!ctx)\n"
+"        return $M_EINVAL;\n"
+"    for (int i = 0; i < EIN_NT; i++)\n"
+"        if (ein_tensors[i].kind == $M_INPUT && !ctx->valid[i])\n"
+"            return ein_fail(ctx, $M_EMISSING, \"input '%s' was never set\",\n"
+"                            ein_tensors[i].name);\n"
+"    if ((rc = ein_run(ctx, ctx->buf$s)) != 0)\n"
+"        return rc;\n"
+"    for (int i = 0; i < EIN_NT; i++)\n"
+"        if (ein_tensors[i].kind == $M_COMPUTED)\n"
+"            ctx->valid[i] = 1;\n"
+"    return $M_OK;\n"
+"}\n"
+"\n");
+}
+
+void api_write_decls(Emit *em)
+{
+    write_decls(em);
+}
+
+void api_write(Emit *em)
+{
+    write_tables(em);
+    write_stage_runner(em, "ein_load_stages", true);
+    write_stage_runner(em, "ein_run_stages", false);
+    write_create_destroy(em);
+    write_load_set_get(em);
+    write_run(em);
+}

@@ -1,0 +1,109 @@
+/* emit_int.h - what the files of emit/ share and nobody else sees: a
+ * string builder, the per-run emitter state, and the kernel description
+ * that kernel.c builds from a stage and c.c / cuda.c write out. */
+#ifndef EINC_EMIT_INT_H
+#define EINC_EMIT_INT_H
+
+#include "emit.h"
+
+/* ---- string builder (malloc'ed, grows geometrically) ------------------- */
+typedef struct Sb {
+    char *s;
+    size_t len, cap;
+} Sb;
+
+void sb_puts(Sb *b, const char *s);
+void sb_putc(Sb *b, char c);
+void sb_printf(Sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sb_free(Sb *b);
+const char *sb_str(const Sb *b);               /* "" when empty */
+/* Append every line of `text` to `b`, each prefixed with `indent` spaces. */
+void sb_indent(Sb *b, const char *text, int indent);
+
+/* ---- one generated kernel ---------------------------------------------
+ * The body is dialect-neutral C: it assumes the loop variables are bound
+ * (to every element of the output's full shape, padding included), reads
+ * the tensors through `const float *` parameters named t_<cname>, and
+ * leaves the element's value in `float acc`.  Each dialect adds the
+ * iteration (grid-stride loop / loop nest) and the store. */
+typedef struct Kernel {
+    const IrTensor *out;
+    const Stage *st;
+    const char *name;               /* C function name, e.g. "k2_z1_a" */
+    const char *ity;                /* index type: "int" or "int64_t" */
+    int64_t total;                  /* output elements (shape product) */
+    const char **loopvar;           /* rank entries: C names bound by the dialect */
+    bool *loopused;                 /* rank entries: the body reads it */
+    const IrTensor **reads;         /* distinct tensors read, by id */
+    int nreads;
+    char *body;                     /* lines, unindented */
+    char *comment;                  /* lines, no comment delimiters */
+    double work;                    /* elements x terms: OpenMP / launch sizing */
+} Kernel;
+
+/* ---- emitter state ---------------------------------------------------- */
+typedef struct Emit {
+    const IrProgram *p;
+    const EmitOptions *opt;
+    Arena *arena;
+    const char *model;              /* C identifier for the API prefix */
+    const char *upper;              /* the same in upper case (enum constants) */
+    const char **cname;             /* per tensor id: unique C identifier */
+    Kernel *kernels;                /* one per IT_STAGE tensor, in tensor order */
+    int nkernels;
+    int64_t *count;                 /* per tensor id: elements */
+    const char *file_base;          /* output file name without folders */
+    const char *build_cmd;          /* the command of line 1 */
+    unsigned helpers;               /* HELP_* bits the kernels call */
+    Sb out;                         /* the file being written */
+} Emit;
+
+/* The helper functions of the generated file, written only when used
+ * (nvcc warns about unused static device functions). */
+enum {
+    HELP_FLOORDIV_I = 1 << 0, HELP_FLOORMOD_I = 1 << 1,
+    HELP_FLOORDIV_L = 1 << 2, HELP_FLOORMOD_L = 1 << 3,
+    HELP_RELU = 1 << 4, HELP_SIGMOID = 1 << 5, HELP_RSQRT = 1 << 6,
+    HELP_MAX = 1 << 7, HELP_MIN = 1 << 8,
+};
+
+/* emit.c: state shared with dot.c */
+int emit_check_program(const IrProgram *p);
+void emit_setup(Emit *em, const IrProgram *p, const EmitOptions *opt);
+void emit_name_tensors(Emit *em);
+
+/* kernel.c */
+int kernel_build(Emit *em, const IrTensor *t, int index, Kernel *k);
+/* A C identifier for `name` ('.' and other characters become '_'); the
+ * result is unique among the names already in `used` (checked by the
+ * caller through emit_name_taken). */
+char *emit_sanitize(Arena *a, const char *name);
+bool emit_is_reserved(const char *id);
+/* Text of a float constant that reads back as exactly (float)v. */
+void emit_float(Sb *b, double v);
+/* The comment text for a tensor's statement: location and source. */
+void emit_source_comment(Emit *em, const IrTensor *t, Sb *b);
+/* A block comment of text's lines, indented. */
+void emit_block_comment(Sb *b, const char *text, int indent);
+/* Row-major offset of the output element from the loop variables. */
+void emit_store_offset(Sb *b, const Kernel *k);
+
+/* c.c / cuda.c: the kernels and the code that launches them. */
+void c_write_kernel(Emit *em, const Kernel *k);
+void c_write_launch(Emit *em, const Kernel *k, const char *indent);
+void cuda_write_kernel(Emit *em, const Kernel *k);
+void cuda_write_launch(Emit *em, const Kernel *k, const char *indent);
+
+/* api.c, main.c */
+void api_write_header_comment(Emit *em);
+void api_write_decls(Emit *em);
+void api_write(Emit *em);
+void main_write(Emit *em);
+
+/* The element type name of a tensor for messages. */
+static inline bool emit_is_cuda(const Emit *em)
+{
+    return em->opt->target == TARGET_CUDA;
+}
+
+#endif

@@ -1,0 +1,921 @@
+/* kernel.c - the one description of a generated kernel, built from a
+ * stage: which tensors it reads, the index type, and a dialect-neutral C
+ * body that computes one output element into `acc`.  c.c and cuda.c wrap
+ * the same body in a loop nest or a grid-stride loop, so the CPU tests
+ * run exactly the arithmetic the GPU runs.
+ *
+ * Exactness rules carried out here: reads outside a tensor's shape are 0
+ * (a check is written only where ix_bounds says the index can leave the
+ * shape); floor division and modulo by constants go through helpers that
+ * are exact for negative values unless the argument is provably >= 0;
+ * elements outside the loop ranges (output padding) and elements whose
+ * loop-level guards fail are 0; a max=/min= with no term is 0.  Nested
+ * stages in a body are not generated yet: they are reported as an
+ * internal error. */
+#include "config.h"
+#include "emit_int.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- string builder ----------------------------------------------------- */
+
+static void sb_reserve(Sb *b, size_t extra)
+{
+    if (b->len + extra + 1 <= b->cap)
+        return;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + extra + 1)
+        cap *= 2;
+    b->s = xrealloc(b->s, cap);
+    b->cap = cap;
+}
+
+void sb_puts(Sb *b, const char *s)
+{
+    size_t n = strlen(s);
+    sb_reserve(b, n);
+    memcpy(b->s + b->len, s, n + 1);
+    b->len += n;
+}
+
+void sb_putc(Sb *b, char c)
+{
+    sb_reserve(b, 1);
+    b->s[b->len++] = c;
+    b->s[b->len] = 0;
+}
+
+void sb_printf(Sb *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        ICE("vsnprintf failed for \"%s\"", fmt);
+    sb_reserve(b, (size_t)n);
+    va_start(ap, fmt);
+    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+void sb_free(Sb *b)
+{
+    free(b->s);
+    b->s = NULL;
+    b->len = b->cap = 0;
+}
+
+const char *sb_str(const Sb *b)
+{
+    return b->s ? b->s : "";
+}
+
+void sb_indent(Sb *b, const char *text, int indent)
+{
+    while (*text) {
+        const char *nl = strchr(text, '\n');
+        size_t n = nl ? (size_t)(nl - text) : strlen(text);
+        if (n > 0)
+            sb_printf(b, "%*s%.*s", indent, "", (int)n, text);
+        sb_putc(b, '\n');
+        text += n + (nl != NULL);
+    }
+}
+
+/* ---- names and literals --------------------------------------------------- */
+
+/* C and C++ keywords and the names the generated API uses for its own
+ * parameters: a tensor called one of these gets a '_' appended. */
+static const char *const reserved[] = {
+    "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor",
+    "bool", "break", "case", "catch", "char", "char16_t", "char32_t",
+    "char8_t", "class", "compl", "concept", "const", "const_cast",
+    "consteval", "constexpr", "constinit", "continue", "co_await",
+    "co_return", "co_yield", "ctx", "decltype", "default", "delete", "do",
+    "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern",
+    "false", "float", "for", "friend", "goto", "if", "inline", "int", "long",
+    "main", "mutable", "namespace", "new", "noexcept", "not", "not_eq",
+    "nullptr", "operator", "or", "or_eq", "private", "protected", "public",
+    "register", "reinterpret_cast", "requires", "restrict", "return",
+    "short", "signed", "sizeof", "static", "static_assert", "static_cast",
+    "stream", "struct", "switch", "template", "this", "thread_local",
+    "throw", "true", "try", "typedef", "typeid", "typename", "union",
+    "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while",
+    "xor", "xor_eq",
+};
+
+bool emit_is_reserved(const char *id)
+{
+    for (size_t i = 0; i < sizeof reserved / sizeof *reserved; i++)
+        if (strcmp(reserved[i], id) == 0)
+            return true;
+    /* Names of the C implementation and of the generated helpers. */
+    return (id[0] == '_' && (id[1] == '_' || (id[1] >= 'A' && id[1] <= 'Z'))) ||
+           strncmp(id, "ein_", 4) == 0 || strncmp(id, "EIN_", 4) == 0;
+}
+
+char *emit_sanitize(Arena *a, const char *name)
+{
+    bool digit = name[0] >= '0' && name[0] <= '9';
+    char *s = arena_printf(a, "%s%s", digit || !name[0] ? "_" : "", name);
+    for (char *p = s; *p; p++)
+        if (!(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+              (*p >= '0' && *p <= '9')))
+            *p = '_';
+    return s;
+}
+
+void emit_float(Sb *b, double v)
+{
+    float f = (float)v;
+    if (isnan(f)) {
+        sb_puts(b, "NAN");
+        return;
+    }
+    if (isinf(f)) {
+        sb_puts(b, f < 0 ? "(-INFINITY)" : "INFINITY");
+        return;
+    }
+    /* The shortest %g form that reads back as the same float. */
+    char buf[64];
+    for (int prec = 1; prec <= 9; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, (double)f);
+        if (strtof(buf, NULL) == f)
+            break;
+    }
+    if (!strpbrk(buf, ".e"))
+        strcat(buf, ".0");
+    sb_printf(b, buf[0] == '-' ? "(%sf)" : "%sf", buf);
+}
+
+/* The comment that precedes a kernel: the statement as written in the
+ * .ein file with its location, then the stage in IR form. */
+void emit_source_comment(Emit *em, const IrTensor *t, Sb *b)
+{
+    Sb raw = {0};
+    const SrcFile *f = t->loc.file >= 0 && t->loc.file < src_count()
+                           ? src_get(t->loc.file) : NULL;
+    if (f && t->loc.end >= t->loc.begin && (size_t)t->loc.end <= f->len) {
+        int line, col;
+        src_line_col(t->loc, &line, &col);
+        sb_printf(&raw, "%s:%d:%d:\n", f->path, line, col);
+        const char *s = f->text + t->loc.begin, *end = f->text + t->loc.end;
+        /* Start at the beginning of the line, so continuation lines keep
+         * their indentation relative to the first. */
+        int skip = col - 1;
+        sb_puts(&raw, "    ");
+        for (; s < end; s++) {
+            if (*s == '\n') {
+                while (raw.len && raw.s[raw.len - 1] == ' ')
+                    raw.s[--raw.len] = 0;
+                sb_puts(&raw, "\n    ");
+                for (int i = 0; i < skip && s + 1 < end && s[1] == ' '; i++)
+                    s++;
+            } else if (*s != '\r') {
+                sb_putc(&raw, *s == '\t' ? ' ' : *s);
+            }
+        }
+        sb_putc(&raw, '\n');
+    } else {
+        sb_printf(&raw, "%s (no source location)\n", t->name);
+    }
+    if (t->stage) {
+        char *ir = NULL;
+        size_t len = 0;
+        FILE *fp = open_memstream(&ir, &len);
+        if (!fp)
+            ICE("open_memstream failed");
+        ir_print_stage(em->p->cx, t->stage, fp);
+        fclose(fp);
+        sb_puts(&raw, "IR: ");
+        sb_puts(&raw, ir);
+        if (len == 0 || ir[len - 1] != '\n')
+            sb_putc(&raw, '\n');
+        free(ir);
+    }
+    /* Nothing in the text may end the comment early or form a trigraph. */
+    for (const char *s = sb_str(&raw); *s; s++) {
+        sb_putc(b, *s);
+        if ((s[0] == '*' && s[1] == '/') || (s[0] == '?' && s[1] == '?') ||
+            (s[0] == '/' && s[1] == '*'))
+            sb_putc(b, ' ');
+    }
+    sb_free(&raw);
+}
+
+/* ---- kernel generation ------------------------------------------------------ */
+
+typedef struct KGen {
+    Emit *em;
+    Kernel *k;
+    const IrTensor *out;
+    int nvars;                      /* ir_var_count */
+    int64_t *lo, *hi;               /* range by var id (bound vars only) */
+    const char **vname;             /* C name by var id; NULL: not bound */
+    bool wide;                      /* index arithmetic in int64_t */
+    bool *reads;                    /* by tensor id */
+    bool *used;                     /* by var id: appears in the body */
+    int errors;
+} KGen;
+
+/* Largest magnitude an index expression or any partial sum of it can
+ * take, saturating at INT64_MAX: decides between int and int64_t. */
+static int64_t ix_mag(const KGen *g, const Ix *ix)
+{
+    int64_t m = ix->c < 0 ? (ix->c == INT64_MIN ? INT64_MAX : -ix->c) : ix->c;
+    for (int i = 0; i < ix->n; i++) {
+        const IxTerm *t = &ix->t[i];
+        int64_t a;
+        switch (t->kind) {
+        case IX_VAR: {
+            int64_t l = g->lo[t->var], h = g->hi[t->var];
+            l = l < 0 ? (l == INT64_MIN ? INT64_MAX : -l) : l;
+            h = h < 0 ? (h == INT64_MIN ? INT64_MAX : -h) : h;
+            a = l > h ? l : h;
+            break;
+        }
+        case IX_DIV:
+            a = ix_mag(g, t->arg);
+            a = a / (t->d < 0 ? -t->d : t->d) + 1;
+            break;
+        default:
+            a = ix_mag(g, t->arg);         /* the argument is computed too */
+            break;
+        }
+        int64_t c = t->coef < 0 ? -t->coef : t->coef, p;
+        if (!i64_mul(c, a, &p) || !i64_add(m, p, &m))
+            return INT64_MAX;
+    }
+    return m;
+}
+
+static void bounds(const KGen *g, const Ix *ix, int64_t *mn, int64_t *mx)
+{
+    ix_bounds(ix, g->lo, g->hi, mn, mx);
+}
+
+static bool ix_simple(const Ix *ix)
+{
+    return ix->n == 0 || (ix->n == 1 && ix->c == 0 && ix->t[0].coef == 1 &&
+                          ix->t[0].kind == IX_VAR);
+}
+
+static void gen_ix(KGen *g, const Ix *ix, Sb *b);
+
+static void gen_ix_paren(KGen *g, const Ix *ix, Sb *b)
+{
+    if (ix_simple(ix) && (ix->n || ix->c >= 0)) {
+        gen_ix(g, ix, b);
+    } else {
+        sb_putc(b, '(');
+        gen_ix(g, ix, b);
+        sb_putc(b, ')');
+    }
+}
+
+static void gen_atom(KGen *g, const IxTerm *t, Sb *b)
+{
+    if (t->kind == IX_VAR) {
+        const char *n = t->var >= 0 && t->var < g->nvars ? g->vname[t->var] : NULL;
+        if (!n) {
+            diag_error(g->out->loc, "internal error: variable %d is not bound "
+                       "in the stage of '%s' (please report)", t->var, g->out->name);
+            g->errors++;
+            sb_puts(b, "0");
+            return;
+        }
+        g->used[t->var] = true;
+        sb_puts(b, n);
+        return;
+    }
+    int64_t mn, mx;
+    bounds(g, t->arg, &mn, &mx);
+    bool div = t->kind == IX_DIV;
+    if (mn >= 0 && t->d > 0) {
+        /* C's truncating / and % agree with floor for a >= 0, d > 0. */
+        sb_putc(b, '(');
+        gen_ix_paren(g, t->arg, b);
+        sb_printf(b, " %c %" PRId64 ")", div ? '/' : '%', t->d);
+    } else {
+        sb_printf(b, "ein_floor%s%s(", div ? "div" : "mod", g->wide ? "_l" : "_i");
+        g->em->helpers |= div ? (g->wide ? HELP_FLOORDIV_L : HELP_FLOORDIV_I)
+                              : (g->wide ? HELP_FLOORMOD_L : HELP_FLOORMOD_I);
+        gen_ix(g, t->arg, b);
+        sb_printf(b, ", %" PRId64 ")", t->d);
+    }
+}
+
+static void put_mag(Sb *b, int64_t c)
+{
+    uint64_t m = c < 0 ? (uint64_t)0 - (uint64_t)c : (uint64_t)c;
+    sb_printf(b, "%" PRIu64, m);
+}
+
+/* c + Σ coef * atom, written as  a + 2 * b - c - 1 */
+static void gen_ix(KGen *g, const Ix *ix, Sb *b)
+{
+    for (int i = 0; i < ix->n; i++) {
+        const IxTerm *t = &ix->t[i];
+        if (i == 0)
+            sb_puts(b, t->coef < 0 ? "-" : "");
+        else
+            sb_puts(b, t->coef < 0 ? " - " : " + ");
+        if (t->coef != 1 && t->coef != -1) {
+            put_mag(b, t->coef);
+            sb_puts(b, " * ");
+        }
+        gen_atom(g, t, b);
+    }
+    if (ix->n == 0) {
+        sb_printf(b, "%" PRId64, ix->c);
+    } else if (ix->c != 0) {
+        sb_puts(b, ix->c < 0 ? " - " : " + ");
+        put_mag(b, ix->c);
+    }
+}
+
+static void gen_f(KGen *g, const IExpr *e, Sb *b);
+static void gen_b(KGen *g, const IExpr *e, Sb *b);
+
+/* Row-major offset of dims 0..k:  ((i0 * S1 + i1) * S2 + i2) */
+static void gen_offset(KGen *g, const IrTensor *t, const Ix **idx, int k, Sb *b)
+{
+    if (k == 0) {
+        if (t->rank > 1)
+            gen_ix_paren(g, idx[0], b);
+        else
+            gen_ix(g, idx[0], b);
+        return;
+    }
+    if (k >= 2)
+        sb_putc(b, '(');
+    gen_offset(g, t, idx, k - 1, b);
+    if (k >= 2)
+        sb_putc(b, ')');
+    sb_printf(b, " * %" PRId64 " + ", t->shape[k]);
+    gen_ix(g, idx[k], b);
+}
+
+static void gen_access(KGen *g, const IExpr *e, Sb *b)
+{
+    if (e->access.stage) {
+        diag_error(g->out->loc, "internal error: the stage of '%s' reads a nested "
+                   "stage, which the emitter does not generate yet (please report)",
+                   g->out->name);
+        g->errors++;
+        sb_puts(b, "0.0f");
+        return;
+    }
+    const IrTensor *t = e->access.tensor;
+    if (e->access.nidx != t->rank) {
+        diag_error(g->out->loc, "internal error: '%s' is read with %d subscripts "
+                   "but has rank %d (please report)", t->name, e->access.nidx, t->rank);
+        g->errors++;
+        sb_puts(b, "0.0f");
+        return;
+    }
+    Sb cond = {0};
+    int nconds = 0;
+    for (int k = 0; k < t->rank; k++) {
+        const Ix *ix = e->access.idx[k];
+        int64_t mn, mx, S = t->shape[k];
+        bounds(g, ix, &mn, &mx);
+        if (mx < 0 || mn >= S) {            /* never inside: the read is 0 */
+            sb_free(&cond);
+            sb_puts(b, "0.0f");
+            return;
+        }
+        bool need_lo = mn < 0, need_hi = mx >= S;
+        if (!need_lo && !need_hi)
+            continue;
+        sb_puts(&cond, nconds++ ? " && " : "");
+        if (need_lo && need_hi) {
+            /* One unsigned comparison covers both ends. */
+            sb_printf(&cond, "(%s)(", g->wide ? "uint64_t" : "unsigned");
+            gen_ix(g, ix, &cond);
+            sb_printf(&cond, ") < %" PRId64 "u", S);
+        } else {
+            gen_ix(g, ix, &cond);
+            if (need_lo)
+                sb_puts(&cond, " >= 0");
+            else
+                sb_printf(&cond, " < %" PRId64, S);
+        }
+    }
+    g->reads[t->id] = true;
+    const char *name = g->em->cname[t->id];
+    if (nconds)
+        sb_printf(b, "(%s ? ", sb_str(&cond));
+    sb_printf(b, "t_%s[", name);
+    if (t->rank == 0)
+        sb_putc(b, '0');
+    else
+        gen_offset(g, t, e->access.idx, t->rank - 1, b);
+    sb_putc(b, ']');
+    if (nconds)
+        sb_puts(b, " : 0.0f)");
+    sb_free(&cond);
+}
+
+static const char *cmp_op(BinOp op)
+{
+    switch (op) {
+    case OP_EQ: return "==";
+    case OP_NE: return "!=";
+    case OP_LT: return "<";
+    case OP_LE: return "<=";
+    case OP_GT: return ">";
+    case OP_GE: return ">=";
+    default: return NULL;
+    }
+}
+
+static bool is_bool(const IExpr *e)
+{
+    switch (e->kind) {
+    case IE_CMP: case IE_ICMP: case IE_AND: case IE_OR: case IE_NOT:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static void gen_call(KGen *g, const IExpr *e, Sb *b)
+{
+    static const struct { Func fn; const char *c; int nargs; unsigned help; } fns[] = {
+        {FN_RELU, "ein_relu", 1, HELP_RELU}, {FN_SIGMOID, "ein_sigmoid", 1, HELP_SIGMOID},
+        {FN_TANH, "tanhf", 1, 0}, {FN_EXP, "expf", 1, 0}, {FN_LOG, "logf", 1, 0},
+        {FN_SQRT, "sqrtf", 1, 0}, {FN_RSQRT, "ein_rsqrt", 1, HELP_RSQRT},
+        {FN_ABS, "fabsf", 1, 0}, {FN_ERF, "erff", 1, 0}, {FN_MAX, "ein_max", 2, HELP_MAX},
+        {FN_MIN, "ein_min", 2, HELP_MIN}, {FN_POW, "powf", 2, 0},
+    };
+    const IExpr *const *a = e->call.args;
+    if (e->call.fn == FN_SELECT) {
+        if (e->call.nargs != 3)
+            goto bad;
+        sb_putc(b, '(');
+        gen_b(g, a[0], b);
+        sb_puts(b, " ? ");
+        gen_f(g, a[1], b);
+        sb_puts(b, " : ");
+        gen_f(g, a[2], b);
+        sb_putc(b, ')');
+        return;
+    }
+    for (size_t i = 0; i < sizeof fns / sizeof *fns; i++) {
+        if (fns[i].fn != e->call.fn)
+            continue;
+        if (e->call.nargs != fns[i].nargs)
+            goto bad;
+        sb_printf(b, "%s(", fns[i].c);
+        g->em->helpers |= fns[i].help;
+        for (int j = 0; j < e->call.nargs; j++) {
+            sb_puts(b, j ? ", " : "");
+            gen_f(g, a[j], b);
+        }
+        sb_putc(b, ')');
+        return;
+    }
+bad:
+    diag_error(g->out->loc, "internal error: function %d with %d arguments in the "
+               "stage of '%s' (please report)", (int)e->call.fn, e->call.nargs,
+               g->out->name);
+    g->errors++;
+    sb_puts(b, "0.0f");
+}
+
+/* A real-valued expression. */
+static void gen_f(KGen *g, const IExpr *e, Sb *b)
+{
+    static const char ops[] = {[IE_ADD] = '+', [IE_SUB] = '-', [IE_MUL] = '*',
+                               [IE_DIV] = '/'};
+    switch (e->kind) {
+    case IE_CONST:
+        emit_float(b, e->value);
+        return;
+    case IE_INDEX:
+        sb_puts(b, "(float)");
+        gen_ix_paren(g, e->ix, b);
+        return;
+    case IE_ACCESS:
+        gen_access(g, e, b);
+        return;
+    case IE_ADD: case IE_SUB: case IE_MUL: case IE_DIV:
+        sb_putc(b, '(');
+        gen_f(g, e->bin.a, b);
+        sb_printf(b, " %c ", ops[e->kind]);
+        gen_f(g, e->bin.b, b);
+        sb_putc(b, ')');
+        return;
+    case IE_NEG:
+        sb_puts(b, "(-");
+        gen_f(g, e->bin.a, b);
+        sb_putc(b, ')');
+        return;
+    case IE_CALL:
+        gen_call(g, e, b);
+        return;
+    default:
+        sb_putc(b, '(');
+        gen_b(g, e, b);
+        sb_puts(b, " ? 1.0f : 0.0f)");
+        return;
+    }
+}
+
+/* A condition (an int in C). */
+static void gen_b(KGen *g, const IExpr *e, Sb *b)
+{
+    const char *op;
+    switch (e->kind) {
+    case IE_CONST:
+        sb_puts(b, e->value != 0 ? "1" : "0");
+        return;
+    case IE_CMP:
+        if (!(op = cmp_op(e->bin.op)))
+            break;
+        sb_putc(b, '(');
+        gen_f(g, e->bin.a, b);
+        sb_printf(b, " %s ", op);
+        gen_f(g, e->bin.b, b);
+        sb_putc(b, ')');
+        return;
+    case IE_ICMP:
+        if (!(op = cmp_op(e->icmp.op)))
+            break;
+        sb_putc(b, '(');
+        gen_ix(g, e->icmp.ix, b);
+        sb_printf(b, " %s 0)", op);
+        return;
+    case IE_AND: case IE_OR:
+        sb_putc(b, '(');
+        gen_b(g, e->bin.a, b);
+        sb_puts(b, e->kind == IE_AND ? " && " : " || ");
+        gen_b(g, e->bin.b, b);
+        sb_putc(b, ')');
+        return;
+    case IE_NOT:
+        sb_puts(b, "!");
+        gen_b(g, e->bin.a, b);
+        return;
+    default:
+        if (is_bool(e))
+            break;
+        sb_putc(b, '(');
+        gen_f(g, e, b);
+        sb_puts(b, " != 0.0f)");
+        return;
+    }
+    diag_error(g->out->loc, "internal error: bad condition (kind %d) in the stage "
+               "of '%s' (please report)", (int)e->kind, g->out->name);
+    g->errors++;
+    sb_puts(b, "0");
+}
+
+/* ---- walking expressions for facts ---------------------------------------- */
+
+static bool expr_uses(const IExpr *e, int var);
+
+static bool ix_uses_deep(const Ix *ix, int var)
+{
+    return ix_uses(ix, var);
+}
+
+static bool expr_uses(const IExpr *e, int var)
+{
+    switch (e->kind) {
+    case IE_CONST:
+        return false;
+    case IE_INDEX:
+        return ix_uses_deep(e->ix, var);
+    case IE_ACCESS:
+        for (int i = 0; i < e->access.nidx; i++)
+            if (ix_uses_deep(e->access.idx[i], var))
+                return true;
+        return false;
+    case IE_CALL:
+        for (int i = 0; i < e->call.nargs; i++)
+            if (expr_uses(e->call.args[i], var))
+                return true;
+        return false;
+    case IE_ICMP:
+        return ix_uses_deep(e->icmp.ix, var);
+    case IE_NEG: case IE_NOT:
+        return expr_uses(e->bin.a, var);
+    default:
+        return expr_uses(e->bin.a, var) || expr_uses(e->bin.b, var);
+    }
+}
+
+static int64_t expr_mag(const KGen *g, const IExpr *e)
+{
+    int64_t m = 0, x;
+    switch (e->kind) {
+    case IE_CONST:
+        return 0;
+    case IE_INDEX:
+        return ix_mag(g, e->ix);
+    case IE_ICMP:
+        return ix_mag(g, e->icmp.ix);
+    case IE_ACCESS:
+        for (int i = 0; i < e->access.nidx; i++)
+            if ((x = ix_mag(g, e->access.idx[i])) > m)
+                m = x;
+        return m;
+    case IE_CALL:
+        for (int i = 0; i < e->call.nargs; i++)
+            if ((x = expr_mag(g, e->call.args[i])) > m)
+                m = x;
+        return m;
+    case IE_NEG: case IE_NOT:
+        return expr_mag(g, e->bin.a);
+    default:
+        m = expr_mag(g, e->bin.a);
+        x = expr_mag(g, e->bin.b);
+        return m > x ? m : x;
+    }
+}
+
+/* ---- the kernel ------------------------------------------------------------- */
+
+static const char *var_cname(KGen *g, const IrVar *v)
+{
+    Arena *a = g->em->arena;
+    const char *base = emit_sanitize(a, v->name && v->name[0] ? v->name : "i");
+    const char *n = arena_printf(a, "v_%s", base);
+    for (int i = 0; i < g->nvars; i++)
+        if (g->vname[i] && strcmp(g->vname[i], n) == 0)
+            return arena_printf(a, "v_%s_%d", base, v->id);
+    return n;
+}
+
+static void line(Sb *b, int depth, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void line(Sb *b, int depth, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *s = xmalloc((size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    sb_printf(b, "%*s%s\n", 4 * depth, "", s);
+    free(s);
+}
+
+int kernel_build(Emit *em, const IrTensor *t, int index, Kernel *k)
+{
+    const Stage *st = t->stage;
+    Arena *a = em->arena;
+    memset(k, 0, sizeof *k);
+    k->out = t;
+    k->st = st;
+    k->name = arena_printf(a, "k%d_%s", index, em->cname[t->id]);
+
+    KGen g = {.em = em, .k = k, .out = t};
+    g.nvars = ir_var_count(em->p->cx);
+    g.lo = arena_alloc(a, sizeof *g.lo * (size_t)(g.nvars + 1));
+    g.hi = arena_alloc(a, sizeof *g.hi * (size_t)(g.nvars + 1));
+    g.vname = arena_alloc(a, sizeof *g.vname * (size_t)(g.nvars + 1));
+    g.reads = arena_alloc(a, sizeof *g.reads * (size_t)(em->p->ntensors + 1));
+    g.used = arena_alloc(a, sizeof *g.used * (size_t)(g.nvars + 1));
+
+    if (st->nloops != t->rank) {
+        diag_error(t->loc, "internal error: the stage of '%s' has %d loop variables "
+                   "for rank %d (please report)", t->name, st->nloops, t->rank);
+        return -1;
+    }
+    const IrVar *bad = NULL;
+    for (int i = 0; i < st->nloops + st->nsums; i++) {
+        const IrVar *v = i < st->nloops ? &st->loops[i] : &st->sums[i - st->nloops];
+        if (v->id < 0 || v->id >= g.nvars || g.vname[v->id])
+            bad = v;
+        else
+            g.vname[v->id] = var_cname(&g, v);
+    }
+    if (bad) {
+        diag_error(t->loc, "internal error: variable '%s' (id %d) is bound twice or "
+                   "unknown in the stage of '%s' (please report)", bad->name, bad->id,
+                   t->name);
+        return -1;
+    }
+
+    /* The loop variables run over the full shape in the dialects; the body
+     * works only inside the loop ranges, which is what ix_bounds sees. */
+    k->total = 1;
+    bool empty = false;
+    double inside = 1, terms = 1;
+    k->loopvar = arena_alloc(a, sizeof *k->loopvar * (size_t)(t->rank + 1));
+    int64_t mag = 0;
+    for (int i = 0; i < st->nloops; i++) {
+        const IrVar *v = &st->loops[i];
+        k->loopvar[i] = g.vname[v->id];
+        g.lo[v->id] = v->lo;
+        g.hi[v->id] = v->hi;
+        if (v->lo < 0 || v->hi > t->shape[i]) {
+            diag_error(t->loc, "internal error: loop %d of '%s' ranges over [%" PRId64
+                       ", %" PRId64 ") outside its shape (please report)", i, t->name,
+                       v->lo, v->hi);
+            return -1;
+        }
+        if (!i64_mul(k->total, t->shape[i], &k->total)) {
+            diag_error(t->loc, "tensor '%s' has too many elements", t->name);
+            return -1;
+        }
+        empty |= v->lo >= v->hi;
+        inside *= (double)(v->hi - v->lo);
+        if (t->shape[i] > mag)
+            mag = t->shape[i];
+    }
+    for (int i = 0; i < st->nsums; i++) {
+        const IrVar *v = &st->sums[i];
+        g.lo[v->id] = v->lo;
+        g.hi[v->id] = v->hi;
+        empty |= v->lo >= v->hi;
+        terms *= (double)(v->hi - v->lo);
+        int64_t m = v->lo < 0 ? -v->lo : v->lo;
+        if (m > mag)
+            mag = m;
+        m = v->hi < 0 ? -v->hi : v->hi;
+        if (m > mag)
+            mag = m;
+    }
+    k->work = empty ? 0 : inside * terms;
+
+    /* int unless an index, an offset or the grid-stride counter could
+     * leave it (the counter overshoots the total by up to one grid). */
+    const int64_t limit = INT32_MAX - (INT64_C(1) << 25);
+    if (!empty) {
+        int64_t m;
+        for (int i = 0; i < st->nguards; i++)
+            if ((m = expr_mag(&g, st->guards[i])) > mag)
+                mag = m;
+        if ((m = expr_mag(&g, st->body)) > mag)
+            mag = m;
+    }
+    g.wide = mag > limit || k->total > limit;
+    for (int i = 0; i < em->p->ntensors && !g.wide; i++) {
+        const IrTensor *u = em->p->tensors[i];
+        int64_t n = 1;
+        for (int d = 0; d < u->rank; d++)
+            if (!i64_mul(n, u->shape[d], &n))
+                n = INT64_MAX;
+        if (n > limit)
+            g.wide = true;
+    }
+    k->ity = g.wide ? "int64_t" : "int";
+
+    Sb b = {0};
+    bool maxmin = st->red == RED_MAX || st->red == RED_MIN;
+    bool padded = false;
+    for (int i = 0; i < st->nloops; i++)
+        padded |= st->loops[i].lo > 0 || st->loops[i].hi < t->shape[i];
+    if (!empty && st->red == RED_NONE && !padded && st->nguards == 0) {
+        /* A plain map: the element is the body. */
+        Sb body = {0};
+        gen_f(&g, st->body, &body);
+        line(&b, 0, "const float acc = %s;", sb_str(&body));
+        sb_free(&body);
+    } else {
+        line(&b, 0, "float acc = 0.0f;");
+    }
+    if (!empty && st->red == RED_NONE && !padded && st->nguards == 0) {
+        /* done */
+    } else if (empty) {
+        line(&b, 0, "/* empty range: every element is 0 */");
+    } else {
+        if (maxmin)
+            line(&b, 0, "int any = 0;     /* no term at all gives 0 */");
+        /* Output padding and the guards that do not depend on the sum. */
+        Sb cond = {0};
+        int nc = 0;
+        for (int i = 0; i < st->nloops; i++) {
+            const IrVar *v = &st->loops[i];
+            if (v->lo > 0 || v->hi < t->shape[i])
+                g.used[v->id] = true;
+            if (v->lo > 0)
+                sb_printf(&cond, "%s%s >= %" PRId64, nc++ ? " && " : "",
+                          k->loopvar[i], v->lo);
+            if (v->hi < t->shape[i])
+                sb_printf(&cond, "%s%s < %" PRId64, nc++ ? " && " : "",
+                          k->loopvar[i], v->hi);
+        }
+        int *level = arena_alloc(a, sizeof *level * (size_t)(st->nguards + 1));
+        for (int i = 0; i < st->nguards; i++) {
+            level[i] = -1;
+            for (int j = 0; j < st->nsums; j++)
+                if (expr_uses(st->guards[i], st->sums[j].id))
+                    level[i] = j;
+            if (level[i] < 0) {
+                sb_puts(&cond, nc++ ? " && " : "");
+                gen_b(&g, st->guards[i], &cond);
+            }
+        }
+        int depth = 0;
+        if (nc) {
+            line(&b, depth++, "if (%s) {", sb_str(&cond));
+        }
+        sb_free(&cond);
+        for (int j = 0; j < st->nsums; j++) {
+            const IrVar *v = &st->sums[j];
+            const char *n = g.vname[v->id];
+            line(&b, depth++, "for (%s %s = %" PRId64 "; %s < %" PRId64 "; ++%s) {",
+                 k->ity, n, v->lo, n, v->hi, n);
+            for (int i = 0; i < st->nguards; i++) {
+                if (level[i] != j)
+                    continue;
+                Sb gc = {0};
+                gen_b(&g, st->guards[i], &gc);
+                line(&b, depth, "if (!%s)", sb_str(&gc));
+                line(&b, depth + 1, "continue;");
+                sb_free(&gc);
+            }
+        }
+        Sb body = {0};
+        gen_f(&g, st->body, &body);
+        switch (st->red) {
+        case RED_NONE:
+            line(&b, depth, "acc = %s;", sb_str(&body));
+            break;
+        case RED_SUM:
+            line(&b, depth, "acc += %s;", sb_str(&body));
+            break;
+        case RED_MAX:
+        case RED_MIN:
+            /* NaN propagates, as in PyTorch's amax/amin. */
+            line(&b, depth, "float v = %s;", sb_str(&body));
+            line(&b, depth, "if (!any || v %c acc || isnan(v))",
+                 st->red == RED_MAX ? '>' : '<');
+            line(&b, depth + 1, "acc = v;");
+            line(&b, depth, "any = 1;");
+            break;
+        }
+        sb_free(&body);
+        while (depth > 0)
+            line(&b, --depth, "}");
+    }
+    k->body = arena_strdup(a, sb_str(&b));
+    k->loopused = arena_alloc(a, sizeof *k->loopused * (size_t)(t->rank + 1));
+    for (int i = 0; i < st->nloops; i++)
+        k->loopused[i] = g.used[st->loops[i].id];
+    sb_free(&b);
+
+    Sb c = {0};
+    emit_source_comment(em, t, &c);
+    k->comment = arena_strdup(a, sb_str(&c));
+    sb_free(&c);
+
+    int n = 0;
+    for (int i = 0; i < em->p->ntensors; i++)
+        n += g.reads[i];
+    k->reads = arena_alloc(a, sizeof *k->reads * (size_t)(n + 1));
+    for (int i = 0; i < em->p->ntensors; i++)
+        if (g.reads[i])
+            k->reads[k->nreads++] = em->p->tensors[i];
+    return g.errors ? -1 : 0;
+}
+
+/* A block comment of `text`'s lines, indented by `indent`. */
+void emit_block_comment(Sb *b, const char *text, int indent)
+{
+    sb_printf(b, "%*s/*", indent, "");
+    bool first = true;
+    while (*text) {
+        const char *nl = strchr(text, '\n');
+        size_t n = nl ? (size_t)(nl - text) : strlen(text);
+        if (first)
+            sb_printf(b, " %.*s\n", (int)n, text);
+        else if (n)
+            sb_printf(b, "%*s * %.*s\n", indent, "", (int)n, text);
+        else
+            sb_printf(b, "%*s *\n", indent, "");
+        first = false;
+        text += n + (nl != NULL);
+    }
+    if (first)
+        sb_putc(b, '\n');
+    sb_printf(b, "%*s */\n", indent, "");
+}
+
+/* Row-major offset of an element from the loop variables. */
+void emit_store_offset(Sb *b, const Kernel *k)
+{
+    int r = k->out->rank;
+    if (r == 0) {
+        sb_putc(b, '0');
+        return;
+    }
+    for (int i = 2; i < r; i++)
+        sb_putc(b, '(');
+    sb_puts(b, k->loopvar[0]);
+    for (int i = 1; i < r; i++)
+        sb_printf(b, " * %" PRId64 " + %s%s", k->out->shape[i], k->loopvar[i],
+                  i + 1 < r && i >= 1 ? ")" : "");
+}

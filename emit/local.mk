@@ -1,0 +1,15 @@
+# emit/local.mk - the C, CUDA and Graphviz writers, and their tests.
+noinst_LIBRARIES += emit/libemit.a
+emit_libemit_a_SOURCES = emit/emit.h emit/emit_int.h emit/emit.c \
+	emit/kernel.c emit/c.c emit/cuda.c emit/api.c emit/main.c emit/dot.c
+EXTRA_DIST += emit/README.md
+
+# Hand-built programs written as C and CUDA, built with the command of
+# their first line, run and checked (tests/emit/test_emit.c); the test
+# writes its inputs with the runtime's safetensors code, compiled in.
+check_PROGRAMS += tests/emit/test_emit
+TESTS += tests/emit/test_emit
+tests_emit_test_emit_SOURCES = tests/emit/test_emit.c runtime/rt.h \
+	runtime/st.h runtime/st.c
+tests_emit_test_emit_LDADD = emit/libemit.a derive/libderive.a \
+	runtime/libruntime_embed.a lang/liblang.a $(LIBS)
