@@ -1,0 +1,62 @@
+# runtime/local.mk - the runtime every generated program carries, and its
+# tests.  einc does not link the runtime: it embeds its text, generated at
+# build time into runtime/runtime_embed.c by runtime/embed (see README.md).
+
+# The pieces in the order they are pasted into an output.
+RUNTIME_PIECES = runtime/rt.h runtime/st.h runtime/harness.h \
+	runtime/st.c runtime/harness.c
+
+noinst_PROGRAMS += runtime/embed
+runtime_embed_SOURCES = runtime/embed.c
+
+noinst_LIBRARIES += runtime/libruntime_embed.a
+runtime_libruntime_embed_a_SOURCES = runtime/embed.h
+nodist_runtime_libruntime_embed_a_SOURCES = runtime/runtime_embed.c
+BUILT_SOURCES += runtime/runtime_embed.c
+CLEANFILES += runtime/runtime_embed.c runtime/runtime_embed.c-t
+EXTRA_DIST += $(RUNTIME_PIECES)
+
+runtime/runtime_embed.c: runtime/embed$(EXEEXT) $(RUNTIME_PIECES)
+	$(AM_V_GEN)$(MKDIR_P) runtime && \
+	runtime/embed$(EXEEXT) $@-t $(srcdir)/runtime/rt.h \
+	  $(srcdir)/runtime/st.h $(srcdir)/runtime/harness.h \
+	  $(srcdir)/runtime/st.c $(srcdir)/runtime/harness.c && \
+	mv -f $@-t $@
+
+# Unit tests compile the pieces as ordinary files.
+check_PROGRAMS += tests/runtime/test_st tests/runtime/test_harness \
+	tests/runtime/st_tool tests/runtime/paste tests/runtime/st_replay
+tests_runtime_test_st_SOURCES = tests/runtime/test_st.c $(RUNTIME_PIECES)
+tests_runtime_test_harness_SOURCES = tests/runtime/test_harness.c \
+	$(RUNTIME_PIECES)
+tests_runtime_st_tool_SOURCES = tests/runtime/st_tool.c $(RUNTIME_PIECES)
+tests_runtime_paste_SOURCES = tests/runtime/paste.c
+tests_runtime_paste_LDADD = runtime/libruntime_embed.a
+# The fuzz harness with a main() that replays the seed corpus.
+tests_runtime_st_replay_SOURCES = tests/fuzz/fuzz_safetensors.c \
+	runtime/rt.h runtime/st.h runtime/st.c
+tests_runtime_st_replay_CPPFLAGS = $(AM_CPPFLAGS) -DST_FUZZ_REPLAY
+
+TESTS += tests/runtime/test_st tests/runtime/test_harness \
+	tests/runtime/python.test tests/runtime/args.test \
+	tests/runtime/paste.test tests/runtime/corpus.test
+EXTRA_DIST += tests/runtime/python.test tests/runtime/args.test \
+	tests/runtime/paste.test tests/runtime/corpus.test \
+	tests/runtime/st.py tests/runtime/paste_main.c \
+	tests/runtime/fuzz-st.sh tests/fuzz/corpus-st
+CLEANFILES += test_st.tmp test_harness.tmp tests/runtime/fuzz_st
+clean-local: clean-local-runtime
+clean-local-runtime:
+	-rm -rf tests/runtime/python.dir tests/runtime/args.dir \
+	  tests/runtime/paste.dir tests/runtime/fuzz-st.dir
+
+# libFuzzer build of the reader (not part of `make all` or `make check`):
+#   make fuzz-st && $(srcdir)/tests/runtime/fuzz-st.sh 600
+FUZZ_CC = clang
+FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined \
+	-fno-sanitize-recover=all
+fuzz-st: $(srcdir)/tests/fuzz/fuzz_safetensors.c $(srcdir)/runtime/st.c
+	$(MKDIR_P) tests/runtime
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -I$(top_srcdir) -o tests/runtime/fuzz_st \
+	  $(srcdir)/tests/fuzz/fuzz_safetensors.c $(srcdir)/runtime/st.c
+.PHONY: fuzz-st clean-local-runtime
