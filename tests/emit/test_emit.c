@@ -1,0 +1,1251 @@
+/* test_emit.c - unit tests of emit/: programs built by hand with the
+ * ir.h constructors are written as C (with --main), built with the
+ * command of their first line plus -Wall -Wextra, run on seeded inputs,
+ * and their outputs compared with references computed here by plain
+ * loops in double precision (the definitions, written independently of
+ * the IR: e.g. the transposed convolution as a scatter).  The same
+ * programs are written as CUDA and built with nvcc where $NVCC is set
+ * (no GPU is needed: compile and link only, no warning allowed).  Also:
+ * byte-identical output, the C API's behaviour and error codes (a driver
+ * program), name sanitising, 64-bit indexing, rejected programs, and the
+ * Graphviz output (checked with dot where $DOT is set).
+ *
+ * Usage: test_emit [CASE...]   (KEEP=1 keeps the work folder) */
+#include "config.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lang/lang.h"
+#include "derive/ir.h"
+#include "emit/emit.h"
+#include "runtime/st.h"
+
+static int failures;
+static char workdir[256];
+static const char *nvcc;            /* $NVCC, or NULL: no CUDA builds */
+static const char *dotprog;         /* $DOT, or NULL */
+
+#define CHECK(cond, ...)                                                    \
+    do {                                                                    \
+        if (!(cond)) {                                                      \
+            fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__);           \
+            fprintf(stderr, __VA_ARGS__);                                   \
+            fputc('\n', stderr);                                            \
+            failures++;                                                     \
+        }                                                                   \
+    } while (0)
+
+/* ---- building programs ----------------------------------------------------- */
+
+#define MAXT 32
+
+typedef struct B {
+    Arena *a;
+    IrCtx *cx;
+    IrTensor *t[MAXT];
+    int n;
+    int outs[MAXT];
+    int nouts;
+    const char *model;
+} B;
+
+static IrTensor *tensor(B *b, const char *name, IrTensorKind kind, int rank, ...)
+{
+    IrTensor *t = arena_alloc(b->a, sizeof *t);
+    int64_t *shape = arena_alloc(b->a, sizeof *shape * (size_t)(rank + 1));
+    va_list ap;
+    va_start(ap, rank);
+    for (int i = 0; i < rank; i++)
+        shape[i] = va_arg(ap, int64_t);
+    va_end(ap);
+    t->id = b->n;
+    t->name = name;
+    t->kind = kind;
+    t->elem = ELEM_F32;
+    t->rank = rank;
+    t->shape = shape;
+    t->loc = LOC_NONE;
+    b->t[b->n++] = t;
+    return t;
+}
+
+static void output(B *b, IrTensor *t)
+{
+    t->is_output = true;
+    b->outs[b->nouts++] = t->id;
+}
+
+static IrVar var(B *b, const char *name, int64_t lo, int64_t hi)
+{
+    return ir_var_new(b->cx, name, lo, hi);
+}
+
+/* Index expression  c + Σ k_i * v_i  given as (k, var) pairs ending with
+ * a var of id -1. */
+static const Ix *V(B *b, IrVar v)
+{
+    return ix_var(b->cx, v.id);
+}
+
+static const Ix *lin(B *b, int64_t c, ...)
+{
+    const Ix *ix = ix_const(b->cx, c);
+    va_list ap;
+    va_start(ap, c);
+    for (;;) {
+        int64_t k = va_arg(ap, int64_t);
+        if (k == 0)
+            break;
+        IrVar v = va_arg(ap, IrVar);
+        ix = ix_add(b->cx, ix, ix_scale(b->cx, ix_var(b->cx, v.id), k));
+    }
+    va_end(ap);
+    return ix;
+}
+#define END ((int64_t)0)
+
+static const IExpr *X(B *b, IrTensor *t, ...)
+{
+    const Ix *idx[8];
+    va_list ap;
+    va_start(ap, t);
+    for (int i = 0; i < t->rank; i++)
+        idx[i] = va_arg(ap, const Ix *);
+    va_end(ap);
+    return ir_access_tensor(b->cx, t, idx, t->rank);
+}
+
+static const IExpr *bin(B *b, IExprKind k, const IExpr *x, const IExpr *y)
+{
+    return ir_binary(b->cx, k, x, y);
+}
+
+static const IExpr *call1(B *b, Func f, const IExpr *x)
+{
+    return ir_call(b->cx, f, &x, 1);
+}
+
+static const IExpr *call2(B *b, Func f, const IExpr *x, const IExpr *y)
+{
+    const IExpr *a[2] = {x, y};
+    return ir_call(b->cx, f, a, 2);
+}
+
+static const IExpr *K(B *b, double v)
+{
+    return ir_const(b->cx, v);
+}
+
+static void stage(B *b, IrTensor *t, Reduce red, int nloops, const IrVar *loops,
+                  int nsums, const IrVar *sums, int nguards, const IExpr **guards,
+                  const IExpr *body)
+{
+    t->stage = ir_stage(b->cx, red, loops, nloops, sums, nsums, guards, nguards, body);
+}
+
+static IrProgram *program(B *b)
+{
+    IrProgram *p = arena_alloc(b->a, sizeof *p);
+    p->cx = b->cx;
+    p->model = b->model ? b->model : "net";
+    p->tensors = arena_dup(b->a, b->t, sizeof *b->t * (size_t)b->n);
+    p->ntensors = b->n;
+    p->outputs = arena_dup(b->a, b->outs, sizeof *b->outs * (size_t)(b->nouts + 1));
+    p->noutputs = b->nouts;
+    return p;
+}
+
+/* ---- data --------------------------------------------------------------------- */
+
+static int64_t count(const IrTensor *t)
+{
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++)
+        n *= t->shape[i];
+    return n;
+}
+
+/* Seeded values in [-1, 1) that are exact floats. */
+static uint64_t rng = 88172645463325252ULL;
+static double uniform(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(float)((double)(rng >> 11) / (double)(1ULL << 53) * 2 - 1);
+}
+
+/* Row-major element of d for a tensor of shape s; 0 outside. */
+static double at(const double *d, const int64_t *s, int rank, ...)
+{
+    va_list ap;
+    va_start(ap, rank);
+    int64_t off = 0;
+    bool in = true;
+    for (int i = 0; i < rank; i++) {
+        int64_t k = va_arg(ap, int64_t);
+        in &= k >= 0 && k < s[i];
+        off = off * s[i] + k;
+    }
+    va_end(ap);
+    return in ? d[off] : 0.0;
+}
+#define AT(t, ...) at(D[(t)->id], (t)->shape, (t)->rank, __VA_ARGS__)
+
+static int64_t fdiv(int64_t a, int64_t d)
+{
+    return (int64_t)floor((double)a / (double)d);
+}
+
+static int64_t fmodl_(int64_t a, int64_t d)
+{
+    return a - d * fdiv(a, d);
+}
+
+/* ---- running commands ----------------------------------------------------- */
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return NULL;
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *s = xmalloc((size_t)n + 1);
+    size_t got = fread(s, 1, (size_t)n, fp);
+    fclose(fp);
+    s[got] = 0;
+    if (len)
+        *len = got;
+    return s;
+}
+
+/* Run a shell command in the work folder; its output goes to LOG.
+ * Returns the exit status; *out is the output (caller frees). */
+static int sh(char **out, const char *fmt, ...)
+{
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    char full[4600];
+    snprintf(full, sizeof full, "cd '%s' && ( %s ) >cmd.log 2>&1", workdir, cmd);
+    int rc = system(full);
+    char log[300];
+    snprintf(log, sizeof log, "%s/cmd.log", workdir);
+    char *s = slurp(log, NULL);
+    if (out)
+        *out = s;
+    else
+        free(s);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+}
+
+static char *emit_to_string(const IrProgram *p, Target target, bool main_, const char *out_name,
+                            int *rc)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&buf, &len);
+    EmitOptions o = {target, main_, out_name, "case.ein"};
+    *rc = emit_program(p, &o, fp);
+    fclose(fp);
+    return buf;
+}
+
+static bool write_file(const char *name, const char *text)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/%s", workdir, name);
+    FILE *fp = fopen(path, "wb");
+    if (!fp)
+        return false;
+    fputs(text, fp);
+    return fclose(fp) == 0;
+}
+
+/* The build command of line 1, or NULL. */
+static char *build_line(const char *text, bool cuda)
+{
+    const char *pre = cuda ? "// build: " : "/* build: ";
+    if (strncmp(text, pre, strlen(pre)) != 0)
+        return NULL;
+    const char *s = text + strlen(pre), *nl = strchr(s, '\n');
+    size_t n = (size_t)(nl - s);
+    if (!cuda) {
+        if (n < 3 || strncmp(s + n - 3, " */", 3) != 0)
+            return NULL;
+        n -= 3;
+    }
+    char *c = xmalloc(n + 1);
+    memcpy(c, s, n);
+    c[n] = 0;
+    return c;
+}
+
+/* nvcc takes seconds per file: the CUDA builds run at the end, two at a
+ * time, in the folder cu/. */
+static char *nvcc_jobs[64];
+static char *nvcc_names[64];
+static int nvcc_njobs;
+
+static void nvcc_job(const char *name, const char *cmd)
+{
+    if (nvcc_njobs == 64)
+        return;
+    nvcc_names[nvcc_njobs] = xstrdup(name);
+    nvcc_jobs[nvcc_njobs++] = xstrdup(cmd);
+}
+
+static void nvcc_run_jobs(void)
+{
+    if (nvcc_njobs == 0)
+        return;
+    char path[400];
+    snprintf(path, sizeof path, "%s/cu/jobs.sh", workdir);
+    FILE *fp = fopen(path, "w");
+    if (!fp) {
+        CHECK(0, "cannot write %s", path);
+        return;
+    }
+    fprintf(fp, "PATH=\"$(dirname '%s'):$PATH\"\n", nvcc);
+    for (int i = 0; i < nvcc_njobs; i++) {
+        fprintf(fp, "(%s >%s.log 2>&1; echo $? >%s.rc) &\n", nvcc_jobs[i], nvcc_names[i],
+                nvcc_names[i]);
+        if (i % 2 == 1)
+            fputs("wait\n", fp);
+    }
+    fputs("wait\n", fp);
+    fclose(fp);
+    int st = sh(NULL, "cd cu && sh jobs.sh");
+    CHECK(st == 0, "nvcc jobs: %d", st);
+    for (int i = 0; i < nvcc_njobs; i++) {
+        char log[400], rcp[400];
+        snprintf(log, sizeof log, "%s/cu/%s.log", workdir, nvcc_names[i]);
+        snprintf(rcp, sizeof rcp, "%s/cu/%s.rc", workdir, nvcc_names[i]);
+        char *l = slurp(log, NULL), *r = slurp(rcp, NULL);
+        CHECK(l && r && !*l && strcmp(r, "0\n") == 0, "%s: nvcc failed or warned (%s):\n%s",
+              nvcc_names[i], r ? r : "?", l ? l : "");
+        printf("%s %s (nvcc)\n", l && r && !*l && strcmp(r, "0\n") == 0 ? "PASS" : "FAIL",
+               nvcc_names[i]);
+        free(l);
+        free(r);
+    }
+}
+
+/* Emit p as C and CUDA; build both; check line 1 and determinism.
+ * Returns the C text (caller frees) or NULL when something failed. */
+static char *emit_and_build(const IrProgram *p, const char *name, bool main_)
+{
+    char cname[64], cuname[64], expect[256];
+    snprintf(cname, sizeof cname, "%s.c", name);
+    snprintf(cuname, sizeof cuname, "%s.cu", name);
+    char path[400];
+    snprintf(path, sizeof path, "sub/%s", cname);     /* -o with a folder */
+    int rc, rc2;
+    char *c = emit_to_string(p, TARGET_C, main_, path, &rc);
+    char *c2 = emit_to_string(p, TARGET_C, main_, path, &rc2);
+    CHECK(rc == 0 && rc2 == 0, "%s: emit_program (C) failed", name);
+    CHECK(strcmp(c, c2) == 0, "%s: two emits differ", name);
+    free(c2);
+    if (rc != 0)
+        return free(c), NULL;
+    if (main_)
+        snprintf(expect, sizeof expect, "cc -O2 -fopenmp %s -o %s -lm", cname, name);
+    else
+        snprintf(expect, sizeof expect, "cc -O2 -fopenmp -c %s -o %s.o", cname, name);
+    char *cmd = build_line(c, false);
+    CHECK(cmd && strcmp(cmd, expect) == 0, "%s: line 1 is '%.*s'", name,
+          (int)strcspn(c, "\n"), c);
+    write_file(cname, c);
+    char *log = NULL;
+    int st = sh(&log, "%s -Wall -Wextra", cmd ? cmd : expect);
+    CHECK(st == 0 && log && !*log, "%s: C build failed or warned (%d):\n%s", name, st,
+          log ? log : "");
+    free(log);
+    free(cmd);
+    if (st != 0)
+        return free(c), NULL;
+
+    if (nvcc) {
+        char *cu = emit_to_string(p, TARGET_CUDA, main_, cuname, &rc);
+        char *cu2 = emit_to_string(p, TARGET_CUDA, main_, cuname, &rc2);
+        CHECK(rc == 0 && rc2 == 0 && strcmp(cu, cu2) == 0, "%s: CUDA emit", name);
+        if (main_)
+            snprintf(expect, sizeof expect, "nvcc -O3 -arch=sm_90 %s -o %s", cuname, name);
+        else
+            snprintf(expect, sizeof expect, "nvcc -O3 -arch=sm_90 -c %s -o %s.o", cuname,
+                     name);
+        cmd = build_line(cu, true);
+        CHECK(cmd && strcmp(cmd, expect) == 0, "%s: CUDA line 1 is '%.*s'", name,
+              (int)strcspn(cu, "\n"), cu);
+        char cupath[100];
+        snprintf(cupath, sizeof cupath, "cu/%s", cuname);
+        write_file(cupath, cu);
+        nvcc_job(name, cmd ? cmd : expect);
+        free(cmd);
+        free(cu);
+    }
+    return c;
+}
+
+/* ---- one numerical case ------------------------------------------------------ */
+
+typedef void RefFn(B *b, double **D);
+
+/* Build p's C program with main(), run it on seeded inputs and weights,
+ * compare its outputs with ref's (which fills D for every stage tensor
+ * it computes; only outputs are compared).  Returns the program's data
+ * for more checks, or NULL. */
+static void run_case(B *b, const char *name, RefFn *ref)
+{
+    IrProgram *p = program(b);
+    char *c = emit_and_build(p, name, true);
+    if (!c)
+        return;
+    free(c);
+
+    double **D = xcalloc((size_t)p->ntensors, sizeof *D);
+    double **E = xcalloc((size_t)p->ntensors, sizeof *E);
+    StOut *so = xcalloc((size_t)p->ntensors + 1, sizeof *so);
+    float **fd = xcalloc((size_t)p->ntensors, sizeof *fd);
+    int nso = 0;
+    for (int i = 0; i < p->ntensors; i++) {
+        IrTensor *t = p->tensors[i];
+        D[i] = xcalloc((size_t)count(t), sizeof **D);
+        E[i] = xcalloc((size_t)count(t), sizeof **E);
+        if (t->kind == IT_STAGE)
+            continue;
+        fd[i] = xcalloc((size_t)count(t), sizeof **fd);
+        for (int64_t k = 0; k < count(t); k++) {
+            D[i][k] = E[i][k] = uniform();
+            fd[i][k] = (float)D[i][k];
+        }
+        so[nso++] = (StOut){t->name, ST_F32, t->rank, t->shape, fd[i]};
+    }
+    char err[ST_ERRLEN], path[400];
+    snprintf(path, sizeof path, "%s/%s.in.safetensors", workdir, name);
+    CHECK(st_write(path, so, nso, NULL, 0, 0, err, sizeof err) == ST_OK, "%s", err);
+    ref(b, D);
+    ir_eval_program(p, E);
+
+    char *log = NULL;
+    int st = sh(&log, "./%s --weights %s.in.safetensors --inputs %s.in.safetensors "
+                "--outputs %s.out.safetensors", name, name, name, name);
+    CHECK(st == 0 && log && !*log, "%s: run failed (%d):\n%s", name, st, log ? log : "");
+    free(log);
+    StFile *f = NULL;
+    snprintf(path, sizeof path, "%s/%s.out.safetensors", workdir, name);
+    if (st == 0 && st_open(path, &f, err, sizeof err) != ST_OK) {
+        CHECK(0, "%s", err);
+        f = NULL;
+    }
+    for (int i = 0; f && i < p->noutputs; i++) {
+        IrTensor *t = p->tensors[p->outputs[i]];
+        const StTensor *o;
+        if (st_get(f, t->name, ST_F32, t->rank, t->shape, &o, err, sizeof err) != ST_OK) {
+            CHECK(0, "%s", err);
+            continue;
+        }
+        float *got = xmalloc((size_t)count(t) * sizeof *got);
+        st_copy(o, got);
+        int bad = 0;
+        for (int64_t k = 0; k < count(t); k++) {
+            double want = D[t->id][k], interp = E[t->id][k];
+            double tol = 1e-5 + 2e-5 * fabs(want);
+            bool ok = fabs(got[k] - want) <= tol || (isnan(want) && isnan(got[k]));
+            /* Exact zeros (padding, no term, out of bounds) stay exact. */
+            ok &= want != 0 || got[k] == 0;
+            if (!ok && bad++ < 5)
+                CHECK(0, "%s: %s[%lld] = %.9g, reference %.9g", name, t->name,
+                      (long long)k, got[k], want);
+            if (!(fabs(interp - want) <= tol) && !(isnan(want) && isnan(interp)) &&
+                bad++ < 5)
+                CHECK(0, "%s: the IR interpreter gives %s[%lld] = %.9g, reference %.9g "
+                      "(a bug in the case or in derive/interp.c)", name, t->name,
+                      (long long)k, interp, want);
+        }
+        free(got);
+    }
+    if (f)
+        st_close(f);
+    for (int i = 0; i < p->ntensors; i++) {
+        free(D[i]);
+        free(E[i]);
+        free(fd[i]);
+    }
+    free(D);
+    free(E);
+    free(fd);
+    free(so);
+}
+
+/* ---- the cases ----------------------------------------------------------------- */
+
+static B *new_b(void)
+{
+    B *b = xcalloc(1, sizeof *b);
+    b->a = arena_new();
+    b->cx = ir_ctx_new(b->a);
+    return b;
+}
+
+/* 3x3 convolution, padding 1, bias, ReLU (examples/conv_relu.ein). */
+enum { CN = 2, CC = 3, CH = 5, CW = 6, CF = 4 };
+
+static void conv_ref(B *b, double **D)
+{
+    IrTensor *x = b->t[0], *w = b->t[1], *bias = b->t[2], *y = b->t[3], *z = b->t[4];
+    for (int64_t n = 0; n < CN; n++)
+        for (int64_t f = 0; f < CF; f++)
+            for (int64_t h = 0; h < CH; h++)
+                for (int64_t ww = 0; ww < CW; ww++) {
+                    double s = 0;
+                    for (int64_t c = 0; c < CC; c++)
+                        for (int64_t r = 0; r < 3; r++)
+                            for (int64_t q = 0; q < 3; q++)
+                                s += AT(x, n, c, h + r - 1, ww + q - 1) * AT(w, f, c, r, q);
+                    int64_t o = ((n * CF + f) * CH + h) * CW + ww;
+                    D[y->id][o] = s;
+                    D[z->id][o] = fmax(s + AT(bias, f), 0);
+                }
+}
+
+static B *conv_program(void)
+{
+    B *b = new_b();
+    IrTensor *x = tensor(b, "x", IT_INPUT, 4, (int64_t)CN, (int64_t)CC, (int64_t)CH, (int64_t)CW);
+    IrTensor *w = tensor(b, "w1", IT_WEIGHT, 4, (int64_t)CF, (int64_t)CC, (int64_t)3, (int64_t)3);
+    IrTensor *bias = tensor(b, "b1", IT_WEIGHT, 1, (int64_t)CF);
+    IrTensor *y = tensor(b, "z1.y", IT_STAGE, 4, (int64_t)CN, (int64_t)CF, (int64_t)CH, (int64_t)CW);
+    IrTensor *z = tensor(b, "z", IT_STAGE, 4, (int64_t)CN, (int64_t)CF, (int64_t)CH, (int64_t)CW);
+    IrVar n = var(b, "n", 0, CN), f = var(b, "f", 0, CF), h = var(b, "h", 0, CH),
+          w_ = var(b, "w", 0, CW), c = var(b, "c", 0, CC), r = var(b, "r", 0, 3),
+          s = var(b, "s", 0, 3);
+    IrVar L[] = {n, f, h, w_}, S[] = {c, r, s};
+    stage(b, y, RED_SUM, 4, L, 3, S, 0, NULL,
+          bin(b, IE_MUL, X(b, x, V(b, n), V(b, c), lin(b, -1, 1L, h, 1L, r, END),
+                           lin(b, -1, 1L, w_, 1L, s, END)),
+              X(b, w, V(b, f), V(b, c), V(b, r), V(b, s))));
+    IrVar n2 = var(b, "n", 0, CN), f2 = var(b, "f", 0, CF), h2 = var(b, "h", 0, CH),
+          w2 = var(b, "w", 0, CW);
+    IrVar L2[] = {n2, f2, h2, w2};
+    stage(b, z, RED_NONE, 4, L2, 0, NULL, 0, NULL,
+          call1(b, FN_RELU, bin(b, IE_ADD, X(b, y, V(b, n2), V(b, f2), V(b, h2), V(b, w2)),
+                                X(b, bias, V(b, f2)))));
+    output(b, z);
+    output(b, y);
+    return b;
+}
+
+static void case_conv(void)
+{
+    B *b = conv_program();
+    run_case(b, "conv", conv_ref);
+}
+
+/* Transposed convolution, kernel 4, stride 2, padding 1: the reference
+ * is the scatter definition (PyTorch's ConvTranspose2d). */
+enum { TN = 2, TC = 3, TH = 2, TW = 3, TF = 4 };
+
+static void tconv_ref(B *b, double **D)
+{
+    IrTensor *x = b->t[0], *wt = b->t[1], *y = b->t[2];
+    int64_t OH = 2 * TH, OW = 2 * TW;
+    for (int64_t n = 0; n < TN; n++)
+        for (int64_t c = 0; c < TC; c++)
+            for (int64_t i = 0; i < TH; i++)
+                for (int64_t j = 0; j < TW; j++)
+                    for (int64_t f = 0; f < TF; f++)
+                        for (int64_t r = 0; r < 4; r++)
+                            for (int64_t s = 0; s < 4; s++) {
+                                int64_t h = 2 * i - 1 + r, w = 2 * j - 1 + s;
+                                if (h < 0 || h >= OH || w < 0 || w >= OW)
+                                    continue;
+                                D[y->id][((n * TF + f) * OH + h) * OW + w] +=
+                                    AT(x, n, c, i, j) * AT(wt, c, f, r, s);
+                            }
+}
+
+static void case_tconv(void)
+{
+    B *b = new_b();
+    IrTensor *x = tensor(b, "x", IT_INPUT, 4, (int64_t)TN, (int64_t)TC, (int64_t)TH, (int64_t)TW);
+    IrTensor *wt = tensor(b, "wt", IT_WEIGHT, 4, (int64_t)TC, (int64_t)TF, (int64_t)4, (int64_t)4);
+    IrTensor *y = tensor(b, "y", IT_STAGE, 4, (int64_t)TN, (int64_t)TF, (int64_t)(2 * TH),
+                         (int64_t)(2 * TW));
+    IrVar n = var(b, "n", 0, TN), f = var(b, "f", 0, TF), h = var(b, "h", 0, 2 * TH),
+          w = var(b, "w", 0, 2 * TW), c = var(b, "c", 0, TC), r = var(b, "r", 0, 4),
+          s = var(b, "s", 0, 4);
+    const Ix *hh = lin(b, 1, 1L, h, -1L, r, END), *ww = lin(b, 1, 1L, w, -1L, s, END);
+    const IExpr *g[] = {
+        ir_icmp(b->cx, OP_EQ, ix_mod(b->cx, hh, 2), ix_const(b->cx, 0)),
+        ir_icmp(b->cx, OP_EQ, ix_mod(b->cx, ww, 2), ix_const(b->cx, 0)),
+    };
+    IrVar L[] = {n, f, h, w}, S[] = {c, r, s};
+    stage(b, y, RED_SUM, 4, L, 3, S, 2, g,
+          bin(b, IE_MUL, X(b, x, V(b, n), V(b, c), ix_div(b->cx, hh, 2), ix_div(b->cx, ww, 2)),
+              X(b, wt, V(b, c), V(b, f), V(b, r), V(b, s))));
+    output(b, y);
+    run_case(b, "tconv", tconv_ref);
+}
+
+/* Pooling: max= over a padded window (zeros are terms), max= after a
+ * ReLU, min= without padding. */
+enum { PC = 3, PH = 6, PW = 5 };
+
+static void pool_ref(B *b, double **D)
+{
+    IrTensor *x = b->t[0], *a = b->t[1], *q = b->t[2], *pq = b->t[3], *mn = b->t[4];
+    for (int64_t i = 0; i < count(a); i++)
+        D[a->id][i] = fmax(D[x->id][i], 0);
+    for (int64_t c = 0; c < PC; c++)
+        for (int64_t h = 0; h < PH / 2; h++)
+            for (int64_t w = 0; w < (PW + 1) / 2; w++) {
+                double m = -INFINITY, ma = -INFINITY, mi = INFINITY;
+                for (int64_t i = 0; i < 3; i++)
+                    for (int64_t j = 0; j < 3; j++) {
+                        m = fmax(m, AT(x, c, 2 * h + i - 1, 2 * w + j - 1));
+                        ma = fmax(ma, AT(a, c, 2 * h + i - 1, 2 * w + j - 1));
+                    }
+                for (int64_t i = 0; i < 2; i++)
+                    for (int64_t j = 0; j < 2; j++)
+                        mi = fmin(mi, AT(x, c, 2 * h + i, 2 * w + j));
+                int64_t o = (c * (PH / 2) + h) * ((PW + 1) / 2) + w;
+                D[q->id][o] = m;
+                D[pq->id][o] = ma;
+                D[mn->id][o] = mi;
+            }
+}
+
+static void case_pool(void)
+{
+    B *b = new_b();
+    int64_t OH = PH / 2, OW = (PW + 1) / 2;
+    IrTensor *x = tensor(b, "x", IT_INPUT, 3, (int64_t)PC, (int64_t)PH, (int64_t)PW);
+    IrTensor *q = tensor(b, "q", IT_STAGE, 3, (int64_t)PC, OH, OW);
+    IrTensor *a = tensor(b, "a", IT_STAGE, 3, (int64_t)PC, (int64_t)PH, (int64_t)PW);
+    IrTensor *pq = tensor(b, "pq", IT_STAGE, 3, (int64_t)PC, OH, OW);
+    IrTensor *mn = tensor(b, "mn", IT_STAGE, 3, (int64_t)PC, OH, OW);
+    for (int k = 0; k < 3; k++) {
+        IrVar c = var(b, "c", 0, PC), h = var(b, "h", 0, OH), w = var(b, "w", 0, OW);
+        IrVar i = var(b, "i", 0, k < 2 ? 3 : 2), j = var(b, "j", 0, k < 2 ? 3 : 2);
+        IrVar L[] = {c, h, w}, S[] = {i, j};
+        int64_t off = k < 2 ? -1 : 0;
+        stage(b, k == 0 ? q : k == 1 ? pq : mn, k < 2 ? RED_MAX : RED_MIN, 3, L, 2, S, 0, NULL,
+              X(b, k == 1 ? a : x, V(b, c), lin(b, off, 2L, h, 1L, i, END),
+                lin(b, off, 2L, w, 1L, j, END)));
+    }
+    IrVar c = var(b, "c", 0, PC), h = var(b, "h", 0, PH), w = var(b, "w", 0, PW);
+    IrVar L[] = {c, h, w};
+    stage(b, a, RED_NONE, 3, L, 0, NULL, 0, NULL,
+          call1(b, FN_RELU, X(b, x, V(b, c), V(b, h), V(b, w))));
+    /* a is defined after its first reader in tensor order: reorder. */
+    b->t[1] = a, b->t[2] = q;
+    a->id = 1, q->id = 2;
+    output(b, q);
+    output(b, pq);
+    output(b, mn);
+    run_case(b, "pool", pool_ref);
+}
+
+/* Softmax over rows, in four stages (examples/softmax.ein). */
+enum { SR = 3, SN = 7 };
+
+static void softmax_ref(B *b, double **D)
+{
+    IrTensor *x = b->t[0], *y = b->t[4];
+    for (int64_t i = 0; i < SR; i++) {
+        double m = -INFINITY, z = 0;
+        for (int64_t j = 0; j < SN; j++)
+            m = fmax(m, AT(x, i, j));
+        for (int64_t j = 0; j < SN; j++)
+            z += exp(AT(x, i, j) - m);
+        for (int64_t j = 0; j < SN; j++)
+            D[y->id][i * SN + j] = exp(AT(x, i, j) - m) / z;
+    }
+}
+
+static void case_softmax(void)
+{
+    B *b = new_b();
+    IrTensor *x = tensor(b, "x", IT_INPUT, 2, (int64_t)SR, (int64_t)SN);
+    IrTensor *m = tensor(b, "m", IT_STAGE, 1, (int64_t)SR);
+    IrTensor *e = tensor(b, "e", IT_STAGE, 2, (int64_t)SR, (int64_t)SN);
+    IrTensor *z = tensor(b, "z", IT_STAGE, 1, (int64_t)SR);
+    IrTensor *y = tensor(b, "y", IT_STAGE, 2, (int64_t)SR, (int64_t)SN);
+    IrVar i = var(b, "i", 0, SR), j = var(b, "j", 0, SN);
+    IrVar L1[] = {i}, S1[] = {j}, L2[] = {i, j};
+    stage(b, m, RED_MAX, 1, L1, 1, S1, 0, NULL, X(b, x, V(b, i), V(b, j)));
+    stage(b, e, RED_NONE, 2, L2, 0, NULL, 0, NULL,
+          call1(b, FN_EXP, bin(b, IE_SUB, X(b, x, V(b, i), V(b, j)), X(b, m, V(b, i)))));
+    stage(b, z, RED_SUM, 1, L1, 1, S1, 0, NULL, X(b, e, V(b, i), V(b, j)));
+    stage(b, y, RED_NONE, 2, L2, 0, NULL, 0, NULL,
+          bin(b, IE_DIV, X(b, e, V(b, i), V(b, j)), X(b, z, V(b, i))));
+    output(b, y);
+    run_case(b, "softmax", softmax_ref);
+}
+
+/* Rank-0 tensors: a total, a constant, a scale by the total. */
+static void rank0_ref(B *b, double **D)
+{
+    IrTensor *x = b->t[0], *s = b->t[1], *y = b->t[2], *k = b->t[3], *t = b->t[4];
+    double sum = 0, mx = -INFINITY;
+    for (int64_t i = 0; i < count(x); i++) {
+        sum += D[x->id][i];
+        mx = fmax(mx, D[x->id][i]);
+    }
+    D[s->id][0] = sum;
+    for (int64_t i = 0; i < count(x); i++)
+        D[y->id][i] = D[x->id][i] / sum;
+    D[k->id][0] = 2.5;
+    D[t->id][0] = mx;
+}
+
+static void case_rank0(void)
+{
+    B *b = new_b();
+    IrTensor *x = tensor(b, "x", IT_INPUT, 2, (int64_t)4, (int64_t)5);
+    IrTensor *s = tensor(b, "s", IT_STAGE, 0);
+    IrTensor *y = tensor(b, "y", IT_STAGE, 2, (int64_t)4, (int64_t)5);
+    IrTensor *k = tensor(b, "k", IT_STAGE, 0);
+    IrTensor *t = tensor(b, "t", IT_STAGE, 0);
+    IrVar i = var(b, "i", 0, 4), j = var(b, "j", 0, 5);
+    IrVar S[] = {i, j};
+    stage(b, s, RED_SUM, 0, NULL, 2, S, 0, NULL, X(b, x, V(b, i), V(b, j)));
+    stage(b, t, RED_MAX, 0, NULL, 2, S, 0, NULL, X(b, x, V(b, i), V(b, j)));
+    stage(b, y, RED_NONE, 2, S, 0, NULL, 0, NULL,
+          bin(b, IE_DIV, X(b, x, V(b, i), V(b, j)), ir_access_tensor(b->cx, s, NULL, 0)));
+    stage(b, k, RED_NONE, 0, NULL, 0, NULL, 0, NULL, K(b, 2.5));
+    output(b, s);
+    output(b, y);
+    output(b, k);
+    output(b, t);
+    run_case(b, "rank0", rank0_ref);
+}
+
+/* Output padding, guards at the loop and the sum level, a reduction with
+ * no term, an empty sum range. */
+static void guards_ref(B *b, double **D)
+{
+    IrTensor *x = b->t[0], *x2 = b->t[1], *y = b->t[2], *g = b->t[3], *h = b->t[4],
+             *k = b->t[5], *e = b->t[6], *m = b->t[7];
+    for (int64_t i = 1; i < 5; i++)
+        D[y->id][i] = AT(x, i) + 1;
+    for (int64_t i = 0; i < 4; i++) {
+        for (int64_t j = 0; j < 5; j++) {
+            D[g->id][i * 5 + j] = i >= j ? AT(x2, i, j) : 0;
+            if (j <= i)
+                D[h->id][i] += AT(x2, i, j);
+        }
+        D[k->id][i] = 0;
+        D[e->id][i] = 0;
+        double mx = -INFINITY;
+        for (int64_t j = 0; j < 5; j++)
+            if ((i + j) % 2 == 1)
+                mx = fmax(mx, AT(x2, i, j));
+        D[m->id][i] = i >= 1 && i < 3 ? mx : 0;
+    }
+}
+
+static void case_guards(void)
+{
+    B *b = new_b();
+    IrTensor *x = tensor(b, "x", IT_INPUT, 1, (int64_t)6);
+    IrTensor *x2 = tensor(b, "x2", IT_INPUT, 2, (int64_t)4, (int64_t)5);
+    IrTensor *y = tensor(b, "y", IT_STAGE, 1, (int64_t)6);
+    IrTensor *g = tensor(b, "g", IT_STAGE, 2, (int64_t)4, (int64_t)5);
+    IrTensor *h = tensor(b, "h", IT_STAGE, 1, (int64_t)4);
+    IrTensor *k = tensor(b, "k", IT_STAGE, 1, (int64_t)4);
+    IrTensor *e = tensor(b, "e", IT_STAGE, 1, (int64_t)4);
+    IrTensor *m = tensor(b, "m", IT_STAGE, 1, (int64_t)4);
+    IrVar i = var(b, "i", 1, 5);
+    IrVar L[] = {i};
+    stage(b, y, RED_NONE, 1, L, 0, NULL, 0, NULL, bin(b, IE_ADD, X(b, x, V(b, i)), K(b, 1)));
+    IrVar i2 = var(b, "i", 0, 4), j2 = var(b, "j", 0, 5);
+    IrVar L2[] = {i2, j2}, L1[] = {i2}, S1[] = {j2};
+    const IExpr *ge = ir_icmp(b->cx, OP_GE, V(b, i2), V(b, j2));
+    stage(b, g, RED_NONE, 2, L2, 0, NULL, 1, &ge, X(b, x2, V(b, i2), V(b, j2)));
+    const IExpr *le = ir_icmp(b->cx, OP_LE, V(b, j2), V(b, i2));
+    stage(b, h, RED_SUM, 1, L1, 1, S1, 1, &le, X(b, x2, V(b, i2), V(b, j2)));
+    const IExpr *never = ir_icmp(b->cx, OP_GT, V(b, j2), ix_const(b->cx, 10));
+    stage(b, k, RED_MAX, 1, L1, 1, S1, 1, &never, X(b, x2, V(b, i2), V(b, j2)));
+    IrVar j3 = var(b, "j", 3, 3);
+    IrVar S3[] = {j3};
+    stage(b, e, RED_SUM, 1, L1, 1, S3, 0, NULL, X(b, x2, V(b, i2), V(b, j3)));
+    /* max= with a sum-level guard on both variables and output padding. */
+    IrVar i4 = var(b, "i", 1, 3), j4 = var(b, "j", 0, 5);
+    IrVar L4[] = {i4}, S4[] = {j4};
+    const IExpr *odd = ir_icmp(b->cx, OP_EQ, ix_mod(b->cx, lin(b, 0, 1L, i4, 1L, j4, END), 2),
+                               ix_const(b->cx, 1));
+    stage(b, m, RED_MAX, 1, L4, 1, S4, 1, &odd, X(b, x2, V(b, i4), V(b, j4)));
+    output(b, y);
+    output(b, g);
+    output(b, h);
+    output(b, k);
+    output(b, e);
+    output(b, m);
+    run_case(b, "guards", guards_ref);
+}
+
+/* Every scalar function and operator, index values, conditions. */
+enum { FN_COUNT = 16 };
+
+static double ref_erf(double v)
+{
+    return erf(v);
+}
+
+static void funcs_ref(B *b, double **D)
+{
+    IrTensor *x = b->t[0], *y = b->t[1], *o = b->t[2];
+    for (int64_t i = 0; i < 8; i++) {
+        double a = AT(x, i), c = AT(y, i);
+        double v[FN_COUNT] = {
+            fmax(a, 0), 1 / (1 + exp(-a)), tanh(a), exp(a), log(fabs(a) + 0.5),
+            sqrt(fabs(a)), 1 / sqrt(fabs(a) + 0.1), fabs(a), ref_erf(a), fmax(a, c),
+            fmin(a, c), pow(fabs(a) + 0.1, c), a > c ? a : c * 2,
+            ((i < 2 && i != 3) || i >= 5) ? -a : (double)i * a - 0.5,
+            (a < c) * 3.0 - a / (c + 2), -(a - c),
+        };
+        for (int k = 0; k < FN_COUNT; k++)
+            D[o->id][k * 8 + i] = v[k];
+    }
+}
+
+static void case_funcs(void)
+{
+    B *b = new_b();
+    IrTensor *x = tensor(b, "x", IT_INPUT, 1, (int64_t)8);
+    IrTensor *y = tensor(b, "y", IT_INPUT, 1, (int64_t)8);
+    IrTensor *o = tensor(b, "o", IT_STAGE, 2, (int64_t)FN_COUNT, (int64_t)8);
+    IrVar k = var(b, "k", 0, FN_COUNT), i = var(b, "i", 0, 8);
+    const IExpr *a = X(b, x, V(b, i)), *c = X(b, y, V(b, i));
+    const IExpr *absa = call1(b, FN_ABS, a);
+    const IExpr *sel[3] = {ir_cmp(b->cx, OP_GT, a, c), a, bin(b, IE_MUL, c, K(b, 2))};
+    const IExpr *cond =
+        ir_binary(b->cx, IE_OR,
+                  ir_binary(b->cx, IE_AND, ir_icmp(b->cx, OP_LT, V(b, i), ix_const(b->cx, 2)),
+                            ir_unary(b->cx, IE_NOT, ir_icmp(b->cx, OP_EQ, V(b, i),
+                                                            ix_const(b->cx, 3)))),
+                  ir_icmp(b->cx, OP_GE, V(b, i), ix_const(b->cx, 5)));
+    const IExpr *sel2[3] = {cond, ir_unary(b->cx, IE_NEG, a),
+                            bin(b, IE_SUB, bin(b, IE_MUL, ir_index(b->cx, V(b, i)), a),
+                                K(b, 0.5))};
+    const IExpr *v[FN_COUNT] = {
+        call1(b, FN_RELU, a), call1(b, FN_SIGMOID, a), call1(b, FN_TANH, a),
+        call1(b, FN_EXP, a), call1(b, FN_LOG, bin(b, IE_ADD, absa, K(b, 0.5))),
+        call1(b, FN_SQRT, absa), call1(b, FN_RSQRT, bin(b, IE_ADD, absa, K(b, 0.1))), absa,
+        call1(b, FN_ERF, a), call2(b, FN_MAX, a, c), call2(b, FN_MIN, a, c),
+        call2(b, FN_POW, bin(b, IE_ADD, absa, K(b, 0.1)), c), ir_call(b->cx, FN_SELECT, sel, 3),
+        ir_call(b->cx, FN_SELECT, sel2, 3),
+        bin(b, IE_SUB, bin(b, IE_MUL, ir_cmp(b->cx, OP_LT, a, c), K(b, 3)),
+            bin(b, IE_DIV, a, bin(b, IE_ADD, c, K(b, 2)))),
+        ir_unary(b->cx, IE_NEG, bin(b, IE_SUB, a, c)),
+    };
+    /* One stage: o[k, i] = select(k == 0, v0, select(k == 1, v1, ...)). */
+    const IExpr *body = v[FN_COUNT - 1];
+    for (int n = FN_COUNT - 2; n >= 0; n--) {
+        const IExpr *s[3] = {ir_icmp(b->cx, OP_EQ, V(b, k), ix_const(b->cx, n)), v[n], body};
+        body = ir_call(b->cx, FN_SELECT, s, 3);
+    }
+    IrVar L[] = {k, i};
+    stage(b, o, RED_NONE, 2, L, 0, NULL, 0, NULL, body);
+    output(b, o);
+    run_case(b, "funcs", funcs_ref);
+}
+
+/* Floor division and modulo of negative values; reshapes. */
+static void divmod_ref(B *b, double **D)
+{
+    IrTensor *m = b->t[0], *x = b->t[1], *v = b->t[2], *w = b->t[3], *u = b->t[4];
+    for (int64_t i = 0; i < 12; i++)
+        D[v->id][i] = AT(m, i / 4, i % 4);
+    for (int64_t i = 0; i < 10; i++)
+        D[w->id][i] = AT(x, fmodl_(i - 3, 4)) + 10 * AT(x, fdiv(i - 5, 3) + 1) -
+                      AT(x, fdiv(-i, 4) + 2);
+    for (int64_t i = 0; i < 9; i++)
+        for (int64_t j = 0; j < 4; j++)
+            if (fmodl_(i - j - 4, 3) == 0)
+                D[u->id][i] += AT(x, j) * (double)fdiv(i - 7, 2);
+}
+
+static void case_divmod(void)
+{
+    B *b = new_b();
+    IrTensor *m = tensor(b, "m", IT_INPUT, 2, (int64_t)3, (int64_t)4);
+    IrTensor *x = tensor(b, "x", IT_INPUT, 1, (int64_t)4);
+    IrTensor *v = tensor(b, "v", IT_STAGE, 1, (int64_t)12);
+    IrTensor *w = tensor(b, "w", IT_STAGE, 1, (int64_t)10);
+    IrTensor *u = tensor(b, "u", IT_STAGE, 1, (int64_t)9);
+    IrCtx *cx = b->cx;
+    IrVar i = var(b, "i", 0, 12);
+    IrVar L[] = {i};
+    stage(b, v, RED_NONE, 1, L, 0, NULL, 0, NULL,
+          X(b, m, ix_div(cx, V(b, i), 4), ix_mod(cx, V(b, i), 4)));
+    IrVar i2 = var(b, "i", 0, 10);
+    IrVar L2[] = {i2};
+    stage(b, w, RED_NONE, 1, L2, 0, NULL, 0, NULL,
+          bin(b, IE_SUB,
+              bin(b, IE_ADD, X(b, x, ix_mod(cx, lin(b, -3, 1L, i2, END), 4)),
+                  bin(b, IE_MUL, K(b, 10),
+                      X(b, x, ix_add(cx, ix_div(cx, lin(b, -5, 1L, i2, END), 3),
+                                     ix_const(cx, 1))))),
+              X(b, x, ix_add(cx, ix_div(cx, lin(b, 0, -1L, i2, END), 4), ix_const(cx, 2)))));
+    IrVar i3 = var(b, "i", 0, 9), j3 = var(b, "j", 0, 4);
+    IrVar L3[] = {i3}, S3[] = {j3};
+    const IExpr *g = ir_icmp(cx, OP_EQ, ix_mod(cx, lin(b, -4, 1L, i3, -1L, j3, END), 3),
+                             ix_const(cx, 0));
+    stage(b, u, RED_SUM, 1, L3, 1, S3, 1, &g,
+          bin(b, IE_MUL, X(b, x, V(b, j3)),
+              ir_index(cx, ix_div(cx, lin(b, -7, 1L, i3, END), 2))));
+    output(b, v);
+    output(b, w);
+    output(b, u);
+    run_case(b, "divmod", divmod_ref);
+}
+
+/* A weight-only stage, and outputs that are an input, a weight and a
+ * load-time stage (copied by M_run). */
+static void wonly_ref(B *b, double **D)
+{
+    IrTensor *x = b->t[0], *w = b->t[1], *w2 = b->t[2], *y = b->t[3];
+    for (int64_t i = 0; i < 5; i++) {
+        D[w2->id][i] = AT(w, i) * 2;
+        D[y->id][i] = AT(x, i) + D[w2->id][i];
+    }
+}
+
+static B *wonly_program(void)
+{
+    B *b = new_b();
+    b->model = "wonly";
+    IrTensor *x = tensor(b, "x", IT_INPUT, 1, (int64_t)5);
+    IrTensor *w = tensor(b, "w", IT_WEIGHT, 1, (int64_t)5);
+    IrTensor *w2 = tensor(b, "w2", IT_STAGE, 1, (int64_t)5);
+    IrTensor *y = tensor(b, "y", IT_STAGE, 1, (int64_t)5);
+    IrVar i = var(b, "i", 0, 5);
+    IrVar L[] = {i};
+    stage(b, w2, RED_NONE, 1, L, 0, NULL, 0, NULL, bin(b, IE_MUL, X(b, w, V(b, i)), K(b, 2)));
+    w2->weight_only = true;
+    stage(b, y, RED_NONE, 1, L, 0, NULL, 0, NULL,
+          bin(b, IE_ADD, X(b, x, V(b, i)), X(b, w2, V(b, i))));
+    output(b, y);
+    output(b, w2);
+    output(b, x);
+    output(b, w);
+    return b;
+}
+
+static void case_wonly(void)
+{
+    run_case(wonly_program(), "wonly", wonly_ref);
+}
+
+/* Names that are no C identifiers or clash with C, C++ or the API. */
+static void names_ref(B *b, double **D)
+{
+    for (int64_t i = 0; i < 3; i++) {
+        D[2][i] = D[0][i] + D[1][i];
+        D[3][i] = D[2][i] * 2;
+        D[4][i] = D[3][i] - D[0][i];
+        D[5][i] = D[4][i] + 1;
+        D[6][i] = D[5][i] * 3;
+        D[7][i] = D[6][i] + D[0][i];
+    }
+}
+
+static void case_names(void)
+{
+    B *b = new_b();
+    b->model = "my-net";
+    IrTensor *t0 = tensor(b, "int", IT_INPUT, 1, (int64_t)3);
+    IrTensor *t1 = tensor(b, "ctx", IT_WEIGHT, 1, (int64_t)3);
+    IrTensor *t2 = tensor(b, "z1.a", IT_STAGE, 1, (int64_t)3);
+    IrTensor *t3 = tensor(b, "z1_a", IT_STAGE, 1, (int64_t)3);
+    IrTensor *t4 = tensor(b, "stream", IT_STAGE, 1, (int64_t)3);
+    IrTensor *t5 = tensor(b, "main", IT_STAGE, 1, (int64_t)3);
+    IrTensor *t6 = tensor(b, "rc", IT_STAGE, 1, (int64_t)3);
+    IrTensor *t7 = tensor(b, "p", IT_STAGE, 1, (int64_t)3);
+    IrVar i = var(b, "int", 0, 3);
+    IrVar L[] = {i};
+    stage(b, t2, RED_NONE, 1, L, 0, NULL, 0, NULL,
+          bin(b, IE_ADD, X(b, t0, V(b, i)), X(b, t1, V(b, i))));
+    stage(b, t3, RED_NONE, 1, L, 0, NULL, 0, NULL, bin(b, IE_MUL, X(b, t2, V(b, i)), K(b, 2)));
+    stage(b, t4, RED_NONE, 1, L, 0, NULL, 0, NULL,
+          bin(b, IE_SUB, X(b, t3, V(b, i)), X(b, t0, V(b, i))));
+    stage(b, t5, RED_NONE, 1, L, 0, NULL, 0, NULL, bin(b, IE_ADD, X(b, t4, V(b, i)), K(b, 1)));
+    stage(b, t6, RED_NONE, 1, L, 0, NULL, 0, NULL, bin(b, IE_MUL, X(b, t5, V(b, i)), K(b, 3)));
+    stage(b, t7, RED_NONE, 1, L, 0, NULL, 0, NULL,
+          bin(b, IE_ADD, X(b, t6, V(b, i)), X(b, t0, V(b, i))));
+    output(b, t7);
+    output(b, t6);
+    output(b, t5);
+    output(b, t4);
+    output(b, t3);
+    output(b, t2);
+    run_case(b, "names", names_ref);
+}
+
+/* More elements than an int can index: the kernels use int64_t.  Built,
+ * not run (it would need 16 GiB). */
+static void case_wide(void)
+{
+    B *b = new_b();
+    IrTensor *x = tensor(b, "x", IT_INPUT, 2, (int64_t)65536, (int64_t)65536);
+    IrTensor *y = tensor(b, "y", IT_STAGE, 1, (int64_t)65536);
+    IrVar i = var(b, "i", 0, 65536), j = var(b, "j", 0, 65536);
+    IrVar L[] = {i}, S[] = {j};
+    stage(b, y, RED_SUM, 1, L, 1, S, 0, NULL,
+          X(b, x, V(b, i), ix_mod(b->cx, lin(b, -3, 1L, j, END), 65536)));
+    output(b, y);
+    char *c = emit_and_build(program(b), "wide", false);
+    CHECK(c && strstr(c, "for (int64_t v_j = 0;") && strstr(c, "for (int64_t v_i = 0;"),
+          "wide: no 64-bit indices");
+    free(c);
+}
+
+/* The C API: a driver program linked with the generated conv.c. */
+static const char api_driver[] =
+    "#include <math.h>\n"
+    "#include <stdio.h>\n"
+    "#include <stdlib.h>\n"
+    "#include <string.h>\n"
+    "#define CONV_API_ONLY\n"
+    "#include \"apiconv.c\"\n"
+    "#define OK(call) do { int rc_ = (call); if (rc_) { printf(\"line %d: %s -> %d: %s\\n\", __LINE__, #call, rc_, conv_last_error(ctx)); return 1; } } while (0)\n"
+    "#define FAILS(call, code, text) do { int rc_ = (call); if (rc_ != (code) || !strstr(conv_last_error(ctx), (text))) { printf(\"line %d: %s -> %d: %s\\n\", __LINE__, #call, rc_, conv_last_error(ctx)); return 1; } } while (0)\n"
+    "int main(void)\n"
+    "{\n"
+    "    conv_ctx *ctx = NULL;\n"
+    "    static float x[2*3*5*6], w1[4*3*3*3], b1[4], z[2*4*5*6], y[2*4*5*6], z2[2*4*5*6], y2[2*4*5*6], yy[2*4*5*6];\n"
+    "    for (size_t i = 0; i < sizeof x / 4; i++) x[i] = (float)((i * 7) % 11) / 5 - 1;\n"
+    "    for (size_t i = 0; i < sizeof w1 / 4; i++) w1[i] = (float)((i * 5) % 13) / 6 - 1;\n"
+    "    b1[0] = 0.5f, b1[1] = -0.25f, b1[2] = 0, b1[3] = 1;    /* as in b1.safetensors */\n"
+    "    if (conv_tensor_count() != 5 || strcmp(conv_tensor_at(3)->name, \"z1.y\") || conv_tensor_at(5)\n"
+    "        || conv_tensor_at(0)->kind != CONV_INPUT || conv_tensor_at(3)->shape[3] != 6 || conv_tensor_at(4)->count != 240) { puts(\"tensor table\"); return 1; }\n"
+    "    OK(conv_create(&ctx));\n"
+    "    FAILS(conv_run(ctx, x, z, y), CONV_EMISSING, \"weight 'w1' was never loaded or set\");\n"
+    "    FAILS(conv_run_named(ctx), CONV_EMISSING, \"input 'x' was never set\");\n"
+    "    FAILS(conv_set_tensor(ctx, \"nope\", x, sizeof x), CONV_EINVAL, \"no tensor named 'nope'\");\n"
+    "    FAILS(conv_set_tensor(ctx, \"w1\", w1, 4), CONV_EINVAL, \"takes 432 bytes, not 4\");\n"
+    "    FAILS(conv_set_tensor(ctx, \"z\", z, sizeof z), CONV_EINVAL, \"computed by the model\");\n"
+    "    FAILS(conv_load_weights(ctx, \"no-such-file.safetensors\"), CONV_EIO, \"no-such-file.safetensors\");\n"
+    "    FAILS(conv_load_weights(ctx, \"bad.safetensors\"), CONV_EFORMAT, \"w1\");\n"
+    "    FAILS(conv_get_tensor(ctx, \"z\", z, sizeof z), CONV_EMISSING, \"holds no value\");\n"
+    "    OK(conv_set_tensor(ctx, \"w1\", w1, sizeof w1));\n"
+    "    OK(conv_load_weights(ctx, \"b1.safetensors\"));\n"
+    "    FAILS(conv_run(ctx, NULL, z, y), CONV_EINVAL, \"input 'x' is a null pointer\");\n"
+    "    OK(conv_run(ctx, x, z, y));\n"
+    "    FAILS(conv_get_tensor(ctx, \"z\", z2, sizeof z2), CONV_EMISSING, \"holds no value\");\n"
+    "    OK(conv_set_tensor(ctx, \"x\", x, sizeof x));\n"
+    "    OK(conv_run_named(ctx));\n"
+    "    OK(conv_get_tensor(ctx, \"z\", z2, sizeof z2));\n"
+    "    OK(conv_get_tensor(ctx, \"z1.y\", y2, sizeof y2));\n"
+    "    if (memcmp(z, z2, sizeof z) || memcmp(y, y2, sizeof y)) { puts(\"run and run_named differ\"); return 1; }\n"
+    "    for (int i = 0; i < 240; i++) if (z[i] != (y[i] + b1[(i / 30) % 4] > 0 ? y[i] + b1[(i / 30) % 4] : 0)) { puts(\"z != relu(y + b)\"); return 1; }\n"
+    "    b1[1] = 7;\n"
+    "    OK(conv_set_tensor(ctx, \"b1\", b1, sizeof b1));\n"
+    "    OK(conv_run(ctx, x, z2, yy));\n"
+    "    if (z2[30] != (y[30] + 7 > 0 ? y[30] + 7 : 0) || memcmp(y, yy, sizeof y)) { puts(\"changed weight not used\"); return 1; }\n"
+    "    if (conv_destroy(ctx)) return 1;\n"
+    "    ctx = NULL;\n"
+    "    if (strcmp(conv_last_error(NULL), \"\")) return 1;\n"
+    "    puts(\"api ok\");\n"
+    "    return 0;\n"
+    "}\n";
+
+static void case_api(void)
+{
+    B *b = conv_program();
+    b->model = "conv";
+    IrProgram *p = program(b);
+    int rc;
+    char *c = emit_to_string(p, TARGET_C, false, "apiconv.c", &rc);
+    CHECK(rc == 0, "api: emit");
+    write_file("apiconv.c", c);
+    write_file("apidriver.c", api_driver);
+    free(c);
+    /* b1 alone, and a file where w1 has the wrong shape. */
+    float b1[4] = {0.5f, -0.25f, 0, 1}, w1[3] = {1, 2, 3};
+    int64_t s4[] = {4}, s3[] = {3};
+    StOut o1 = {"b1", ST_F32, 1, s4, b1}, o2 = {"w1", ST_F32, 1, s3, w1};
+    char err[ST_ERRLEN], path[400];
+    snprintf(path, sizeof path, "%s/b1.safetensors", workdir);
+    CHECK(st_write(path, &o1, 1, NULL, 0, 0, err, sizeof err) == 0, "%s", err);
+    snprintf(path, sizeof path, "%s/bad.safetensors", workdir);
+    CHECK(st_write(path, &o2, 1, NULL, 0, 0, err, sizeof err) == 0, "%s", err);
+    char *log = NULL;
+    int st = sh(&log, "cc -std=c99 -O1 -fopenmp -Wall -Wextra -c apiconv.c -o apiconv.o && "
+                "cc -std=c99 -Wall -Wextra -c apidriver.c -o apidriver.o && "
+                "cc -fopenmp apidriver.o apiconv.o -o apidriver -lm && ./apidriver");
+    CHECK(st == 0 && log && strcmp(log, "api ok\n") == 0, "api: %d\n%s", st, log ? log : "");
+    free(log);
+    if (nvcc) {
+        /* The CUDA API from C++ through its declarations alone. */
+        c = emit_to_string(p, TARGET_CUDA, false, "apiconv.cu", &rc);
+        write_file("apiconv.cu", c);
+        free(c);
+        write_file("apiuse.cpp",
+                   "#define CONV_API_ONLY\n#include \"apiconv.cu\"\n"
+                   "int main() { conv_ctx *c = 0; int rc = conv_create(&c);\n"
+                   "  float *x = 0, *z = 0, *y = 0;\n"
+                   "  if (!rc) rc = conv_run(c, x, z, y, (cudaStream_t)0);\n"
+                   "  conv_destroy(c); return rc; }\n");
+        st = sh(&log, "PATH=\"$(dirname '%s'):$PATH\"; nvcc -O3 -arch=sm_90 -c apiconv.cu "
+                "-o apiconv_cu.o && g++ -Wall -Wextra -I/usr/local/cuda/include -c "
+                "apiuse.cpp -o apiuse.o && nvcc -arch=sm_90 apiuse.o apiconv_cu.o -o apiuse",
+                nvcc);
+        CHECK(st == 0 && log && !*log, "api (CUDA, C++): %d\n%s", st, log ? log : "");
+        free(log);
+    }
+}
+
+/* Programs the emitter refuses, with a message. */
+static void expect_error(const IrProgram *p, const char *want)
+{
+    char *msgs = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&msgs, &len);
+    diag_set_stream(fp);
+    int rc;
+    char *c = emit_to_string(p, TARGET_C, false, "x.c", &rc);
+    fclose(fp);
+    diag_set_stream(stderr);
+    CHECK(rc == -1 && strstr(msgs, want), "expected an error '%s', got %d:\n%s", want, rc,
+          msgs);
+    free(c);
+    free(msgs);
+    diag_reset();
+}
+
+static void case_errors(void)
+{
+    B *b = new_b();
+    IrTensor *x = tensor(b, "x", IT_INPUT, 1, (int64_t)4);
+    IrTensor *y = tensor(b, "y", IT_STAGE, 1, (int64_t)4);
+    IrVar i = var(b, "i", 0, 4), j = var(b, "j", 0, 4);
+    IrVar L[] = {i}, Lj[] = {j};
+    const Stage *inner = ir_stage(b->cx, RED_NONE, Lj, 1, NULL, 0, NULL, 0,
+                                  X(b, x, V(b, j)));
+    const Ix *ii = V(b, i);
+    stage(b, y, RED_NONE, 1, L, 0, NULL, 0, NULL, ir_access_stage(b->cx, inner, &ii, 1));
+    output(b, y);
+    expect_error(program(b), "internal error: the stage of 'y' reads a nested stage");
+
+    B *h = new_b();
+    IrTensor *xh = tensor(h, "xh", IT_INPUT, 1, (int64_t)4);
+    xh->elem = ELEM_F16;
+    output(h, xh);
+    expect_error(program(h), "tensor 'xh' is f16: the C and CUDA emitters support only f32");
+}
+
+/* Kernel comments: the statement from the .ein file with its location. */
+static void case_comment(void)
+{
+    static const char src[] = "input x : f32[4]\n"
+                              "y[i] = x[i] */\n"
+                              "   * 2 ?\?/ \n";
+    int id = src_add("dir/net.ein", src, sizeof src - 1);
+    B *b = new_b();
+    IrTensor *x = tensor(b, "x", IT_INPUT, 1, (int64_t)4);
+    IrTensor *y = tensor(b, "y", IT_STAGE, 1, (int64_t)4);
+    y->loc = (Loc){id, 17, (int32_t)(sizeof src - 3)};
+    IrVar i = var(b, "i", 0, 4);
+    IrVar L[] = {i};
+    stage(b, y, RED_NONE, 1, L, 0, NULL, 0, NULL, bin(b, IE_MUL, X(b, x, V(b, i)), K(b, 2)));
+    output(b, y);
+    char *c = emit_and_build(program(b), "comment", false);
+    CHECK(c && strstr(c, "/* dir/net.ein:2:1:\n *     y[i] = x[i] * /\n *        * 2 ? ?/\n"
+                         " * IR: "),
+          "comment: kernel comment not found:\n%s", c ? strstr(c, "/* dir/net.ein") : "");
+    free(c);
+}
+
+/* Graphviz: the tensors, the kernels and who reads what. */
+static void case_dot(void)
+{
+    B *b = conv_program();
+    IrProgram *p = program(b);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&buf, &len);
+    CHECK(emit_dot(p, fp) == 0, "dot: emit_dot failed");
+    fclose(fp);
+    CHECK(strstr(buf, "t0 -> k3;") && strstr(buf, "t1 -> k3;") && strstr(buf, "k3 -> t3;") &&
+          strstr(buf, "t2 -> k4;") && strstr(buf, "t3 -> k4;") && strstr(buf, "k4 -> t4;") &&
+          strstr(buf, "k0_z1_y: generated kernel") && strstr(buf, "k1_z: generated kernel") &&
+          strstr(buf, "z1.y\\ntensor (output) f32[2, 4, 5, 6]") &&
+          strstr(buf, "w1\\nweight f32[4, 3, 3, 3]"), "dot: unexpected graph:\n%s", buf);
+    write_file("conv.dot", buf);
+    free(buf);
+    if (dotprog) {
+        char *log = NULL;
+        int st = sh(&log, "'%s' -Tsvg conv.dot -o conv.svg", dotprog);
+        CHECK(st == 0 && log && !*log, "dot -Tsvg: %d\n%s", st, log ? log : "");
+        free(log);
+    }
+}
+
+static const struct { const char *name; void (*fn)(void); } cases[] = {
+    {"conv", case_conv}, {"tconv", case_tconv}, {"pool", case_pool},
+    {"softmax", case_softmax}, {"rank0", case_rank0}, {"guards", case_guards},
+    {"funcs", case_funcs}, {"divmod", case_divmod}, {"wonly", case_wonly},
+    {"names", case_names}, {"wide", case_wide}, {"api", case_api},
+    {"errors", case_errors}, {"comment", case_comment}, {"dot", case_dot},
+};
+
+int main(int argc, char **argv)
+{
+    nvcc = getenv("NVCC");
+    if (nvcc && !*nvcc)
+        nvcc = NULL;
+    dotprog = getenv("DOT");
+    if (dotprog && !*dotprog)
+        dotprog = NULL;
+    snprintf(workdir, sizeof workdir, "%s/einc-emit-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(workdir)) {
+        perror("mkdtemp");
+        return 99;
+    }
+    char sub[300];
+    snprintf(sub, sizeof sub, "%s/cu", workdir);
+    if (mkdir(sub, 0777) != 0) {
+        perror("mkdir");
+        return 99;
+    }
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        bool run = argc < 2;
+        for (int a = 1; a < argc; a++)
+            run |= strcmp(argv[a], cases[i].name) == 0;
+        if (!run)
+            continue;
+        int before = failures;
+        cases[i].fn();
+        printf("%s %s\n", failures == before ? "PASS" : "FAIL", cases[i].name);
+        fflush(stdout);
+    }
+    if (!nvcc)
+        printf("note: NVCC not set: CUDA output not compiled\n");
+    else
+        nvcc_run_jobs();
+    if (failures == 0 && !getenv("KEEP")) {
+        char cmd[400];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", workdir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "cannot remove %s\n", workdir);
+    } else {
+        printf("work folder kept: %s\n", workdir);
+    }
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,122 @@
+#!/bin/sh
+# tests/gpu/prepare.sh - make the bundle that tests/gpu/check.sh runs on a
+# machine with an NVIDIA GPU (which need have neither einc nor re2c, Bison
+# or PyTorch).  Run it here, where einc is built:
+#
+#   tests/gpu/prepare.sh [-o DIR] [-j JOBS] [NAME...]
+#
+# For each example NAME (default: every examples/*.ein with an `output`),
+# with the -D options of tests/gpu/sizes.txt:
+#   DIR/NAME.cu          einc --main NAME.ein -o NAME.cu
+#   DIR/NAME.spec        its inputs and weights: names, types, shapes and
+#                        value ranges (tests/gpu/bundle.py spec), from which
+#                        stgen makes the same bytes on any machine
+#   DIR/NAME.sum         the checksums of those input and weight files
+#   DIR/NAME.ref.safetensors  the C target's outputs on them (big outputs
+#                        sampled, see bundle.py), the reference
+#   DIR/NAME.cfg         the constants after -D, for the PyTorch timing
+# and DIR/MANIFEST, check.sh, stgen.c, stcmp.c, torchbench.py, stio.py and
+# the PyTorch models.  DIR defaults to gpu-bundle/ in the source tree (git
+# ignores it).  Environment: EINC, top_srcdir, CC, PYTHON (/usr/bin/python3).
+
+: "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
+: "${EINC:=${top_builddir:-.}/einc}"
+: "${PYTHON:=/usr/bin/python3}"
+: "${CC:=cc}"
+gpu=$top_srcdir/tests/gpu
+
+out=$top_srcdir/gpu-bundle
+jobs=2
+one=
+while [ $# -gt 0 ]; do
+    case $1 in
+    -o) out=$2; shift 2 ;;
+    -j) jobs=$2; shift 2 ;;
+    --one) one=$2; shift 2 ;;         # internal: prepare one example
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -*) echo "prepare.sh: unknown option '$1'" >&2; exit 2 ;;
+    *) break ;;
+    esac
+done
+
+die() {
+    echo "prepare.sh: $*" >&2
+    exit 1
+}
+
+case $EINC in /*) ;; *) EINC=$(pwd)/$EINC ;; esac
+[ -x "$EINC" ] || die "no einc at '$EINC' (set EINC)"
+"$PYTHON" -c 'import numpy' 2>/dev/null || die "$PYTHON cannot import numpy"
+export EINC top_srcdir PYTHON CC
+
+# ---- one example (run through xargs -P) -------------------------------------
+if [ -n "$one" ]; then
+    n=$one
+    work=$out/.work/$n
+    mkdir -p "$work" || exit 1
+    src=$top_srcdir/examples/$n.ein
+    defs=$(sed -n "s/^${n}[[:space:]][[:space:]]*//p" "$gpu/sizes.txt")
+    log=$work/log
+    : >"$log"
+    step() {
+        echo "+ $*" >>"$log"
+        "$@" >>"$log" 2>&1 || { echo "FAIL $n: $*"; tail -15 "$log" | sed 's/^/    /'; exit 1; }
+    }
+    # shellcheck disable=SC2086
+    step "$EINC" $defs --main "$src" -o "$out/$n.cu"
+    # shellcheck disable=SC2086
+    step "$EINC" $defs --main "$src" -o "$work/$n.c"
+    cmd=$(sed -n '1s|^/\* build: \(.*\) \*/[[:space:]]*$|\1|p' "$work/$n.c")
+    [ -n "$cmd" ] || { echo "FAIL $n: no '/* build: ... */' line in $n.c"; exit 1; }
+    case $cmd in "cc "*) cmd="$CC ${cmd#cc }" ;; esac
+    step sh -c "cd '$work' && $cmd"
+    # shellcheck disable=SC2086
+    "$PYTHON" "$gpu/bundle.py" spec $defs "$src" >"$out/$n.spec" 2>>"$log" ||
+        { echo "FAIL $n: bundle.py spec"; exit 1; }
+    # shellcheck disable=SC2086
+    "$PYTHON" -c 'import sys; sys.path.insert(0, sys.argv[1]); import eindecl
+d = {}
+for a in sys.argv[3:]:
+    if a != "-D": k, v = a.split("="); d[k] = int(v)
+p = eindecl.read(sys.argv[2], d)
+print(" ".join("%s=%d" % kv for kv in p.consts.items()))' \
+        "$top_srcdir/tests/num" "$src" $defs >"$out/$n.cfg" ||
+        { echo "FAIL $n: constants"; exit 1; }
+    {
+        "$work/../stgen" "$out/$n.spec" input 1 "$work/in.st" &&
+        "$work/../stgen" "$out/$n.spec" weight 1 "$work/wt.st"
+    } >"$out/$n.sum" || { echo "FAIL $n: stgen"; exit 1; }
+    t0=$(date +%s)
+    step "$work/$n" --inputs "$work/in.st" --weights "$work/wt.st" --outputs "$work/out.st"
+    t1=$(date +%s)
+    step "$PYTHON" "$gpu/bundle.py" ref "$work/out.st" "$out/$n.ref.safetensors"
+    echo "$n $defs" >"$work/manifest"
+    echo "ok   $n ${defs:+($defs) }C run $((t1 - t0)) s"
+    rm -f "$work/in.st" "$work/wt.st" "$work/out.st" "$work/$n" "$work/$n.c"
+    exit 0
+fi
+
+# ---- the whole bundle -----------------------------------------------------------
+mkdir -p "$out/.work" || die "cannot create $out"
+"$CC" -O2 -ffp-contract=off "$gpu/stgen.c" -o "$out/.work/stgen" || die "cannot build stgen"
+if [ $# -eq 0 ]; then
+    set -- $(cd "$top_srcdir/examples" && grep -l '^[[:space:]]*output\b' *.ein | sed 's/\.ein$//')
+fi
+names=$*
+echo "prepare.sh: $names -> $out"
+rm -f "$out/MANIFEST"
+printf '%s\n' $names | xargs -P "$jobs" -I{} sh "$0" -o "$out" --one {}
+status=$?
+{
+    echo "# made by tests/gpu/prepare.sh on $(date -u '+%Y-%m-%d %H:%M UTC'); einc $("$EINC" --version 2>/dev/null | head -1)"
+    for n in $names; do
+        [ -f "$out/.work/$n/manifest" ] && cat "$out/.work/$n/manifest"
+    done
+} >"$out/MANIFEST"
+cp "$gpu/check.sh" "$gpu/stgen.c" "$gpu/stcmp.c" "$gpu/torchbench.py" \
+   "$top_srcdir/tests/num/stio.py" "$out/" || die "cannot copy the scripts"
+mkdir -p "$out/models" && cp "$top_srcdir"/tests/models/*.py "$out/models/"
+rm -rf "$out/.work"
+du -sh "$out" | sed 's/^/prepare.sh: bundle size /'
+[ "$status" -eq 0 ] || die "some examples failed (see above)"
+echo "prepare.sh: done; on the GPU machine run: bash $(basename "$out")/check.sh"

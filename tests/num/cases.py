@@ -1,0 +1,341 @@
+"""cases.py - the numerical test cases: for each NAME.ein in this folder,
+the shapes of its inputs and weights and a PyTorch reference.
+
+Each reference computes the same function as the .ein program with
+PyTorch's own operators (F.conv2d, F.conv_transpose2d, F.max_pool2d,
+torch.softmax, F.layer_norm, torch.einsum, ...), never by transcribing the
+.ein loops.  It receives the tensors by their .ein names, as float64 copies
+of the f32 values the program gets, and returns a dict output name ->
+tensor.  Shapes here are written independently of the .ein declarations,
+so a wrong declared shape shows up as a shape mismatch.
+
+Input kinds: a shape tuple means uniform(-1, 1); ("pos", shape) means
+uniform(0.5, 2) (for log, sqrt, rsqrt, pow, division); ("f16", shape)
+is uniform(-1, 1) stored as f16.
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+
+class Case:
+    def __init__(self, name, ref, inputs, weights=None, defines=None,
+                 ein=None, tol=1e-5):
+        self.name = name
+        self.ref = ref
+        self.inputs = inputs
+        self.weights = weights or {}
+        self.defines = defines or {}
+        self.ein = ein or name + ".ein"
+        self.tol = tol
+
+
+CASES = []
+
+
+def case(inputs, weights=None, defines=None, name=None, tol=1e-5):
+    """Register the decorated reference under its function name."""
+    def reg(fn):
+        CASES.append(Case(name or fn.__name__, fn, inputs, weights, defines,
+                          tol=tol))
+        return fn
+    return reg
+
+
+def pos(*shape):
+    return ("pos", shape)
+
+
+# ---- products ----------------------------------------------------------
+
+@case({"a": (13, 37)}, {"b": (37, 11)})
+def matmul(a, b):
+    return {"c": a @ b}
+
+
+@case({"a": (3, 9, 20), "b": (3, 20, 7)})
+def bmm(a, b):
+    return {"c": torch.bmm(a, b)}
+
+
+@case({"x": (2, 5, 6, 4)}, {"w": (4, 7, 6)})
+def einsum3(x, w):
+    return {"y": torch.einsum("bijk,klj->lbi", x, w)}
+
+
+@case({"x": (4, 33)}, {"w": (10, 33), "b": (10,)})
+def linear(x, w, b):
+    return {"y": F.linear(x, w, b)}
+
+
+@case({"q": (9, 8), "k": (11, 8), "v": (11, 8)})
+def attention(q, k, v):
+    p = torch.softmax(q @ k.t() / math.sqrt(8), dim=-1)
+    return {"o": p @ v}
+
+
+def band(t, K, dil):
+    """[B, L, D] -> [B, L, 2K+1, D]: rows i + dil*(j - K), zero outside."""
+    tp = F.pad(t, (0, 0, dil * K, dil * K))
+    w = tp.unfold(1, 2 * dil * K + 1, 1)        # [B, L, D, 2*dil*K+1]
+    return w[..., ::dil].permute(0, 1, 3, 2)
+
+
+@case({"q": (2, 40, 5), "kt": (2, 40, 5), "p": (2, 40, 7), "v": (2, 40, 5)})
+def g2bmm(q, kt, p, v):
+    s = torch.einsum("bid,bijd->bij", q, band(kt, 3, 4))
+    o = torch.einsum("bij,bijd->bid", p, band(v, 3, 4))
+    return {"s": s, "o": o}
+
+
+# ---- convolutions --------------------------------------------------------
+
+@case({"x": (2, 5, 9, 7)}, {"w1": (6, 5, 3, 3), "b1": (6,)})
+def conv_relu(x, w1, b1):
+    return {"z": F.relu(F.conv2d(x, w1, b1, padding=1))}
+
+
+@case({"x": (2, 3, 11, 8)}, {"k": (4, 3, 3, 3)})
+def conv_stride(x, k):
+    return {"y": F.conv2d(x, k, stride=2, padding=1)}
+
+
+@case({"x": (1, 4, 10, 9)}, {"k": (3, 4, 3, 3)})
+def conv_dilation(x, k):
+    return {"z": F.relu(F.conv2d(x, k, padding=2, dilation=2))}
+
+
+@case({"x": (2, 6, 6, 7)}, {"k": (9, 2, 3, 3)})
+def conv_groups(x, k):
+    return {"y": F.conv2d(x, k, padding=1, groups=3)}
+
+
+@case({"x": (2, 5, 8, 6)}, {"k": (5, 1, 5, 5)})
+def conv_depthwise(x, k):
+    return {"y": F.conv2d(x, k, padding=2, groups=5)}
+
+
+@case({"x": (1, 4, 12, 13)},
+      {"kl1": (3, 4, 11, 1), "kl2": (3, 3, 1, 11),
+       "kr1": (3, 4, 1, 11), "kr2": (3, 3, 11, 1)})
+def conv_1xk(x, kl1, kl2, kr1, kr2):
+    left = F.conv2d(F.conv2d(x, kl1, padding=(5, 0)), kl2, padding=(0, 5))
+    right = F.conv2d(F.conv2d(x, kr1, padding=(0, 5)), kr2, padding=(5, 0))
+    return {"y": left + right}
+
+
+@case({"x": (2, 3, 9, 10)}, {"k": (4, 3, 5, 5)})
+def conv5x5(x, k):
+    return {"same": F.conv2d(x, k, padding=2), "valid": F.conv2d(x, k)}
+
+
+@case({"x": (2, 6, 3, 4)}, {"wt": (6, 5, 4, 4)})
+def convt_s2(x, wt):
+    return {"z": torch.tanh(F.conv_transpose2d(x, wt, stride=2, padding=1))}
+
+
+@case({"x": (2, 7, 3, 2)}, {"wt": (7, 4, 2, 2)})
+def convt_k2(x, wt):
+    return {"z": F.relu(F.conv_transpose2d(x, wt))}
+
+
+@case({"x": (1, 6, 5, 4)}, {"wt": (6, 2, 9, 9)})
+def convt_s4(x, wt):
+    return {"y": F.conv_transpose2d(x, wt, stride=4, padding=3,
+                                    output_padding=1)}
+
+
+# ---- pooling and reductions ----------------------------------------------
+
+@case({"x": (2, 3, 10, 7)})
+def maxpool2(x):
+    return {"p": F.max_pool2d(x, 2)}
+
+
+@case({"x": (2, 3, 9, 8)})
+def maxpool3(x):
+    return {"p": F.max_pool2d(x, 3, stride=2, padding=1)}
+
+
+@case({"x": (2, 3, 6, 5)})
+def avgpool(x):
+    return {"a": F.avg_pool2d(x, 3, stride=1, padding=1,
+                              count_include_pad=True),
+            "g": F.adaptive_avg_pool2d(x, 1).flatten(1)}
+
+
+@case({"x": (7, 12)})
+def minmax(x):
+    return {"mx": torch.amax(x, 1), "mn": torch.amin(x, 0),
+            "top": x.max(), "low": x.min()}
+
+
+@case({"x": (7, 7)})
+def guards(x):
+    n = x.shape[0]
+    ones = torch.ones(n, n, dtype=torch.bool)
+    eye = torch.eye(n, dtype=torch.bool)
+    bandm = torch.triu(torch.tril(ones, 2), -2)
+    strict = torch.tril(ones, -1)
+    below = x.masked_fill(~strict, -math.inf).amax(1)
+    below = torch.where(torch.isinf(below), torch.zeros_like(below), below)
+    return {"offd": x.masked_fill(eye, 0).sum(1),
+            "causal": torch.tril(x).sum(1),
+            "band": (x * bandm).sum(1),
+            "odd": x[:, 1::2].amax(1),
+            "below": below}
+
+
+# ---- normalisations and activations --------------------------------------
+
+@case({"x": (3, 5, 17)})
+def softmax(x):
+    return {"y": torch.softmax(x, -1), "ls": torch.log_softmax(x, -1)}
+
+
+@case({"x": (2, 6, 24)}, {"g": (24,), "beta": (24,)})
+def layernorm(x, g, beta):
+    return {"y": F.layer_norm(x, (24,), g, beta, eps=1e-5)}
+
+
+@case({"x": (2, 5, 3, 4)},
+      {"mean": (5,), "var": pos(5), "gamma": (5,), "beta": (5,)})
+def batchnorm(x, mean, var, gamma, beta):
+    return {"y": F.relu(F.batch_norm(x, mean, var, gamma, beta,
+                                     training=False, eps=1e-5))}
+
+
+@case({"x": (40,), "p": pos(40)})
+def unary(x, p):
+    return {"r_relu": F.relu(x), "r_sigmoid": torch.sigmoid(x),
+            "r_tanh": torch.tanh(x), "r_exp": torch.exp(x),
+            "r_log": torch.log(p), "r_sqrt": torch.sqrt(p),
+            "r_rsqrt": torch.rsqrt(p), "r_abs": torch.abs(x),
+            "r_erf": torch.erf(x), "r_neg": torch.neg(x)}
+
+
+@case({"a": (30,), "b": (30,), "p": pos(30), "q": pos(30)})
+def binary(a, b, p, q):
+    return {"r_max": torch.maximum(a, b), "r_min": torch.minimum(a, b),
+            "r_pow": torch.pow(p, b), "r_div": a / q,
+            "r_arith": (a - b * 2.5) * (a + 1) + b / 4,
+            "r_clamp": torch.clamp(a * 3, -1, 1)}
+
+
+@case({"x": (4, 25)})
+def gelu(x):
+    return {"y": F.gelu(x), "t": F.gelu(x, approximate="tanh")}
+
+
+@case({"x": (6, 6), "z": (6, 6)})
+def select(x, z):
+    eye = torch.eye(6, dtype=torch.bool)
+    return {"pick": torch.where(x > z, x, 2 * z),
+            "lower": torch.tril(x),
+            "mixed": torch.where(eye | ((x < 0) & ~(z > 0.5)),
+                                 torch.ones_like(x), x),
+            "leaky": F.leaky_relu(x, 0.01)}
+
+
+# ---- layout ----------------------------------------------------------------
+
+@case({"x": (5, 8), "y": (2, 3, 4, 5)})
+def permute(x, y):
+    return {"t": x.t(), "p": y.permute(0, 3, 1, 2)}
+
+
+@case({"m": (6, 4), "x": (2, 3, 4, 5)})
+def reshape(m, x):
+    v = m.reshape(-1)
+    return {"v": v, "m2": v.reshape(12, 2), "f": torch.flatten(x, 1)}
+
+
+@case({"x": (2, 12, 4, 5)})
+def pixel_shuffle(x):
+    y = F.pixel_shuffle(x, 2)
+    return {"y": y, "u": F.pixel_unshuffle(y, 2)}
+
+
+@case({"x": (1, 2, 4, 5)})
+def upsample(x):
+    return {"near": F.interpolate(x, scale_factor=2, mode="nearest"),
+            "bil": F.interpolate(x, scale_factor=2, mode="bilinear",
+                                 align_corners=False)}
+
+
+@case({"x": (5, 7), "v": (4,)})
+def roll(x, v):
+    rep = torch.repeat_interleave(v, 3)
+    return {"r": torch.roll(x, shifts=(3, -2), dims=(0, 1)),
+            "d": F.pad(rep, (1, 0))[:12]}
+
+
+@case({"x": (9,)})
+def narrow(x):
+    zero = torch.zeros_like(x)
+    head = torch.cat([x[:4], zero[4:]])
+    mid = torch.cat([zero[:2], 2 * x[2:5], zero[5:]])
+    return {"head": head, "mid": mid, "crop": x[3:7],
+            "pad": F.pad(x, (2, 2))}
+
+
+@case({"a": (19,), "b": (19,), "s": ()})
+def rank0(a, b, s):
+    dot = torch.dot(a, b)
+    return {"dot": dot, "y": a * dot + s, "sq": s * s}
+
+
+@case({"x": (4, 6)})
+def index_value(x):
+    i = torch.arange(4, dtype=x.dtype)
+    j = torch.arange(6, dtype=x.dtype)
+    return {"y": x + 0.5 * i[:, None] - j[None, :] / 6,
+            "z": x[:, 0] * (6 / 4) + (i + 1) / 3}
+
+
+# ---- program structure -----------------------------------------------------
+
+def _block(x, w1, w2):
+    a = F.relu(F.conv2d(x, w1, padding=1))
+    return F.relu(F.conv2d(a, w2, padding=1) + x)
+
+
+@case({"x": (1, 4, 6, 5)},
+      {"wa": (4, 4, 3, 3), "wb": (4, 4, 3, 3),
+       "wc": (4, 4, 3, 3), "wd": (4, 4, 3, 3)})
+def defs(x, wa, wb, wc, wd):
+    z1 = _block(x, wa, wb)
+    return {"z1": z1, "z2": _block(z1, wc, wd)}
+
+
+@case({"x": (5, 12), "y": (7, 5)})
+def def_multi(x, y):
+    return {"mx": x.mean(1), "vx": x.var(1, unbiased=False),
+            "my": y.mean(1), "vy": y.var(1, unbiased=False)}
+
+
+@case({"x": (2, 3, 6, 6)}, {"k": (3, 3, 3, 3), "g": (3,)})
+def imports(x, k, g):
+    b = F.silu(F.conv2d(x, k, padding=1) * g[None, :, None, None])
+    return {"b": b, "p": F.max_pool2d(b, 2)}
+
+
+@case({"x": (3, 5)}, defines={"N": 3, "H": 5})
+def defines(x):
+    # HH = 9, R = 9 % 4 + 1 = 2, Q = 3
+    y = torch.repeat_interleave(x, 2, dim=1)[:, :9] * 2
+    return {"y": y, "z": y[:, :3].t()}
+
+
+@case({"x": (10,)})
+def order(x):
+    a = F.pad(2 * x[:8], (0, 2))
+    b = a + 1
+    return {"c": b * a, "b": b}
+
+
+@case({"x": ("f16", (6, 8))})
+def f16(x):
+    return {"y": 2 * x, "s": (3 * x).sum(1)}

@@ -1,0 +1,355 @@
+#!/usr/bin/python3
+"""run.py - the numerical suite: einc's C target against PyTorch on the CPU.
+
+For each case (tests/num/cases.py, and the seven models of tests/models/
+at small sizes) this
+  1. generates the inputs and weights with torch (seed fixed per case) and
+     writes them as safetensors files (stio.py),
+  2. runs `einc CASE.ein -o CASE.c --main [-D NAME=VALUE ...]`,
+  3. builds CASE.c with the command on its first line (`/* build: ... */`)
+     plus -Wall -Wextra; any diagnostic from the build is a failure,
+  4. runs `./CASE --inputs F --weights F --outputs F`,
+  5. compares each output with the PyTorch reference, computed in float64
+     from the same f32 values:
+         err = max|out - ref| / max(max|ref|, 1e-30)     (per output tensor)
+     and passes when err < 1e-5 for every output (names, shapes and
+     element types must match exactly; a NaN fails).
+It prints one line per case and then `N passed, N failed`; the exit status
+is 0 when nothing failed, 1 otherwise, 2 on a usage error.
+
+Usage: run.py [--einc PATH] [-j JOBS] [-k PATTERN]... [--keep DIR]
+              [--no-models] [--models-only] [--list] [-v]
+EINC, CC and top_srcdir come from the environment as automake's test
+harness sets them.
+"""
+
+import argparse
+import sys
+sys.dont_write_bytecode = True   # keep the source tree clean (distcheck)
+
+import importlib.util
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import tempfile
+import time
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import torch                                  # noqa: E402
+import stio                                   # noqa: E402
+import eindecl                                # noqa: E402
+import cases as num_cases                     # noqa: E402
+
+TOL_DEFAULT = 1e-5
+RUN_TIMEOUT = 120
+
+
+class Result:
+    def __init__(self, name, ok, msg, secs):
+        self.name, self.ok, self.msg, self.secs = name, ok, msg, secs
+
+
+class Failure(Exception):
+    pass
+
+
+# ---- case lists -----------------------------------------------------------
+
+class Spec:
+    """One thing to test: a .ein file, -D overrides, tensors, a reference."""
+
+    def __init__(self, name, ein, inputs, weights, defines, ref, tol):
+        self.name, self.ein = name, ein
+        self.inputs, self.weights = inputs, weights
+        self.defines, self.ref, self.tol = defines, ref, tol
+
+
+def num_specs():
+    out = []
+    for c in num_cases.CASES:
+        out.append(Spec(c.name, os.path.join(HERE, c.ein), c.inputs,
+                        c.weights, c.defines, c.ref, c.tol))
+    return out
+
+
+def model_specs(srcdir):
+    """tests/models/NAME.py: EIN (path under the top folder), CONFIGS (a list
+    of (label, {const: value})), shapes(cfg) -> (inputs, weights),
+    reference(cfg, **tensors) -> {output: tensor}; optional TOL."""
+    mdir = os.path.join(srcdir, "tests", "models")
+    out, missing = [], []
+    if not os.path.isdir(mdir):
+        return out, missing
+    for fn in sorted(os.listdir(mdir)):
+        if not fn.endswith(".py") or fn.startswith("_"):
+            continue
+        stem = fn[:-3]
+        spec = importlib.util.spec_from_file_location("model_" + stem,
+                                                      os.path.join(mdir, fn))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        if not hasattr(mod, "EIN"):
+            continue
+        ein = os.path.join(srcdir, mod.EIN)
+        if not os.path.exists(ein):
+            missing.append("%s (no %s)" % (stem, mod.EIN))
+            continue
+        for label, cfg in mod.CONFIGS:
+            ins, wts = mod.shapes(cfg)
+
+            def ref(_m=mod, _c=cfg, **t):
+                return _m.reference(_c, **t)
+            out.append(Spec("%s/%s" % (stem, label), ein, ins, wts, cfg, ref,
+                            getattr(mod, "TOL", TOL_DEFAULT)))
+    return out, missing
+
+
+# ---- inputs ------------------------------------------------------------------
+
+def make_tensor(spec, gen):
+    """SHAPE: uniform(-1, 1); ("pos", SHAPE): uniform(0.5, 2); ("f16",
+    SHAPE): uniform(-1, 1) as f16; (A, SHAPE) with A a float:
+    uniform(-A, A)."""
+    kind = "uniform"
+    if (isinstance(spec, tuple) and len(spec) == 2
+            and isinstance(spec[0], (str, float))):
+        kind, spec = spec
+    shape = tuple(int(d) for d in spec)
+    u = torch.rand(shape, generator=gen, dtype=torch.float32)
+    if isinstance(kind, float):
+        return (kind * (2 * u - 1)).to(torch.float32)
+    if kind == "pos":
+        return 0.5 + 1.5 * u
+    if kind == "f16":
+        return (2 * u - 1).to(torch.float16)
+    if kind == "uniform":
+        return 2 * u - 1
+    raise ValueError("unknown input kind %r" % kind)
+
+
+def generate(spec):
+    gen = torch.Generator().manual_seed(zlib.crc32(spec.name.encode()))
+    ins = {k: make_tensor(v, gen) for k, v in spec.inputs.items()}
+    wts = {k: make_tensor(v, gen) for k, v in spec.weights.items()}
+    return ins, wts
+
+
+# ---- steps -------------------------------------------------------------------
+
+def tail(text, n=12):
+    lines = text.strip().splitlines()
+    return "\n".join(lines[-n:]) if lines else "(no output)"
+
+
+def run_cmd(argv, cwd, timeout, shell=False):
+    try:
+        p = subprocess.run(argv, cwd=cwd, shell=shell, timeout=timeout,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, errors="replace")
+    except subprocess.TimeoutExpired:
+        raise Failure("timed out after %d s: %s"
+                      % (timeout, argv if shell else " ".join(argv)))
+    return p
+
+
+def build_command(csrc, cc):
+    with open(csrc, errors="replace") as f:
+        first = f.readline()
+    m = re.search(r"build:\s*(.*?)\s*(\*/)?\s*$", first)
+    if not m or not m.group(1):
+        raise Failure("no '/* build: ... */' on the first line of %s: %r"
+                      % (os.path.basename(csrc), first.strip()))
+    cmd = m.group(1)
+    words = shlex.split(cmd)
+    if cc and words and words[0] == "cc":
+        cmd = cc + cmd[2:]
+    exe = None
+    if "-o" in words and words.index("-o") + 1 < len(words):
+        exe = words[words.index("-o") + 1]
+    return cmd + " -Wall -Wextra", exe
+
+
+def compare(name, out, ref, tol):
+    """Return (worst error, list of problems)."""
+    problems = []
+    worst = 0.0
+    if set(out) != set(ref):
+        extra, lack = sorted(set(out) - set(ref)), sorted(set(ref) - set(out))
+        if lack:
+            problems.append("missing outputs %s" % ", ".join(lack))
+        if extra:
+            problems.append("unexpected outputs %s" % ", ".join(extra))
+    for k in sorted(set(out) & set(ref)):
+        o, r = out[k], ref[k].detach().to(torch.float64)
+        if tuple(o.shape) != tuple(r.shape):
+            problems.append("%s: shape %s, expected %s"
+                            % (k, list(o.shape), list(r.shape)))
+            continue
+        o = o.to(torch.float64)
+        if not torch.isfinite(o).all():
+            problems.append("%s: non-finite values" % k)
+            continue
+        scale = max(r.abs().max().item() if r.numel() else 0.0, 1e-30)
+        diff = (o - r).abs()
+        err = diff.max().item() / scale if r.numel() else 0.0
+        worst = max(worst, err)
+        if not err < tol:
+            at = tuple(int(i) for i in
+                       torch.nonzero(diff == diff.max())[0].tolist())
+            problems.append("%s: rel err %.3g >= %g (at %s: got %.8g, "
+                            "expected %.8g)" % (k, err, tol, list(at),
+                                                o[at].item(), r[at].item()))
+    return worst, problems
+
+
+def check_decls(spec, ins, wts):
+    """The test's own mistakes first: do the tensors the reference takes
+    match what the .ein file declares?"""
+    try:
+        prog = eindecl.read(spec.ein, spec.defines)
+    except (eindecl.DeclError, OSError) as e:
+        raise Failure("cannot read the declarations: %s" % e)
+    have = {}
+    for kind, name, elem, dims in prog.tensors:
+        have[name] = (kind, dims)
+    given = {k: ("input", list(v.shape)) for k, v in ins.items()}
+    given.update({k: ("weight", list(v.shape)) for k, v in wts.items()})
+    if have != given:
+        diff = ["%s: .ein %s, test %s" % (k, have.get(k), given.get(k))
+                for k in sorted(set(have) | set(given))
+                if have.get(k) != given.get(k)]
+        raise Failure("the test's tensors differ from the declarations: "
+                      + "; ".join(diff))
+
+
+def run_case(spec, args, root):
+    t0 = time.time()
+    safe = spec.name.replace("/", "-")
+    wd = os.path.join(root, safe)
+    os.makedirs(wd, exist_ok=True)
+    try:
+        ins, wts = generate(spec)
+        check_decls(spec, ins, wts)
+        argv = [args.einc, spec.ein, "-o", safe + ".c", "--main"]
+        for k, v in spec.defines.items():
+            argv += ["-D", "%s=%d" % (k, v)]
+        p = run_cmd(argv, wd, 120)
+        if p.returncode != 0:
+            raise Failure("einc exited with %d: %s\n%s" % (
+                p.returncode, " ".join(argv[1:]), tail(p.stderr)))
+        if p.stderr.strip():
+            raise Failure("einc diagnostics:\n" + tail(p.stderr))
+        cmd, exe = build_command(os.path.join(wd, safe + ".c"), args.cc)
+        p = run_cmd(cmd, wd, 300, shell=True)
+        if p.returncode != 0 or p.stderr.strip():
+            raise Failure("build %s: %s\n%s" % (
+                "failed" if p.returncode else "warned", cmd,
+                tail(p.stderr + p.stdout)))
+        exe = exe or safe
+        if not os.path.isabs(exe):
+            exe = os.path.join(wd, exe)
+        run = [exe, "--outputs", "out.safetensors"]
+        if ins:
+            stio.save(ins, os.path.join(wd, "inputs.safetensors"))
+            run += ["--inputs", "inputs.safetensors"]
+        if wts:
+            stio.save(wts, os.path.join(wd, "weights.safetensors"))
+            run += ["--weights", "weights.safetensors"]
+        p = run_cmd(run, wd, RUN_TIMEOUT)
+        if p.returncode != 0:
+            raise Failure("%s exited with %d\n%s" % (
+                " ".join([os.path.basename(exe)] + run[1:]), p.returncode,
+                tail(p.stderr + p.stdout)))
+        try:
+            out = stio.load(os.path.join(wd, "out.safetensors"))
+        except (OSError, ValueError) as e:
+            raise Failure("cannot read the outputs: %s" % e)
+        tensors = {k: v.to(torch.float64) for k, v in ins.items()}
+        tensors.update({k: v.to(torch.float64) for k, v in wts.items()})
+        with torch.no_grad():
+            ref = spec.ref(**tensors)
+        worst, problems = compare(spec.name, out, ref, spec.tol)
+        if problems:
+            raise Failure("; ".join(problems))
+        return Result(spec.name, True, "max rel err %.2e" % worst,
+                      time.time() - t0)
+    except Failure as e:
+        return Result(spec.name, False, str(e), time.time() - t0)
+    except Exception as e:              # a bug in a reference, say
+        return Result(spec.name, False, "%s: %s" % (type(e).__name__, e),
+                      time.time() - t0)
+
+
+# ---- main --------------------------------------------------------------------
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--einc", default=os.environ.get("EINC"))
+    ap.add_argument("--srcdir", default=os.environ.get("top_srcdir")
+                    or os.path.dirname(os.path.dirname(HERE)))
+    ap.add_argument("--cc", default=os.environ.get("CC"))
+    ap.add_argument("-j", "--jobs", type=int, default=2)
+    ap.add_argument("-k", action="append", default=[],
+                    help="run only cases whose name contains this")
+    ap.add_argument("--keep", help="work in this folder and keep it")
+    ap.add_argument("--no-models", action="store_true")
+    ap.add_argument("--models-only", action="store_true")
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+
+    specs, missing = [], []
+    if not args.models_only:
+        specs += num_specs()
+    if not args.no_models:
+        ms, missing = model_specs(os.path.abspath(args.srcdir))
+        specs += ms
+    if args.k:
+        specs = [s for s in specs if any(k in s.name for k in args.k)]
+    if args.list:
+        for s in specs:
+            print(s.name)
+        return 0
+    if not args.einc or not os.access(args.einc, os.X_OK):
+        print("run.py: no einc to run (set EINC or --einc): %r" % args.einc,
+              file=sys.stderr)
+        return 2
+    args.einc = os.path.abspath(args.einc)
+
+    root = args.keep or tempfile.mkdtemp(prefix="einc-num.")
+    os.makedirs(root, exist_ok=True)
+    t0 = time.time()
+    npass = nfail = 0
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
+            futs = [ex.submit(run_case, s, args, root) for s in specs]
+            for f in futs:
+                r = f.result()
+                if r.ok:
+                    npass += 1
+                    print("PASS %-28s %s  (%.1f s)" % (r.name, r.msg, r.secs),
+                          flush=True)
+                else:
+                    nfail += 1
+                    msg = r.msg if args.verbose else tail(r.msg, 14)
+                    print("FAIL %-28s %s" % (r.name, msg.replace(
+                        "\n", "\n     ")), flush=True)
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+    for m in missing:
+        print("note: model %s: not tested" % m)
+    print("time: %.0f s" % (time.time() - t0))
+    print("%d passed, %d failed" % (npass, nfail))
+    return 0 if nfail == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
