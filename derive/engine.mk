@@ -1,0 +1,8 @@
+# derive/engine.mk - instantiation (operator matching), the cost model and
+# the search, on top of the IR (derive/local.mk) and the rules (rules.mk).
+derive_libderive_a_SOURCES += derive/match.h derive/match.c
+
+check_PROGRAMS += tests/derive/test_match
+TESTS += tests/derive/test_match
+tests_derive_test_match_LDADD = derive/libderive.a sema/libsema.a \
+	parser/libparser.a lang/liblang.a -lm

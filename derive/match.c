@@ -1,0 +1,568 @@
+/* match.c - instantiation through an iterator mapping table.
+ *
+ * For a stage L<loops> Σ<sums> { A[..] * B[..] } every iterator gets a row:
+ * which operands index it (A, B, and the output for loop iterators), in
+ * which dimension, with which coefficient.  A pattern is a condition on
+ * the rows:
+ *
+ *   GEMM        batch: A B O   m: A O   n: B O   k: A B (summed)
+ *               and each group flattens to one strided dimension
+ *   Conv2d      x[n, c, st*h + dil*r - pad, st*w + dil*s - pad] * k[f, c, r, s]
+ *   ConvT2d     x[n, c, (h + pad - r) / st, ..] * k[c, f, r, s]
+ *               | (h + pad - r) % st == 0, ..
+ *   G2BMM       q[b, i, d] * k[b, i + dil*j - dil*w, d]   over L<b, i, j> Σ<d>
+ *   GBMM        s[b, i, j] * v[b, i + dil*j - dil*w, d]   over L<b, i, d> Σ<j>
+ *
+ * Nothing here looks at particular sizes: any shape whose rows fit a
+ * pattern matches it. */
+#include "config.h"
+#include "match.h"
+
+#include <string.h>
+
+const char *op_kind_name(OpKind k)
+{
+    static const char *const names[] = {
+        [OPK_MATMUL] = "matmul", [OPK_BATCH_MATMUL] = "batch_matmul",
+        [OPK_CONV2D] = "conv2d", [OPK_CONV_TRANSPOSE2D] = "conv_transpose2d",
+        [OPK_G2BMM] = "g2bmm", [OPK_GBMM] = "gbmm", [OPK_KERNEL] = "kernel",
+    };
+    return (unsigned)k < sizeof names / sizeof *names ? names[k] : "?";
+}
+
+/* ---- the iterator table ---------------------------------------------- */
+
+#define MAXV 16                 /* iterators of one stage we handle */
+#define MAXD 8                  /* dimensions of one operand */
+
+typedef struct Row {
+    int var;
+    int64_t lo, hi;
+    bool loop;
+    int out_pos;                /* position among the loops, or -1 */
+} Row;
+
+typedef struct Table {
+    Row rows[MAXV];
+    int n;
+} Table;
+
+static bool table_build(const Stage *s, Table *t)
+{
+    if (s->nloops + s->nsums > MAXV)
+        return false;
+    t->n = 0;
+    for (int i = 0; i < s->nloops; i++)
+        t->rows[t->n++] = (Row){s->loops[i].id, s->loops[i].lo, s->loops[i].hi, true, i};
+    for (int i = 0; i < s->nsums; i++)
+        t->rows[t->n++] = (Row){s->sums[i].id, s->sums[i].lo, s->sums[i].hi, false, -1};
+    return true;
+}
+
+static const Row *row_of(const Table *t, int var)
+{
+    for (int i = 0; i < t->n; i++)
+        if (t->rows[i].var == var)
+            return &t->rows[i];
+    return NULL;
+}
+
+static int64_t extent(const Row *r)
+{
+    return r->hi - r->lo;
+}
+
+/* A dimension indexed by one iterator with coefficient 1 plus a constant:
+ * the only kind a strided view can express. */
+static bool plain(const Ix *ix, int *var, int64_t *c)
+{
+    if (ix->n == 1 && ix->t[0].kind == IX_VAR && ix->t[0].coef == 1) {
+        *var = ix->t[0].var;
+        *c = ix->c;
+        return true;
+    }
+    return false;
+}
+
+/* The two tensor operands of a product body. */
+static bool product_of_two(const Stage *s, const IExpr **a, const IExpr **b)
+{
+    const IExpr *e = s->body;
+    if (s->red != RED_SUM || e->kind != IE_MUL)
+        return false;
+    *a = e->bin.a;
+    *b = e->bin.b;
+    return (*a)->kind == IE_ACCESS && (*b)->kind == IE_ACCESS &&
+           (*a)->access.tensor && (*b)->access.tensor;
+}
+
+/* ---- GEMMs --------------------------------------------------------------- */
+
+enum { G_BATCH, G_M, G_N, G_K, NGROUPS };
+
+/* One operand (or the output) seen as groups of dimensions. */
+typedef struct View {
+    int rank;
+    int64_t ext[MAXD], stride[MAXD];
+    int var[MAXD];              /* iterator of each dim, -1 for a constant */
+    int64_t off[MAXD];
+} View;
+
+static void view_strides(View *v)
+{
+    int64_t st = 1;
+    for (int d = v->rank - 1; d >= 0; d--) {
+        v->stride[d] = st;
+        st *= v->ext[d];
+    }
+}
+
+/* Read an access as a view: every dim plain and in bounds over the
+ * iterator ranges, each iterator in at most one dim. */
+static bool view_access(const IExpr *e, const Table *t, View *v)
+{
+    const IrTensor *T = e->access.tensor;
+    if (T->rank > MAXD || e->access.nidx != T->rank)
+        return false;
+    v->rank = T->rank;
+    for (int d = 0; d < T->rank; d++) {
+        v->ext[d] = T->shape[d];
+        int var;
+        int64_t c;
+        if (ix_is_const(e->access.idx[d], &c)) {
+            if (c < 0 || c >= T->shape[d])
+                return false;
+            v->var[d] = -1;
+            v->off[d] = c;
+            continue;
+        }
+        if (!plain(e->access.idx[d], &var, &c))
+            return false;
+        const Row *r = row_of(t, var);
+        if (!r || r->lo + c < 0 || r->hi - 1 + c >= T->shape[d])
+            return false;
+        for (int k = 0; k < d; k++)
+            if (v->var[k] == var)
+                return false;
+        v->var[d] = var;
+        v->off[d] = c;
+    }
+    view_strides(v);
+    return true;
+}
+
+/* The output of a stage is laid out over its loop ranges, in loop order. */
+static void view_output(const Stage *s, View *v)
+{
+    v->rank = s->nloops;
+    for (int d = 0; d < s->nloops; d++) {
+        v->ext[d] = s->loops[d].hi - s->loops[d].lo;
+        v->var[d] = s->loops[d].id;
+        v->off[d] = 0;
+    }
+    view_strides(v);
+}
+
+static int dim_of(const View *v, int var)
+{
+    for (int d = 0; d < v->rank; d++)
+        if (v->var[d] == var)
+            return d;
+    return -1;
+}
+
+/* The dims of `v` indexed by the iterators of one group, in dim order; the
+ * group flattens into one dimension of stride *st when each dim's stride
+ * is the next one's stride times its iterator's extent.  Iterators of
+ * extent 1 do not count. */
+static bool flatten(const View *v, const Table *t, const int *gvars, int ng,
+                    int *order, int64_t *st)
+{
+    int dims[MAXV], nd = 0;
+    for (int d = 0; d < v->rank; d++)
+        for (int i = 0; i < ng; i++)
+            if (v->var[d] == gvars[i] && extent(row_of(t, gvars[i])) > 1)
+                dims[nd++] = d;
+    for (int i = 0; i + 1 < nd; i++) {
+        const Row *next = row_of(t, v->var[dims[i + 1]]);
+        if (v->stride[dims[i]] != v->stride[dims[i + 1]] * extent(next))
+            return false;
+    }
+    for (int i = 0; i < nd; i++)
+        order[i] = v->var[dims[i]];
+    order[nd] = -1;
+    *st = nd ? v->stride[dims[nd - 1]] : 0;
+    return true;
+}
+
+static bool same_order(const int *a, const int *b)
+{
+    for (int i = 0;; i++) {
+        if (a[i] != b[i])
+            return false;
+        if (a[i] < 0)
+            return true;
+    }
+}
+
+static bool match_gemm(const Stage *s, const Table *t, const IExpr *ea,
+                       const IExpr *eb, OpMatch *m)
+{
+    View va, vb, vo;
+    if (s->nguards || !view_access(ea, t, &va) || !view_access(eb, t, &vb))
+        return false;
+    view_output(s, &vo);
+    int group[NGROUPS][MAXV], ng[NGROUPS] = {0};
+    int64_t size[NGROUPS] = {1, 1, 1, 1};
+    for (int i = 0; i < t->n; i++) {
+        const Row *r = &t->rows[i];
+        bool in_a = dim_of(&va, r->var) >= 0, in_b = dim_of(&vb, r->var) >= 0;
+        int g = r->loop ? (in_a && in_b ? G_BATCH : in_a ? G_M : in_b ? G_N : -1)
+                        : (in_a && in_b ? G_K : -1);
+        if (g < 0) {
+            if (extent(r) == 1 && r->loop)
+                continue;       /* a loop of extent 1 read by neither */
+            return false;       /* broadcast or a one-sided sum */
+        }
+        group[g][ng[g]++] = r->var;
+        size[g] *= extent(r);
+    }
+    /* Each group flattens in every view it appears in, in one order. */
+    int oa[NGROUPS][MAXV + 1], ob[NGROUPS][MAXV + 1], oo[NGROUPS][MAXV + 1];
+    int64_t sa[NGROUPS], sb[NGROUPS], so[NGROUPS];
+    for (int g = 0; g < NGROUPS; g++) {
+        if (!flatten(&va, t, group[g], ng[g], oa[g], &sa[g]) ||
+            !flatten(&vb, t, group[g], ng[g], ob[g], &sb[g]) ||
+            !flatten(&vo, t, group[g], ng[g], oo[g], &so[g]))
+            return false;
+    }
+    if (!same_order(oa[G_BATCH], ob[G_BATCH]) || !same_order(oa[G_BATCH], oo[G_BATCH]) ||
+        !same_order(oa[G_M], oo[G_M]) || !same_order(ob[G_N], oo[G_N]) ||
+        !same_order(oa[G_K], ob[G_K]))
+        return false;
+    /* Matrices need a unit stride on one side. */
+    bool a_mk = size[G_K] == 1 || sa[G_K] == 1, a_km = size[G_M] == 1 || sa[G_M] == 1;
+    bool b_kn = size[G_N] == 1 || sb[G_N] == 1, b_nk = size[G_K] == 1 || sb[G_K] == 1;
+    bool o_mn = size[G_N] == 1 || so[G_N] == 1, o_nm = size[G_M] == 1 || so[G_M] == 1;
+    if (!(a_mk || a_km) || !(b_kn || b_nk) || !(o_mn || o_nm) ||
+        size[G_M] * size[G_N] * size[G_K] <= 1)
+        return false;
+    memset(m, 0, sizeof *m);
+    m->kind = size[G_BATCH] > 1 ? OPK_BATCH_MATMUL : OPK_MATMUL;
+    m->in[0] = ea->access.tensor;
+    m->in[1] = eb->access.tensor;
+    m->m = size[G_M];
+    m->n = size[G_N];
+    m->k = size[G_K];
+    m->batch = size[G_BATCH];
+    m->trans_a = !a_mk;
+    m->trans_b = !b_kn;
+    m->out_nm = !o_mn;
+    return true;
+}
+
+/* ---- convolutions ------------------------------------------------------ */
+
+/* A spatial input dim  st*h + dil*r + c  (r optional), h a loop at output
+ * position `pos`, r a sum. */
+static bool spatial(const Ix *ix, const Table *t, int pos, int64_t *st,
+                    int64_t *dil, int *r, int64_t *c)
+{
+    *r = -1;
+    *dil = 1;
+    *st = 0;
+    for (int i = 0; i < ix->n; i++) {
+        const IxTerm *x = &ix->t[i];
+        const Row *row = x->kind == IX_VAR ? row_of(t, x->var) : NULL;
+        if (!row || x->coef <= 0)
+            return false;
+        if (row->loop && row->out_pos == pos && *st == 0)
+            *st = x->coef;
+        else if (!row->loop && *r < 0) {
+            *r = x->var;
+            *dil = x->coef;
+        } else
+            return false;
+    }
+    *c = ix->c;
+    return *st > 0;
+}
+
+/* The filter dim of a kernel iterator: exactly `r`, over the whole dim. */
+static bool filter_dim(const Ix *ix, const Table *t, int r, int64_t ext)
+{
+    int var;
+    int64_t c;
+    if (r < 0)
+        return ext == 1 && ix_is_const(ix, &c) && c == 0;
+    const Row *row = row_of(t, r);
+    return plain(ix, &var, &c) && var == r && c == 0 && row->lo == 0 &&
+           row->hi == ext;
+}
+
+static bool plain_is(const Ix *ix, const Table *t, int var, bool loop, int pos)
+{
+    int v;
+    int64_t c;
+    const Row *r;
+    return plain(ix, &v, &c) && v == var && c == 0 && (r = row_of(t, v)) &&
+           r->loop == loop && (!loop || r->out_pos == pos) && r->lo == 0;
+}
+
+/* Output loops n, f, h, w from 0 over the whole output. */
+static bool conv_loops(const Stage *s)
+{
+    if (s->nloops != 4)
+        return false;
+    for (int i = 0; i < 4; i++)
+        if (s->loops[i].lo != 0)
+            return false;
+    return true;
+}
+
+static bool match_conv(const Stage *s, const Table *t, const IExpr *ex,
+                       const IExpr *ek, OpMatch *m)
+{
+    const IrTensor *X = ex->access.tensor, *K = ek->access.tensor;
+    if (s->nguards || !conv_loops(s) || X->rank != 4 || K->rank != 4)
+        return false;
+    const Ix *const *xi = ex->access.idx, *const *ki = ek->access.idx;
+    int n = s->loops[0].id, f = s->loops[1].id, c, rv, sv;
+    int64_t cc, sth, stw, dh, dw, ph, pw;
+    if (!plain_is(xi[0], t, n, true, 0) || !plain_is(ki[0], t, f, true, 1) ||
+        !plain(xi[1], &c, &cc) || cc != 0 || !plain_is(ki[1], t, c, false, -1) ||
+        !spatial(xi[2], t, 2, &sth, &dh, &rv, &ph) ||
+        !spatial(xi[3], t, 3, &stw, &dw, &sv, &pw) ||
+        !filter_dim(ki[2], t, rv, K->shape[2]) || !filter_dim(ki[3], t, sv, K->shape[3]))
+        return false;
+    const Row *rc = row_of(t, c);
+    if (rc->hi != X->shape[1] || rc->hi != K->shape[1] || s->nsums != 1 + (rv >= 0) + (sv >= 0))
+        return false;
+    if (sth != stw || (rv >= 0 && sv >= 0 && dh != dw) || ph > 0 || pw > 0 ||
+        s->loops[0].hi != X->shape[0] || s->loops[1].hi != K->shape[0])
+        return false;
+    int64_t dil = rv >= 0 ? dh : dw;
+    /* The output must be exactly what the library computes. */
+    int64_t ho = (X->shape[2] - 2 * ph - dil * (K->shape[2] - 1) - 1) / sth + 1;
+    int64_t wo = (X->shape[3] - 2 * pw - dil * (K->shape[3] - 1) - 1) / stw + 1;
+    if (s->loops[2].hi != ho || s->loops[3].hi != wo)
+        return false;
+    memset(m, 0, sizeof *m);
+    m->kind = OPK_CONV2D;
+    m->in[0] = X;
+    m->in[1] = K;
+    m->cn = X->shape[0];
+    m->c = X->shape[1];
+    m->h = X->shape[2];
+    m->w = X->shape[3];
+    m->f = K->shape[0];
+    m->r = K->shape[2];
+    m->s = K->shape[3];
+    m->stride = sth;
+    m->dilation = dil;
+    m->pad = -ph;
+    m->groups = 1;
+    if (pw != ph)                /* one padding per side is all we record */
+        return false;
+    return true;
+}
+
+/* (h + pad - r) / st with the guard (h + pad - r) % st == 0. */
+static bool transposed_dim(const Stage *s, const Table *t, const Ix *ix, int pos,
+                           int *r, int64_t *st, int64_t *pad)
+{
+    if (ix->n != 1 || ix->c != 0 || ix->t[0].kind != IX_DIV || ix->t[0].coef != 1)
+        return false;
+    const Ix *arg = ix->t[0].arg;
+    *st = ix->t[0].d;
+    *r = -1;
+    bool have_h = false;
+    for (int i = 0; i < arg->n; i++) {
+        const IxTerm *x = &arg->t[i];
+        const Row *row = x->kind == IX_VAR ? row_of(t, x->var) : NULL;
+        if (!row)
+            return false;
+        if (row->loop && row->out_pos == pos && x->coef == 1 && !have_h)
+            have_h = true;
+        else if (!row->loop && x->coef == -1 && *r < 0)
+            *r = x->var;
+        else
+            return false;
+    }
+    *pad = arg->c;
+    if (!have_h || *r < 0)
+        return false;
+    for (int g = 0; g < s->nguards; g++) {
+        const IExpr *e = s->guards[g];
+        const Ix *gi = e->icmp.ix;
+        if (e->kind == IE_ICMP && e->icmp.op == OP_EQ && gi->n == 1 && gi->c == 0 &&
+            gi->t[0].kind == IX_MOD && gi->t[0].d == *st && ix_equal(gi->t[0].arg, arg))
+            return true;
+    }
+    return false;
+}
+
+static bool match_conv_transpose(const Stage *s, const Table *t, const IExpr *ex,
+                                 const IExpr *ek, OpMatch *m)
+{
+    const IrTensor *X = ex->access.tensor, *K = ek->access.tensor;
+    if (s->nguards != 2 || !conv_loops(s) || X->rank != 4 || K->rank != 4)
+        return false;
+    const Ix *const *xi = ex->access.idx, *const *ki = ek->access.idx;
+    int n = s->loops[0].id, f = s->loops[1].id, c, rv, sv;
+    int64_t cc, sth, stw, ph, pw;
+    if (!plain_is(xi[0], t, n, true, 0) || !plain(xi[1], &c, &cc) || cc != 0 ||
+        !plain_is(ki[0], t, c, false, -1) || !plain_is(ki[1], t, f, true, 1) ||
+        !transposed_dim(s, t, xi[2], 2, &rv, &sth, &ph) ||
+        !transposed_dim(s, t, xi[3], 3, &sv, &stw, &pw) ||
+        !filter_dim(ki[2], t, rv, K->shape[2]) || !filter_dim(ki[3], t, sv, K->shape[3]))
+        return false;
+    const Row *rc = row_of(t, c);
+    if (sth != stw || ph != pw || ph < 0 || s->nsums != 3 ||
+        rc->hi != X->shape[1] || rc->hi != K->shape[0] ||
+        s->loops[0].hi != X->shape[0] || s->loops[1].hi != K->shape[1])
+        return false;
+    int64_t ho = (X->shape[2] - 1) * sth - 2 * ph + K->shape[2];
+    int64_t wo = (X->shape[3] - 1) * stw - 2 * pw + K->shape[3];
+    /* An output one stride larger is the library's output padding; keep exact. */
+    if (s->loops[2].hi != ho || s->loops[3].hi != wo)
+        return false;
+    memset(m, 0, sizeof *m);
+    m->kind = OPK_CONV_TRANSPOSE2D;
+    m->in[0] = X;
+    m->in[1] = K;
+    m->cn = X->shape[0];
+    m->c = X->shape[1];
+    m->h = X->shape[2];
+    m->w = X->shape[3];
+    m->f = K->shape[1];
+    m->r = K->shape[2];
+    m->s = K->shape[3];
+    m->stride = sth;
+    m->dilation = 1;
+    m->pad = ph;
+    m->groups = 1;
+    return true;
+}
+
+/* ---- banded matmuls ------------------------------------------------------ */
+
+/* i + dil*j + c0 with i, j loops/sums given. */
+static bool band_dim(const Ix *ix, int i, int j, int64_t *dil, int64_t *c0)
+{
+    if (ix->n != 2 || ix->t[0].kind != IX_VAR || ix->t[1].kind != IX_VAR)
+        return false;
+    const IxTerm *ti = ix->t[0].var == i ? &ix->t[0] : &ix->t[1];
+    const IxTerm *tj = ix->t[0].var == i ? &ix->t[1] : &ix->t[0];
+    if (ti->var != i || tj->var != j || ti->coef != 1 || tj->coef < 1)
+        return false;
+    *dil = tj->coef;
+    *c0 = ix->c;
+    return true;
+}
+
+/* Leading batch dims: the same loop, plain, in a, b and at the same
+ * output position. */
+static int batch_dims(const Stage *s, const Table *t, const IExpr *a, const IExpr *b)
+{
+    int nb = 0;
+    while (nb < s->nloops - 2 && nb < a->access.nidx - 2 && nb < b->access.nidx - 2 &&
+           plain_is(a->access.idx[nb], t, s->loops[nb].id, true, nb) &&
+           plain_is(b->access.idx[nb], t, s->loops[nb].id, true, nb))
+        nb++;
+    return nb;
+}
+
+static bool full(const IExpr *e, int d, const Row *r)
+{
+    return r->lo == 0 && r->hi == e->access.tensor->shape[d];
+}
+
+static bool match_band(const Stage *s, const Table *t, const IExpr *ea,
+                       const IExpr *eb, OpMatch *m)
+{
+    int ra = ea->access.nidx, rb = eb->access.nidx;
+    int nb = batch_dims(s, t, ea, eb);
+    if (s->nguards || s->nsums != 1 || ra != rb || ra != nb + 2 || s->nloops != nb + 2)
+        return false;
+    for (int d = 0; d < nb; d++)
+        if (!full(ea, d, row_of(t, s->loops[d].id)) || !full(eb, d, row_of(t, s->loops[d].id)))
+            return false;
+    int i = s->loops[nb].id, x = s->loops[nb + 1].id, sum = s->sums[0].id;
+    const Row *ri = row_of(t, i), *rx = row_of(t, x), *rs = row_of(t, sum);
+    int64_t dil, c0;
+    bool g2 = plain_is(ea->access.idx[nb], t, i, true, nb) &&
+              plain_is(ea->access.idx[nb + 1], t, sum, false, -1) &&
+              band_dim(eb->access.idx[nb], i, x, &dil, &c0) &&
+              plain_is(eb->access.idx[nb + 1], t, sum, false, -1);
+    bool gb = !g2 && plain_is(ea->access.idx[nb], t, i, true, nb) &&
+              plain_is(ea->access.idx[nb + 1], t, sum, false, -1) &&
+              band_dim(eb->access.idx[nb], i, sum, &dil, &c0) &&
+              plain_is(eb->access.idx[nb + 1], t, x, true, nb + 1);
+    if (!g2 && !gb)
+        return false;
+    const Row *band = g2 ? rx : rs;
+    int64_t w = (extent(band) - 1) / 2;
+    if (extent(band) != 2 * w + 1 || c0 != -dil * w || !full(ea, nb, ri) ||
+        ri->hi != eb->access.tensor->shape[nb] ||
+        !full(ea, nb + 1, g2 ? rs : rs) || !full(eb, nb + 1, g2 ? rs : rx))
+        return false;
+    memset(m, 0, sizeof *m);
+    m->kind = g2 ? OPK_G2BMM : OPK_GBMM;
+    m->in[0] = ea->access.tensor;
+    m->in[1] = eb->access.tensor;
+    m->gb = 1;
+    for (int d = 0; d < nb; d++)
+        m->gb *= s->loops[d].hi;
+    m->gm = extent(ri);
+    m->gw = w;
+    m->gk = g2 ? extent(rs) : extent(rx);
+    m->gdil = dil;
+    return true;
+}
+
+bool match_stage(const Stage *s, OpMatch *out)
+{
+    const IExpr *a, *b;
+    Table t;
+    if (!product_of_two(s, &a, &b) || !table_build(s, &t))
+        return false;
+    /* Products are commutative: try both operand orders for each pattern. */
+    for (int swap = 0; swap < 2; swap++) {
+        const IExpr *x = swap ? b : a, *y = swap ? a : b;
+        if (match_conv(s, &t, x, y, out) || match_conv_transpose(s, &t, x, y, out) ||
+            match_band(s, &t, x, y, out))
+            return true;
+    }
+    return match_gemm(s, &t, a, b, out);
+}
+
+static double expr_flops(const IExpr *e)
+{
+    switch (e->kind) {
+    case IE_CONST: case IE_INDEX: case IE_ACCESS: case IE_ICMP:
+        return 0;
+    case IE_NEG: case IE_NOT:
+        return 1 + expr_flops(e->bin.a);
+    case IE_CALL: {
+        double f = 1;
+        for (int i = 0; i < e->call.nargs; i++)
+            f += expr_flops(e->call.args[i]);
+        return f;
+    }
+    default:
+        return 1 + expr_flops(e->bin.a) + expr_flops(e->bin.b);
+    }
+}
+
+double match_flops(const Stage *s)
+{
+    double points = 1;
+    for (int i = 0; i < s->nloops; i++)
+        points *= (double)(s->loops[i].hi - s->loops[i].lo);
+    double terms = 1;
+    for (int i = 0; i < s->nsums; i++)
+        terms *= (double)(s->sums[i].hi - s->sums[i].lo);
+    /* one accumulate per term besides the body's own operations */
+    return points * terms * (expr_flops(s->body) + (s->nsums ? 1 : 0));
+}

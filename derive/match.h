@@ -1,0 +1,45 @@
+/* match.h - instantiation: matching a stage against the vendor operator
+ * patterns through an iterator mapping table.  Each iterator of the stage
+ * is classified by the set of operands it indexes (the output included for
+ * loop iterators) and by its coefficient in each dimension; a pattern
+ * matches when the classes line up and the coefficients give a legal
+ * stride, dilation, padding or band.  What matches nothing is an
+ * eOperator: a generated kernel.  Prefix: match_. */
+#ifndef EINC_MATCH_H
+#define EINC_MATCH_H
+
+#include "ir.h"
+
+typedef enum {
+    OPK_MATMUL,                 /* C[m, n] = A[m, k] B[k, n], any transposes */
+    OPK_BATCH_MATMUL,           /* the same over a batch of strided matrices */
+    OPK_CONV2D,                 /* NCHW x FCRS, stride, dilation, padding, groups */
+    OPK_CONV_TRANSPOSE2D,       /* NCHW x CFRS, stride, padding */
+    OPK_G2BMM,                  /* banded Q K^T: s[b, i, j] = sum_d q[b,i,d] k[b, i + dil (j - w), d] */
+    OPK_GBMM,                   /* banded S V:  o[b, i, d] = sum_j s[b,i,j] v[b, i + dil (j - w), d] */
+    OPK_KERNEL,                 /* a generated kernel (eOperator) */
+} OpKind;
+const char *op_kind_name(OpKind k);   /* "matmul", ..., "kernel" as in plan-json */
+
+/* Where the operands come from and how a library call sees them. */
+typedef struct OpMatch {
+    OpKind kind;
+    const IrTensor *in[2];      /* the two operands (GEMM: A, B; conv: x, w) */
+    /* GEMMs: C[batch][m][n] = sum_k A[batch][m][k] * B[batch][k][n] */
+    int64_t m, n, k, batch;
+    bool trans_a, trans_b;      /* A stored k-major / B stored n-major */
+    bool out_nm;                /* the output is stored [n][m] (C transposed) */
+    /* convolutions: input [cn, c, h, w], filter [f, c/groups, r, s] */
+    int64_t cn, c, h, w, f, r, s, stride, dilation, pad, groups;
+    /* G2BMM / GBMM: b batches of m rows, band 2*w + 1, inner size k */
+    int64_t gb, gm, gw, gk, gdil;
+} OpMatch;
+
+/* Fill *out and return true when the stage is exactly one library
+ * operator over tensors (no nested stages). */
+bool match_stage(const Stage *s, OpMatch *out);
+
+/* Floating-point operations of a stage or operator (2 per multiply-add). */
+double match_flops(const Stage *s);
+
+#endif

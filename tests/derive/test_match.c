@@ -1,0 +1,122 @@
+/* test_match.c - operator matching: every pattern on programs written in
+ * .ein (through the real front end), with its dimensions, in several
+ * spellings; and stages that must not match. */
+#include "config.h"
+#include "parser/parser.h"
+#include "sema/sema.h"
+#include "derive/ir.h"
+#include "derive/match.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int failures;
+
+/* Lower `src` and match the stage of tensor `name`. */
+static bool match_named(const char *src, const char *name, OpMatch *m)
+{
+    Arena *a = arena_new();
+    ParseOptions po = {0};
+    Ast *ast = parse_buffer("t.ein", src, strlen(src), &po, a);
+    SemaOptions so = {0};
+    so.model_name = "t";
+    CProgram *cp = ast ? sema_check(ast, &so, a) : NULL;
+    if (!cp) {
+        printf("FAIL: program did not check:\n%s\n", src);
+        failures++;
+        return false;
+    }
+    IrProgram *p = ir_lower(ir_ctx_new(a), cp);
+    for (int i = 0; i < p->ntensors; i++)
+        if (strcmp(p->tensors[i]->name, name) == 0 && p->tensors[i]->stage)
+            return match_stage(p->tensors[i]->stage, m);
+    printf("FAIL: no stage named %s\n", name);
+    failures++;
+    return false;
+}
+
+#define EXPECT(cond, src) do { if (!(cond)) { \
+    printf("FAIL %s:%d: %s\n  in: %s\n", __FILE__, __LINE__, #cond, src); failures++; } } while (0)
+
+static void gemms(void)
+{
+    OpMatch m;
+    const char *mm = "input a : f32[6, 5]\ninput b : f32[5, 7]\n"
+                     "c[i, j] += a[i, k] * b[k, j]\noutput c\n";
+    EXPECT(match_named(mm, "c", &m) && m.kind == OPK_MATMUL && m.m == 6 &&
+           m.n == 7 && m.k == 5 && !m.trans_a && !m.trans_b && !m.out_nm, mm);
+    /* operands stored transposed, output transposed */
+    const char *tt = "input a : f32[5, 6]\ninput b : f32[7, 5]\n"
+                     "c[j, i] += b[j, k] * a[k, i]\noutput c\n";
+    EXPECT(match_named(tt, "c", &m) && m.kind == OPK_MATMUL && m.m * m.n == 42 &&
+           m.k == 5, tt);
+    /* a batch, and groups of two iterators that flatten */
+    const char *bm = "input q : f32[3, 4, 2, 8]\ninput k : f32[3, 8, 5]\n"
+                     "s[b, i, h, j] += q[b, i, h, d] * k[b, d, j]\noutput s\n";
+    EXPECT(match_named(bm, "s", &m) && m.kind == OPK_BATCH_MATMUL && m.batch == 3 &&
+           m.m == 8 && m.n == 5 && m.k == 8, bm);
+    /* a 1x1 convolution at batch 1 is a matmul */
+    const char *c1 = "input x : f32[1, 8, 4, 4]\nweight k : f32[16, 8]\n"
+                     "y[n, f, h, w] += x[n, c, h, w] * k[f, c]\noutput y\n";
+    EXPECT(match_named(c1, "y", &m) && m.kind == OPK_MATMUL && m.m * m.n == 16 * 16 &&
+           m.k == 8, c1);
+    /* not GEMMs: a broadcast, an elementwise product, a shifted read that leaves the tensor */
+    const char *no1 = "input a : f32[4]\ninput b : f32[4]\nc[i, j] += a[i] * b[k] where j < 3, k < 4\noutput c\n";
+    EXPECT(!match_named(no1, "c", &m), no1);
+    const char *no2 = "input a : f32[4]\ninput b : f32[4]\nc[i] = a[i] * b[i]\noutput c\n";
+    EXPECT(!match_named(no2, "c", &m), no2);
+    const char *no3 = "input a : f32[6, 5]\ninput b : f32[5, 7]\n"
+                      "c[i, j] : [6, 7] += a[i + 1, k] * b[k, j]\noutput c\n";
+    EXPECT(!match_named(no3, "c", &m), no3);
+}
+
+static void convs(void)
+{
+    OpMatch m;
+    const char *c3 = "input x : f32[2, 4, 7, 7]\nweight k : f32[8, 4, 3, 3]\n"
+        "y[n, f, h, w] : [2, 8, 7, 7] += x[n, c, h + r - 1, w + s - 1] * k[f, c, r, s]\noutput y\n";
+    EXPECT(match_named(c3, "y", &m) && m.kind == OPK_CONV2D && m.cn == 2 && m.c == 4 &&
+           m.h == 7 && m.f == 8 && m.r == 3 && m.stride == 1 && m.pad == 1 &&
+           m.dilation == 1, c3);
+    const char *st = "input x : f32[1, 3, 16, 16]\nweight k : f32[5, 3, 7, 7]\n"
+        "y[n, f, h, w] : [1, 5, 8, 8] += k[f, c, r, s] * x[n, c, 2*h + r - 3, 2*w + s - 3]\noutput y\n";
+    EXPECT(match_named(st, "y", &m) && m.kind == OPK_CONV2D && m.stride == 2 &&
+           m.pad == 3 && m.r == 7, st);
+    const char *dl = "input x : f32[1, 4, 14, 14]\nweight k : f32[4, 4, 3, 3]\n"
+        "y[n, f, h, w] : [1, 4, 14, 14] += x[n, c, h + 2*r - 2, w + 2*s - 2] * k[f, c, r, s]\noutput y\n";
+    EXPECT(match_named(dl, "y", &m) && m.kind == OPK_CONV2D && m.dilation == 2 &&
+           m.pad == 2, dl);
+    /* an output that is not what the library computes does not match */
+    const char *cr = "input x : f32[1, 4, 7, 7]\nweight k : f32[4, 4, 3, 3]\n"
+        "y[n, f, h, w] : [1, 4, 5, 5] += x[n, c, h + r - 1, w + s - 1] * k[f, c, r, s]\noutput y\n";
+    EXPECT(!match_named(cr, "y", &m) || m.kind != OPK_CONV2D, cr);
+    const char *tc = "input x : f32[2, 6, 4, 4]\nweight wt : f32[6, 3, 4, 4]\n"
+        "y[n, f, h, w] : [2, 3, 8, 8] += x[n, c, (h + 1 - r) / 2, (w + 1 - s) / 2] * wt[c, f, r, s]\n"
+        "    where (h + 1 - r) % 2 == 0, (w + 1 - s) % 2 == 0\noutput y\n";
+    EXPECT(match_named(tc, "y", &m) && m.kind == OPK_CONV_TRANSPOSE2D && m.stride == 2 &&
+           m.pad == 1 && m.c == 6 && m.f == 3 && m.r == 4 && m.h == 4, tc);
+}
+
+static void bands(void)
+{
+    OpMatch m;
+    const char *g2 = "const B = 2, L = 40, K = 3, D = 8\n"
+        "input q : f32[B, L, D]\ninput kt : f32[B, L, D]\n"
+        "s[b, i, j] : [B, L, 2*K + 1] += q[b, i, d] * kt[b, i + 4*(j - K), d]\noutput s\n";
+    EXPECT(match_named(g2, "s", &m) && m.kind == OPK_G2BMM && m.gb == 2 && m.gm == 40 &&
+           m.gw == 3 && m.gk == 8 && m.gdil == 4, g2);
+    const char *gb = "const B = 2, L = 40, K = 3, D = 8\n"
+        "input p : f32[B, L, 2*K + 1]\ninput v : f32[B, L, D]\n"
+        "o[b, i, d] += p[b, i, j] * v[b, i + j - K, d]\noutput o\n";
+    EXPECT(match_named(gb, "o", &m) && m.kind == OPK_GBMM && m.gm == 40 && m.gw == 3 &&
+           m.gk == 8 && m.gdil == 1, gb);
+}
+
+int main(void)
+{
+    gemms();
+    convs();
+    bands();
+    printf("%s\n", failures ? "test_match: FAILED" : "test_match: ok");
+    return failures ? 1 : 0;
+}
