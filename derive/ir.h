@@ -239,5 +239,8 @@ const Stage *ir_stage_subst(IrCtx *cx, const Stage *s, int var, const Ix *by);
 /* A total order on expressions consistent with ir_expr_equal (the order
  * the constructors put commutative operands in). */
 int ir_expr_compare(const IExpr *a, const IExpr *b);
+/* Whether a stage reads only weights and weight-only tensors (so it can
+ * run once, when weights are loaded). */
+bool ir_stage_weight_only(const Stage *s);
 
 #endif

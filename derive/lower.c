@@ -134,12 +134,34 @@ static bool is_condition(const CExpr *e)
                                   || e->bin.op == OP_OR));
 }
 
+/* Whether an integer expression is affine in the indices (what an Ix can
+ * hold): products need a constant side. */
+static bool affine(const CExpr *e)
+{
+    switch (e->kind) {
+    case CE_INT: case CE_VAR:
+        return true;
+    case CE_NEG:
+        return affine(e->operand);
+    case CE_BIN:
+        if (e->bin.op == OP_MUL && e->bin.lhs->kind != CE_INT && e->bin.rhs->kind != CE_INT)
+            return false;
+        return affine(e->bin.lhs) && affine(e->bin.rhs);
+    default:
+        return true;
+    }
+}
+
 static const IExpr *lower_real(Lower *L, const CExpr *e)
 {
     IrCtx *cx = L->cx;
     if (is_condition(e))
         return lower_bool(L, e);
-    if (e->is_int)
+    /* An integer value in a body is exact; one that is not affine (i * j)
+     * is computed from its affine parts in real arithmetic, which is
+     * exact too for the index sizes a tensor can have. */
+    if (e->is_int && (affine(e) || e->kind != CE_BIN ||
+                      (e->bin.op != OP_MUL && e->bin.op != OP_ADD && e->bin.op != OP_SUB)))
         return ir_index(cx, lower_ix(L, e));
     switch (e->kind) {
     case CE_INT:
@@ -205,7 +227,7 @@ static const IExpr *lower_bool(Lower *L, const CExpr *e)
 
 static bool reads_only_weights(const IExpr *e);
 
-static bool stage_only_weights(const Stage *s)
+bool ir_stage_weight_only(const Stage *s)
 {
     for (int i = 0; i < s->nguards; i++)
         if (!reads_only_weights(s->guards[i]))
@@ -220,7 +242,7 @@ static bool reads_only_weights(const IExpr *e)
         return true;
     case IE_ACCESS:
         if (e->access.stage)
-            return stage_only_weights(e->access.stage);
+            return ir_stage_weight_only(e->access.stage);
         return e->access.tensor->kind == IT_WEIGHT
             || (e->access.tensor->kind == IT_STAGE && e->access.tensor->weight_only);
     case IE_CALL:
@@ -315,7 +337,7 @@ IrProgram *ir_lower(IrCtx *cx, const CProgram *cp)
         p->tensors[n] = L.tmap[st->out] = t;
         n++;
         t->stage = lower_stmt(&L, st, t);
-        t->weight_only = stage_only_weights(t->stage);
+        t->weight_only = ir_stage_weight_only(t->stage);
     }
     for (int i = 0; i < cp->ntensors; i++)
         if (!L.tmap[i])

@@ -1,0 +1,122 @@
+/* cost.c - the analytic cost model of cost.h.  Figures are the vendors'
+ * published peaks (fp32 without tensor cores, HBM bandwidth); the
+ * efficiencies are rough and meant to be replaced by measured times. */
+#include "config.h"
+#include "cost.h"
+
+#include <math.h>
+#include <string.h>
+
+static const Device devices[] = {
+    /* name     FLOP/s   bytes/s  launch  units lib  conv kern mem */
+    {"h200",    67e12,   4.8e12,  4e-6,   132, 0.80, 0.60, 0.25, 0.75},
+    {"a100",    19.5e12, 2.0e12,  4e-6,   108, 0.80, 0.60, 0.25, 0.75},
+    {"v100",    15.7e12, 0.9e12,  5e-6,   80,  0.80, 0.60, 0.25, 0.75},
+    {"cpu",     2e11,    2e10,    2e-6,   2,   0.70, 0.50, 0.20, 0.60},
+};
+
+const char *const cost_device_names[] = {"h200", "a100", "v100", "cpu", NULL};
+
+const Device *cost_device(const char *name)
+{
+    for (size_t i = 0; i < sizeof devices / sizeof *devices; i++)
+        if (strcmp(devices[i].name, name) == 0)
+            return &devices[i];
+    return NULL;
+}
+
+static double tensor_bytes(const IrTensor *t)
+{
+    double n = 4;
+    for (int i = 0; i < t->rank; i++)
+        n *= (double)t->shape[i];
+    return n;
+}
+
+static double points(const Stage *s)
+{
+    double n = 1;
+    for (int i = 0; i < s->nloops; i++)
+        n *= (double)(s->loops[i].hi - s->loops[i].lo);
+    return n;
+}
+
+/* Bytes a stage moves: each distinct tensor it reads once, its output once. */
+static void collect_reads(const IExpr *e, const IrTensor **seen, int *n, double *bytes)
+{
+    switch (e->kind) {
+    case IE_CONST: case IE_INDEX: case IE_ICMP:
+        return;
+    case IE_ACCESS:
+        if (e->access.tensor) {
+            for (int i = 0; i < *n; i++)
+                if (seen[i] == e->access.tensor)
+                    return;
+            if (*n < 64)
+                seen[(*n)++] = e->access.tensor;
+            *bytes += tensor_bytes(e->access.tensor);
+        } else {
+            collect_reads(e->access.stage->body, seen, n, bytes);
+        }
+        return;
+    case IE_CALL:
+        for (int i = 0; i < e->call.nargs; i++)
+            collect_reads(e->call.args[i], seen, n, bytes);
+        return;
+    case IE_NEG: case IE_NOT:
+        collect_reads(e->bin.a, seen, n, bytes);
+        return;
+    default:
+        collect_reads(e->bin.a, seen, n, bytes);
+        collect_reads(e->bin.b, seen, n, bytes);
+        return;
+    }
+}
+
+/* Fraction of the machine a launch of `tiles` independent tiles fills,
+ * counting the last partial wave. */
+static double occupancy(const Device *d, double tiles)
+{
+    if (tiles <= 0)
+        return 1;
+    double waves = ceil(tiles / d->units);
+    return tiles / (waves * d->units);
+}
+
+static double gemm_tiles(double m, double n, double batch)
+{
+    return ceil(m / 128) * ceil(n / 128) * batch;
+}
+
+double cost_stage(const Device *d, const Stage *s, const OpMatch *m)
+{
+    const IrTensor *seen[64];
+    int nseen = 0;
+    double bytes = 4 * points(s);
+    collect_reads(s->body, seen, &nseen, &bytes);
+    double flops = match_flops(s), eff;
+    switch (m ? m->kind : OPK_KERNEL) {
+    case OPK_MATMUL:
+    case OPK_BATCH_MATMUL:
+        eff = d->lib_eff * occupancy(d, gemm_tiles((double)m->m, (double)m->n,
+                                                   (double)(m->batch ? m->batch : 1)));
+        break;
+    case OPK_CONV2D:
+    case OPK_CONV_TRANSPOSE2D:
+        /* implicit GEMM: rows are output pixels, columns filters */
+        eff = d->conv_eff * occupancy(d, gemm_tiles(points(s) / (double)m->f,
+                                                    (double)m->f, 1));
+        break;
+    case OPK_G2BMM:
+    case OPK_GBMM:
+        eff = d->lib_eff * 0.5 * occupancy(d, ceil((double)m->gm / 64) * (double)m->gb);
+        break;
+    default:
+        /* one thread per output point, 2048 resident per unit */
+        eff = d->kernel_eff * occupancy(d, ceil(points(s) / 2048));
+        break;
+    }
+    double compute = flops / (d->flops * (eff > 1e-6 ? eff : 1e-6));
+    double memory = bytes / (d->bandwidth * d->mem_eff);
+    return d->launch + (compute > memory ? compute : memory);
+}

@@ -1,0 +1,335 @@
+/* derive.c - searching a whole program, assembling the chosen plan, and
+ * verifying it (derive.h). */
+#include "config.h"
+#include "derive.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Expressions worth a search: reductions.  Maps cannot become library
+ * operators; they run as generated kernels. */
+static bool searchable(const IrTensor *t)
+{
+    return t->kind == IT_STAGE && t->stage->nsums > 0;
+}
+
+Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o)
+{
+    Arena *a = ir_arena(cx);
+    Derived *d = arena_alloc(a, sizeof *d);
+    d->ds = arena_alloc(a, (size_t)(p->ntensors + 1) * sizeof *d->ds);
+    RuleCtx *rc = rule_ctx_new(cx);
+    int next_id = p->ntensors;
+    VEC(IrTensor *) order = {0};
+    VEC(PlanOp) ops = {0};
+    SearchOptions so = o->search;
+    if (o->level < 2)
+        so.depth = 0;
+    for (int i = 0; i < p->ntensors; i++) {
+        IrTensor *t = p->tensors[i];
+        if (o->level == 0 || !searchable(t)) {
+            vec_push(a, &order, t);
+            if (t->kind == IT_STAGE) {
+                PlanOp op = {t, t->stage, {0}, 0};
+                if (!match_stage(t->stage, &op.op))
+                    op.op.kind = OPK_KERNEL;
+                op.cost = cost_stage(so.dev, t->stage, &op.op);
+                vec_push(a, &ops, op);
+            }
+            continue;
+        }
+        Derivation *dv = &d->ds[d->nds++];
+        dv->tensor = t;
+        dv->original = t->stage;
+        search_tensor(rc, t, &so, &next_id, &dv->res);
+        d->states += dv->res.nodes.len;
+        d->ms += dv->res.ms;
+        const Pieces *pc = &dv->res.cands.data[dv->res.chosen].pieces;
+        for (int k = 0; k < pc->ops.len; k++) {
+            PlanOp op = pc->ops.data[k];
+            if (k + 1 == pc->ops.len)
+                t->stage = op.stage;        /* the result, flattened */
+            vec_push(a, &order, (IrTensor *)op.out);
+            vec_push(a, &ops, op);
+        }
+    }
+    rule_ctx_free(rc);
+
+    /* The plan's program: intermediates before their users, ids = positions. */
+    IrProgram *np = arena_dup(a, p, sizeof *p);
+    IrTensor **outs = arena_alloc(a, (size_t)(p->noutputs + 1) * sizeof *outs);
+    for (int i = 0; i < p->noutputs; i++)
+        outs[i] = p->tensors[p->outputs[i]];
+    np->tensors = order.data;
+    np->ntensors = order.len;
+    for (int i = 0; i < np->ntensors; i++)
+        np->tensors[i]->id = i;
+    np->outputs = arena_alloc(a, (size_t)(p->noutputs + 1) * sizeof *np->outputs);
+    for (int i = 0; i < p->noutputs; i++)
+        np->outputs[i] = outs[i]->id;
+    Plan *pl = arena_alloc(a, sizeof *pl);
+    pl->prog = np;
+    pl->ops = arena_alloc(a, (size_t)(np->ntensors + 1) * sizeof *pl->ops);
+    for (int i = 0; i < ops.len; i++) {
+        pl->ops[ops.data[i].out->id] = ops.data[i];
+        if (!ops.data[i].out->weight_only)
+            pl->cost += ops.data[i].cost;
+    }
+    d->plan = pl;
+    return d;
+}
+
+/* ---- verification ---------------------------------------------------------- */
+
+static size_t numel(const IrTensor *t)
+{
+    size_t n = 1;
+    for (int d = 0; d < t->rank; d++)
+        n *= (size_t)t->shape[d];
+    return n;
+}
+
+/* Evaluate `s` into the whole of tensor `t`'s buffer (0 outside its loops). */
+static void eval_into(const Stage *s, const IrTensor *t, double *const *data, double *out)
+{
+    size_t n = 1;
+    for (int d = 0; d < s->nloops; d++)
+        n *= (size_t)(s->loops[d].hi - s->loops[d].lo);
+    double *tmp = xmalloc((n ? n : 1) * sizeof *tmp);
+    ir_eval_stage(s, data, tmp);
+    memset(out, 0, numel(t) * sizeof *out);
+    int64_t idx[16] = {0};
+    for (size_t k = 0; k < n; k++) {
+        size_t rem = k, off = 0;
+        for (int d = s->nloops - 1; d >= 0; d--) {
+            int64_t ext = s->loops[d].hi - s->loops[d].lo;
+            idx[d] = s->loops[d].lo + (int64_t)(rem % (size_t)ext);
+            rem /= (size_t)ext;
+        }
+        for (int d = 0; d < s->nloops; d++)
+            off = off * (size_t)t->shape[d] + (size_t)idx[d];
+        out[off] = tmp[k];
+    }
+    free(tmp);
+}
+
+bool derive_verify(IrCtx *cx, const Derived *d)
+{
+    (void)cx;
+    const IrProgram *p = d->plan->prog;
+    double **data = xcalloc((size_t)p->ntensors + 1, sizeof *data);
+    uint64_t seed = 0x2545f4914f6cdd1dULL;
+    for (int i = 0; i < p->ntensors; i++) {
+        size_t n = numel(p->tensors[i]);
+        data[i] = xmalloc((n ? n : 1) * sizeof **data);
+        for (size_t k = 0; k < n; k++) {
+            seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+            data[i][k] = (double)(seed >> 11) / 9007199254740992.0 * 2 - 1;
+        }
+    }
+    bool ok = true;
+    for (int k = 0; k < d->nds; k++) {
+        const Derivation *dv = &d->ds[k];
+        const IrTensor *t = dv->tensor;
+        size_t n = numel(t);
+        double *want = xmalloc((n ? n : 1) * sizeof *want);
+        eval_into(dv->original, t, data, want);
+        /* the plan: each intermediate in order, then the result */
+        const Pieces *pc = &dv->res.cands.data[dv->res.chosen].pieces;
+        for (int j = 0; j + 1 < pc->ops.len; j++) {
+            const PlanOp *op = &pc->ops.data[j];
+            eval_into(op->stage, op->out, data, data[op->out->id]);
+        }
+        eval_into(pc->ops.data[pc->ops.len - 1].stage, t, data, data[t->id]);
+        double scale = 0, err = 0;
+        for (size_t i = 0; i < n; i++) {
+            scale = fmax(scale, fabs(want[i]));
+            err = fmax(err, fabs(want[i] - data[t->id][i]));
+        }
+        if (!(err <= 1e-9 * fmax(scale, 1e-300))) {
+            diag_error(t->loc, "--verify: the derived form of '%s' differs from its "
+                       "definition (max error %g, max value %g); this is a bug in "
+                       "einc", t->name, err, scale);
+            ok = false;
+        }
+        free(want);
+    }
+    for (int i = 0; i < p->ntensors; i++)
+        free(data[i]);
+    free(data);
+    return ok;
+}
+
+/* ---- showing plans and derivations ----------------------------------------- */
+
+static void json_op(const PlanOp *o, FILE *fp)
+{
+    const OpMatch *m = &o->op;
+    fprintf(fp, "{\"kind\": \"%s\", \"tensor\": \"%s\", \"cost_us\": %.3f",
+            op_kind_name(m->kind), o->out->name, o->cost * 1e6);
+    switch (m->kind) {
+    case OPK_MATMUL: case OPK_BATCH_MATMUL:
+        fprintf(fp, ", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"batch\": %lld",
+                (long long)m->m, (long long)m->n, (long long)m->k,
+                (long long)(m->batch ? m->batch : 1));
+        break;
+    case OPK_CONV2D: case OPK_CONV_TRANSPOSE2D:
+        fprintf(fp, ", \"n\": %lld, \"c\": %lld, \"h\": %lld, \"w\": %lld, \"f\": %lld, "
+                    "\"r\": %lld, \"s\": %lld, \"stride\": %lld, \"dilation\": %lld, "
+                    "\"pad\": %lld, \"groups\": %lld",
+                (long long)m->cn, (long long)m->c, (long long)m->h, (long long)m->w,
+                (long long)m->f, (long long)m->r, (long long)m->s, (long long)m->stride,
+                (long long)m->dilation, (long long)m->pad, (long long)m->groups);
+        break;
+    case OPK_G2BMM: case OPK_GBMM:
+        fprintf(fp, ", \"b\": %lld, \"m\": %lld, \"w\": %lld, \"k\": %lld, \"dilation\": %lld",
+                (long long)m->gb, (long long)m->gm, (long long)m->gw, (long long)m->gk,
+                (long long)m->gdil);
+        break;
+    case OPK_KERNEL:
+        break;
+    }
+    fputc('}', fp);
+}
+
+/* One whole-program candidate: every tensor at its chosen plan except
+ * derivation `which`, which uses its candidate `cand`. */
+static void json_candidate(const Derived *d, int which, int cand, FILE *fp)
+{
+    const IrProgram *p = d->plan->prog;
+    double cost = d->plan->cost;
+    const Pieces *alt = NULL, *cur = NULL;
+    if (which >= 0) {
+        const SearchResult *r = &d->ds[which].res;
+        alt = &r->cands.data[cand].pieces;
+        cur = &r->cands.data[r->chosen].pieces;
+        cost += alt->cost - cur->cost;
+    }
+    fprintf(fp, "    {\"cost_us\": %.3f, \"ops\": [", cost * 1e6);
+    bool first = true;
+    for (int i = 0; i < p->ntensors; i++) {
+        const IrTensor *t = p->tensors[i];
+        if (t->kind != IT_STAGE)
+            continue;
+        bool in_cur = false;
+        for (int k = 0; cur && k < cur->ops.len; k++)
+            in_cur |= cur->ops.data[k].out->id == t->id &&
+                      cur->ops.data[k].out == t;
+        if (in_cur && t != d->ds[which].tensor)
+            continue;                   /* replaced by the alternative */
+        if (in_cur) {
+            for (int k = 0; k < alt->ops.len; k++) {
+                fputs(first ? "\n      " : ",\n      ", fp);
+                json_op(&alt->ops.data[k], fp);
+                first = false;
+            }
+            continue;
+        }
+        fputs(first ? "\n      " : ",\n      ", fp);
+        json_op(&d->plan->ops[t->id], fp);
+        first = false;
+    }
+    fputs("]}", fp);
+}
+
+void derive_print_json(const IrCtx *cx, const Derived *d, FILE *fp)
+{
+    (void)cx;
+    fprintf(fp, "{\"model\": \"%s\", \"chosen\": 0, \"candidates\": [\n", d->plan->prog->model);
+    json_candidate(d, -1, 0, fp);
+    for (int k = 0; k < d->nds; k++) {
+        const SearchResult *r = &d->ds[k].res;
+        for (int c = 0; c < r->cands.len; c++) {
+            if (c == r->chosen)
+                continue;
+            fputs(",\n", fp);
+            json_candidate(d, k, c, fp);
+        }
+    }
+    fprintf(fp, "\n  ],\n  \"search\": {\"states\": %ld, \"ms\": %.3f, \"tensors\": [",
+            d->states, d->ms);
+    for (int k = 0; k < d->nds; k++)
+        fprintf(fp, "%s\n    {\"tensor\": \"%s\", \"states\": %d, \"ms\": %.3f, "
+                    "\"candidates\": %d, \"out_of_budget\": %s}",
+                k ? "," : "", d->ds[k].tensor->name, d->ds[k].res.nodes.len,
+                d->ds[k].res.ms, d->ds[k].res.cands.len,
+                d->ds[k].res.out_of_budget ? "true" : "false");
+    fputs("]}}\n", fp);
+}
+
+/* The chosen path of one derivation, root first. */
+static int chosen_path(const Derivation *dv, int *path, int max)
+{
+    int n = 0;
+    for (int at = dv->res.cands.data[dv->res.chosen].node; at >= 0 && n < max;
+         at = dv->res.nodes.data[at].parent)
+        path[n++] = at;
+    for (int i = 0; i < n / 2; i++) {
+        int t = path[i];
+        path[i] = path[n - 1 - i];
+        path[n - 1 - i] = t;
+    }
+    return n;
+}
+
+void derive_explain(const IrCtx *cx, const Derived *d, FILE *fp)
+{
+    for (int k = 0; k < d->nds; k++) {
+        const Derivation *dv = &d->ds[k];
+        const SearchResult *r = &dv->res;
+        int path[64];
+        int n = chosen_path(dv, path, 64);
+        fprintf(fp, "%s: %d states, %.1f ms, %d candidates; chosen: %d step%s, "
+                    "estimated %.2f us\n", dv->tensor->name, r->nodes.len, r->ms,
+                r->cands.len, n - 1, n == 2 ? "" : "s",
+                r->cands.data[r->chosen].pieces.cost * 1e6);
+        fputs("  start:  ", fp);
+        ir_print_stage(cx, dv->original, fp);
+        fputc('\n', fp);
+        for (int i = 1; i < n; i++) {
+            const SearchNode *node = &r->nodes.data[path[i]];
+            fprintf(fp, "  %d. %s%s\n     ", i, rule_table[node->via.rule].name,
+                    node->guided ? " (guided)" : "");
+            ir_print_stage(cx, node->expr, fp);
+            fputc('\n', fp);
+        }
+        const Pieces *pc = &r->cands.data[r->chosen].pieces;
+        for (int j = 0; j < pc->ops.len; j++) {
+            fprintf(fp, "  -> %s %s: ", op_kind_name(pc->ops.data[j].op.kind),
+                    pc->ops.data[j].out->name);
+            ir_print_stage(cx, pc->ops.data[j].stage, fp);
+            fputc('\n', fp);
+        }
+    }
+}
+
+void derive_dot(const IrCtx *cx, const Derived *d, FILE *fp)
+{
+    (void)cx;
+    fputs("digraph derivation {\n  node [shape=box, fontname=\"monospace\", fontsize=10];\n", fp);
+    for (int k = 0; k < d->nds; k++) {
+        const Derivation *dv = &d->ds[k];
+        const SearchResult *r = &dv->res;
+        int path[64];
+        int n = chosen_path(dv, path, 64);
+        bool *on = xcalloc((size_t)r->nodes.len + 1, 1);
+        for (int i = 0; i < n; i++)
+            on[path[i]] = true;
+        fprintf(fp, "  subgraph cluster_%d {\n    label=\"%s: %d states\";\n", k,
+                dv->tensor->name, r->nodes.len);
+        for (int i = 0; i < r->nodes.len; i++) {
+            const SearchNode *s = &r->nodes.data[i];
+            fprintf(fp, "    d%d_%d [label=\"#%d  %.2f us  dist %d\"%s];\n", k, i, i,
+                    s->cost * 1e6, search_distance(s->expr),
+                    on[i] ? ", color=red, penwidth=2" : "");
+            if (s->parent >= 0)
+                fprintf(fp, "    d%d_%d -> d%d_%d [label=\"%s\"%s];\n", k, s->parent, k,
+                        i, rule_table[s->via.rule].tag,
+                        on[i] && on[s->parent] ? ", color=red, penwidth=2" : "");
+        }
+        fputs("  }\n", fp);
+        free(on);
+    }
+    fputs("}\n", fp);
+}

@@ -1,0 +1,43 @@
+/* derive.h - the derive phase as the driver sees it: search every tensor
+ * expression of a lowered program (or not, at -O0), assemble the chosen
+ * plan, verify it with the interpreter, and show it (--emit=plan,
+ * --emit=plan-json, --explain, --dot=derivation).  Prefix: derive_. */
+#ifndef EINC_DERIVE_H
+#define EINC_DERIVE_H
+
+#include <stdio.h>
+#include "search.h"
+
+typedef struct DeriveOptions {
+    int level;                  /* -O0: none; -O1: instantiate only; -O2: search */
+    SearchOptions search;
+} DeriveOptions;
+
+/* The search of one tensor's expression. */
+typedef struct Derivation {
+    const IrTensor *tensor;
+    const Stage *original;      /* its stage before derivation */
+    SearchResult res;
+} Derivation;
+
+typedef struct Derived {
+    Plan *plan;                 /* the chosen program */
+    Derivation *ds;             /* one per searched tensor */
+    int nds;
+    long states;                /* in all searches */
+    double ms;
+} Derived;
+
+/* Derive `p` (whose tensors it takes over: their stages and ids change). */
+Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o);
+
+/* Check every chosen derivation on random data in double precision;
+ * reports an error (diag_error at the tensor) for each that differs and
+ * returns false. */
+bool derive_verify(IrCtx *cx, const Derived *d);
+
+void derive_print_json(const IrCtx *cx, const Derived *d, FILE *fp);
+void derive_explain(const IrCtx *cx, const Derived *d, FILE *fp);
+void derive_dot(const IrCtx *cx, const Derived *d, FILE *fp);
+
+#endif

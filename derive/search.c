@@ -1,0 +1,308 @@
+/* search.c - the two-phase derivation search of search.h. */
+#include "config.h"
+#include "search.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Rules the explicit phase enumerates, and those the guided phase uses to
+ * repair mismatches.  Tightening runs eagerly after every step; operand
+ * and output layouts are fitted at instantiation. */
+static const RuleKind explicit_rules[] = {
+    RULE_SUM_SPLIT, RULE_VAR_MERGE, RULE_VAR_SPLIT, RULE_VAR_FUSE,
+    RULE_RELAX, RULE_INLINE, RULE_LAYOUT_SPLIT, RULE_LAYOUT_MERGE,
+};
+static const RuleKind guided_rules[] = {
+    RULE_VAR_MERGE, RULE_VAR_SPLIT, RULE_VAR_FUSE, RULE_LAYOUT_SPLIT,
+    RULE_LAYOUT_MERGE,
+};
+#define N_OF(a) ((int)(sizeof a / sizeof *a))
+#define GUIDED_STEPS 6
+
+void search_default_options(SearchOptions *o)
+{
+    o->depth = 3;
+    o->max_states = 20000;
+    o->per_rule = 24;
+    o->budget_ms = 10000;
+    o->dev = cost_device("h200");
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* ---- a set of 64-bit fingerprints (open addressing, 0 is empty) -------- */
+
+typedef struct FpSet {
+    uint64_t *slots;
+    size_t cap, len;
+} FpSet;
+
+static bool fp_insert(FpSet *s, uint64_t fp)
+{
+    if (fp == 0)
+        fp = 1;
+    if (2 * (s->len + 1) > s->cap) {
+        size_t ncap = s->cap ? 2 * s->cap : 1024;
+        uint64_t *ns = xcalloc(ncap, sizeof *ns);
+        for (size_t i = 0; i < s->cap; i++) {
+            if (!s->slots[i])
+                continue;
+            size_t j = s->slots[i] & (ncap - 1);
+            while (ns[j])
+                j = (j + 1) & (ncap - 1);
+            ns[j] = s->slots[i];
+        }
+        free(s->slots);
+        s->slots = ns;
+        s->cap = ncap;
+    }
+    size_t j = fp & (s->cap - 1);
+    for (; s->slots[j]; j = (j + 1) & (s->cap - 1))
+        if (s->slots[j] == fp)
+            return false;
+    s->slots[j] = fp;
+    s->len++;
+    return true;
+}
+
+/* ---- mismatch distance ---------------------------------------------------- */
+
+static bool plain_or_const(const Ix *x)
+{
+    return x->n == 0 || (x->n == 1 && x->t[0].kind == IX_VAR && x->t[0].coef == 1);
+}
+
+static int stage_distance(const Stage *s);
+
+static int expr_distance(const IExpr *e)
+{
+    switch (e->kind) {
+    case IE_ACCESS:
+        return e->access.stage ? stage_distance(e->access.stage) : 0;
+    case IE_CONST: case IE_INDEX: case IE_ICMP:
+        return 0;
+    case IE_CALL: {
+        int d = 0;
+        for (int i = 0; i < e->call.nargs; i++)
+            d += expr_distance(e->call.args[i]);
+        return d;
+    }
+    case IE_NEG: case IE_NOT:
+        return expr_distance(e->bin.a);
+    default:
+        return expr_distance(e->bin.a) + expr_distance(e->bin.b);
+    }
+}
+
+/* A product stage counts its compound index dimensions unless it already
+ * matches an operator; nested stages count on their own. */
+static int stage_distance(const Stage *s)
+{
+    int d = expr_distance(s->body);
+    const IExpr *b = s->body;
+    if (s->red != RED_SUM || b->kind != IE_MUL || b->bin.a->kind != IE_ACCESS ||
+        b->bin.b->kind != IE_ACCESS)
+        return d;
+    OpMatch m;
+    if (!b->bin.a->access.stage && !b->bin.b->access.stage && match_stage(s, &m))
+        return d;
+    for (int k = 0; k < 2; k++) {
+        const IExpr *acc = k ? b->bin.b : b->bin.a;
+        for (int i = 0; i < acc->access.nidx; i++)
+            d += !plain_or_const(acc->access.idx[i]);
+    }
+    return d + s->nguards;
+}
+
+int search_distance(const Stage *s)
+{
+    return stage_distance(s);
+}
+
+/* ---- the search --------------------------------------------------------- */
+
+typedef struct Search {
+    RuleCtx *rc;
+    IrCtx *cx;
+    const IrTensor *result;
+    const SearchOptions *opt;
+    int *next_id;
+    SearchResult *out;
+    FpSet seen;
+    FpSet plans;
+    double t0;
+    RuleSites sites;
+} Search;
+
+static bool out_of_budget(Search *s)
+{
+    if (s->out->nodes.len >= s->opt->max_states ||
+        now_ms() - s->t0 > s->opt->budget_ms) {
+        s->out->out_of_budget = true;
+        return true;
+    }
+    return false;
+}
+
+/* Tighten every stage of the tree until nothing changes. */
+static const Stage *tighten(Search *s, const Stage *e)
+{
+    for (int round = 0; round < 8; round++) {
+        RuleSites ts = {0};
+        rule_sites(s->rc, e, RULE_TIGHTEN, &ts);
+        const Stage *before = e;
+        for (int i = 0; i < ts.len; i++) {
+            const Stage *t = rule_apply(s->rc, e, &ts.data[i]);
+            if (t)
+                e = t;
+        }
+        rule_sites_free(&ts);
+        if (e == before || ir_stage_equal(e, before))
+            break;
+    }
+    return e;
+}
+
+/* A key for a plan: its operators' kinds and sizes, kernels by fingerprint. */
+static uint64_t plan_key(const Pieces *p)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ULL;
+    for (int i = 0; i < p->ops.len; i++) {
+        const PlanOp *o = &p->ops.data[i];
+        const OpMatch *m = &o->op;
+        uint64_t v = (uint64_t)m->kind;
+        if (m->kind == OPK_KERNEL)
+            v ^= ir_fingerprint(o->stage);
+        else
+            v ^= (uint64_t)(m->m * 31 + m->n * 131 + m->k * 1031 + m->batch * 7 +
+                            m->cn * 3 + m->c * 5 + m->f * 11 + m->r * 13 + m->h * 17 +
+                            m->stride * 19 + m->gm * 23 + m->gdil * 29 + m->gw * 37);
+        h = (h ^ v) * 0x100000001b3ULL;
+    }
+    return h;
+}
+
+/* Add a state: instantiate and price it, keep its plan if it is new. */
+static int add_node(Search *s, const Stage *e, int parent, const RuleSite *via,
+                    int depth, bool guided)
+{
+    SearchNode n = {e, parent, {0}, depth, guided, 0};
+    if (via)
+        n.via = *via;
+    else
+        n.via.rule = RULE_COUNT;
+    Candidate c = {{{0}, 0}, s->out->nodes.len};
+    plan_instantiate(s->cx, s->opt->dev, s->result, e, s->next_id, &c.pieces);
+    n.cost = c.pieces.cost;
+    vec_push(ir_arena(s->cx), &s->out->nodes, n);
+    if (fp_insert(&s->plans, plan_key(&c.pieces)))
+        vec_push(ir_arena(s->cx), &s->out->cands, c);
+    return s->out->nodes.len - 1;
+}
+
+/* Every successor of node `at` by the rules in `rules`, tightened and not
+ * seen before.  Returns how many were added. */
+static int expand(Search *s, int at, const RuleKind *rules, int nrules)
+{
+    int added = 0;
+    s->out->expanded++;
+    for (int r = 0; r < nrules; r++) {
+        s->sites.len = 0;
+        const Stage *e = s->out->nodes.data[at].expr;
+        rule_sites(s->rc, e, rules[r], &s->sites);
+        int applied = 0;
+        for (int i = 0; i < s->sites.len && applied < s->opt->per_rule; i++) {
+            const Stage *t = rule_apply(s->rc, e, &s->sites.data[i]);
+            if (!t)
+                continue;
+            applied++;
+            t = tighten(s, t);
+            if (!fp_insert(&s->seen, ir_fingerprint(t)))
+                continue;
+            if (out_of_budget(s))
+                return added;
+            add_node(s, t, at, &s->sites.data[i], s->out->nodes.data[at].depth + 1, false);
+            added++;
+        }
+    }
+    return added;
+}
+
+/* From node `at`, follow the substitution that lowers the mismatch
+ * distance most, as long as one does. */
+static void guide(Search *s, int at)
+{
+    for (int step = 0; step < GUIDED_STEPS; step++) {
+        const Stage *e = s->out->nodes.data[at].expr;
+        int d = search_distance(e);
+        if (d == 0)
+            return;
+        const Stage *best = NULL;
+        RuleSite best_site;
+        int best_d = d;
+        for (int r = 0; r < N_OF(guided_rules); r++) {
+            s->sites.len = 0;
+            rule_sites(s->rc, e, guided_rules[r], &s->sites);
+            for (int i = 0; i < s->sites.len && i < 4 * s->opt->per_rule; i++) {
+                const Stage *t = rule_apply(s->rc, e, &s->sites.data[i]);
+                if (!t)
+                    continue;
+                t = tighten(s, t);
+                int td = search_distance(t);
+                if (td < best_d) {
+                    best = t;
+                    best_d = td;
+                    best_site = s->sites.data[i];
+                }
+            }
+        }
+        if (!best || !fp_insert(&s->seen, ir_fingerprint(best)) || out_of_budget(s))
+            return;
+        int depth = s->out->nodes.data[at].depth;
+        at = add_node(s, best, at, &best_site, depth, true);
+    }
+}
+
+static int cand_cmp(const void *a, const void *b)
+{
+    const Candidate *x = a, *y = b;
+    if (x->pieces.cost != y->pieces.cost)
+        return x->pieces.cost < y->pieces.cost ? -1 : 1;
+    return x->node - y->node;   /* fewer steps first: deterministic */
+}
+
+void search_tensor(RuleCtx *rc, const IrTensor *result, const SearchOptions *opt,
+                   int *next_id, SearchResult *out)
+{
+    Search s = {rc, rule_ir(rc), result, opt, next_id, out, {0}, {0}, now_ms(), {0}};
+    memset(out, 0, sizeof *out);
+    const Stage *root = tighten(&s, result->stage);
+    fp_insert(&s.seen, ir_fingerprint(root));
+    add_node(&s, root, -1, NULL, 0, false);
+
+    /* explicit phase: breadth first, level by level */
+    int level_begin = 0;
+    for (int depth = 0; depth < opt->depth && !out->out_of_budget; depth++) {
+        int level_end = out->nodes.len;
+        for (int i = level_begin; i < level_end && !out->out_of_budget; i++)
+            expand(&s, i, explicit_rules, N_OF(explicit_rules));
+        level_begin = level_end;
+    }
+    /* guided phase from every state reached */
+    int reached = out->nodes.len;
+    for (int i = 0; i < reached && !out_of_budget(&s); i++)
+        guide(&s, i);
+
+    qsort(out->cands.data, (size_t)out->cands.len, sizeof *out->cands.data, cand_cmp);
+    out->chosen = 0;
+    out->ms = now_ms() - s.t0;
+    free(s.seen.slots);
+    free(s.plans.slots);
+    rule_sites_free(&s.sites);
+}

@@ -1,0 +1,65 @@
+/* search.h - the derivation search for one tensor expression.
+ *
+ * Two phases, as in EinNet.  The explicit phase enumerates every
+ * application of the explicit rules (summation splitting, variable
+ * substitution, boundary relaxing, traversal merging) breadth first up to
+ * a depth, with a budget per rule and state.  The guided phase starts from
+ * every state the explicit phase reached and repairs the mismatches
+ * between its product stages and the operator patterns (index
+ * dimensions that are not a plain iterator) by variable substitutions that
+ * lower the mismatch count; it spends no depth.  Boundary tightening is
+ * applied eagerly after every step, and layouts are fitted at
+ * instantiation (plan.c).  Fingerprints keep any state from being
+ * expanded twice.  Every state is instantiated and priced; the distinct
+ * plans are the candidates.  The search is deterministic: the limits are
+ * counts of states; the time budget is a safety net.  Prefix: search_. */
+#ifndef EINC_SEARCH_H
+#define EINC_SEARCH_H
+
+#include "plan.h"
+#include "rules.h"
+
+typedef struct SearchOptions {
+    int depth;                  /* explicit phase depth (--search-depth) */
+    int max_states;             /* states kept in all */
+    int per_rule;               /* applications of one rule per state */
+    double budget_ms;           /* --search-budget: stop expanding after this */
+    const Device *dev;
+} SearchOptions;
+void search_default_options(SearchOptions *o);
+
+/* A state of the search tree. */
+typedef struct SearchNode {
+    const Stage *expr;
+    int parent;                 /* -1 for the root */
+    RuleSite via;               /* the rule applied to the parent */
+    int depth;                  /* explicit steps from the root */
+    bool guided;                /* reached in the guided phase */
+    double cost;                /* of its instantiation, seconds */
+} SearchNode;
+
+typedef struct Candidate {
+    Pieces pieces;
+    int node;                   /* the state it instantiates */
+} Candidate;
+
+typedef struct SearchResult {
+    VEC(SearchNode) nodes;
+    VEC(Candidate) cands;       /* distinct plans, cheapest first */
+    int chosen;                 /* index in cands */
+    long expanded;              /* states whose successors were generated */
+    double ms;                  /* wall time of the search */
+    bool out_of_budget;
+} SearchResult;
+
+/* Search for the cheapest derivation of the definition of `result`
+ * (result->stage).  Intermediate tensors get ids from *next_id. */
+void search_tensor(RuleCtx *rc, const IrTensor *result, const SearchOptions *opt,
+                   int *next_id, SearchResult *out);
+
+/* Mismatches between the product stages of `s` and the operator
+ * patterns: index dimensions that are not one iterator plus a constant
+ * (0 when every product stage matches an operator). */
+int search_distance(const Stage *s);
+
+#endif
