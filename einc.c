@@ -19,15 +19,21 @@
 #include "parser/parser.h"
 #include "sema/sema.h"
 #include "derive/ir.h"
+#include "derive/derive.h"
 #include "emit/emit.h"
 
-typedef enum { EMIT_DEFAULT, EMIT_IR, EMIT_C, EMIT_CUDA, EMIT_DOT } EmitKind;
+typedef enum {
+    EMIT_DEFAULT, EMIT_IR, EMIT_C, EMIT_CUDA, EMIT_DOT, EMIT_PLAN, EMIT_PLAN_JSON,
+    EMIT_EXPLAIN, EMIT_DOT_DERIVATION,
+} EmitKind;
 
 static const struct { const char *name; EmitKind kind; const char *ext; } emit_kinds[] = {
     {"ir", EMIT_IR, ".ir"},
     {"c", EMIT_C, ".c"},
     {"cuda", EMIT_CUDA, ".cu"},
     {"dot", EMIT_DOT, ".dot"},
+    {"plan", EMIT_PLAN, ".plan"},
+    {"plan-json", EMIT_PLAN_JSON, ".json"},
 };
 #define NKINDS (sizeof emit_kinds / sizeof *emit_kinds)
 
@@ -36,6 +42,8 @@ typedef struct Options {
     const char *output;             /* -o; NULL: derived from the input */
     EmitKind emit;
     bool main;
+    bool verify;
+    DeriveOptions derive;
     VEC(const char *) defines;
     VEC(const char *) includes;
     bool dep_only;                  /* -M */
@@ -62,6 +70,18 @@ static void usage(FILE *fp)
 "      --target=T      same as --emit=T for T in c, cuda\n"
 "      --dot           same as --emit=dot\n"
 "      --main          add a main() harness to C and CUDA output\n"
+"      --explain       write each chosen derivation step by step\n"
+"      --dot=derivation  write the search trees as Graphviz\n"
+"\n"
+"Derivation:\n"
+"  -O0                 no derivation: every statement is one kernel\n"
+"  -O1                 match operators, no search\n"
+"  -O2                 search for cheaper derivations (the default)\n"
+"      --search-depth=N   depth of the explicit search phase (default 1)\n"
+"      --search-budget=MS stop searching after MS milliseconds (default 10000)\n"
+"      --device=NAME   cost model of h200 (default), a100, v100 or cpu\n"
+"      --verify        check every chosen derivation with the interpreter on\n"
+"                        random data before writing anything\n"
 "\n"
 "Input:\n"
 "  -D NAME=VALUE       override the integer constant NAME\n"
@@ -105,6 +125,19 @@ static bool has_suffix(const char *s, const char *suf)
     return n >= m && strcmp(s + n - m, suf) == 0;
 }
 
+/* A decimal option value in [lo, hi]. */
+static long number(const char *val, long lo, long hi, const char *opt)
+{
+    char *end;
+    long n = strtol(val, &end, 10);
+    if (*val == 0 || *end || n < lo || n > hi) {
+        fprintf(stderr, "einc: error: invalid %s value '%s' (%ld to %ld)\n"
+                "Try 'einc --help' for more information.\n", opt, val, lo, hi);
+        exit(2);
+    }
+    return n;
+}
+
 static void set_emit(Options *o, const char *name, const char *opt)
 {
     for (size_t i = 0; i < NKINDS; i++) {
@@ -136,9 +169,11 @@ static void set_warning(const char *arg)
 /* Long options follow getopt_long's rules: "--name=value" or "--name
  * value", and any unambiguous prefix of a name. */
 static const struct { const char *name; int has_arg; int id; } long_opts[] = {
-    {"emit", 1, 'e'}, {"target", 1, 't'}, {"dot", 0, 'g'}, {"main", 0, 'm'},
+    {"emit", 1, 'e'}, {"target", 1, 't'}, {"dot", 2, 'g'}, {"main", 0, 'm'},
     {"max-errors", 1, 'x'}, {"help", 0, 'h'}, {"version", 0, 'V'},
     {"output", 1, 'o'}, {"define", 1, 'D'}, {"include", 1, 'I'},
+    {"explain", 0, 'X'}, {"search-depth", 1, 'S'}, {"search-budget", 1, 'B'},
+    {"device", 1, 'E'}, {"verify", 0, 'v'},
 };
 #define NLONG (sizeof long_opts / sizeof *long_opts)
 
@@ -163,7 +198,7 @@ static int match_long(const char *arg, const char **value)
     if (matches > 1)
         usage_error("option '--%s' is ambiguous", arg);
     *value = eq ? eq + 1 : NULL;
-    if (eq && !long_opts[found].has_arg)
+    if (eq && long_opts[found].has_arg == 0)
         usage_error("option '--%s' doesn't allow an argument", arg);
     return found;
 }
@@ -190,16 +225,23 @@ static void handle(Options *o, int id, const char *val, const char *spelled)
             usage_error("unknown target '%s' (c, cuda)", val);
         set_emit(o, val, "%s");
         break;
-    case 'g': o->emit = EMIT_DOT; break;
-    case 'm': o->main = true; break;
-    case 'x': {
-        char *end;
-        long n = strtol(val, &end, 10);
-        if (*val == 0 || *end || n < 0 || n > 1000000)
-            usage_error("invalid --max-errors value '%s'", val);
-        diag_set_max_errors((int)n);
+    case 'g':
+        if (val && strcmp(val, "derivation") != 0 && strcmp(val, "program") != 0)
+            usage_error("unknown --dot kind '%s' (program, derivation)", val);
+        o->emit = val && strcmp(val, "derivation") == 0 ? EMIT_DOT_DERIVATION : EMIT_DOT;
         break;
-    }
+    case 'X': o->emit = EMIT_EXPLAIN; break;
+    case 'v': o->verify = true; break;
+    case 'S': o->derive.search.depth = (int)number(val, 0, 12, "--search-depth"); break;
+    case 'B': o->derive.search.budget_ms = (double)number(val, 1, 86400000, "--search-budget"); break;
+    case 'E':
+        if (!(o->derive.search.dev = cost_device(val)))
+            usage_error("unknown device '%s' (h200, a100, v100, cpu)", val);
+        break;
+    case 'm': o->main = true; break;
+    case 'x':
+        diag_set_max_errors((int)number(val, 0, 1000000, "--max-errors"));
+        break;
     case 'h': usage(stdout); exit(0);
     case 'V':
         printf("einc %s\n", PACKAGE_VERSION);
@@ -227,7 +269,7 @@ static void parse_args(Options *o, int argc, char **argv)
         if (a[1] == '-') {
             const char *val;
             int k = match_long(a + 2, &val);
-            if (long_opts[k].has_arg && !val) {
+            if (long_opts[k].has_arg == 1 && !val) {
                 if (i + 1 >= argc)
                     usage_error("option '%s' requires an argument", a);
                 val = argv[++i];
@@ -247,6 +289,11 @@ static void parse_args(Options *o, int argc, char **argv)
                 o->dep_file = val;
             else
                 vec_push(arena, &o->dep_targets, val);
+            continue;
+        }
+        if (strcmp(a, "-O0") == 0 || strcmp(a, "-O1") == 0 || strcmp(a, "-O2") == 0 ||
+            strcmp(a, "-O") == 0) {
+            o->derive.level = a[2] ? a[2] - '0' : 2;
             continue;
         }
         if (strcmp(a, "-w") == 0) {
@@ -318,6 +365,8 @@ static void resolve_outputs(Options *o)
         o->output = arena_printf(arena, "%s%s", stem(strcmp(o->input, "-") == 0
                                                      ? "stdin" : o->input), ext);
     }
+    if ((o->emit == EMIT_EXPLAIN || o->emit == EMIT_DOT_DERIVATION) && !o->output)
+        o->output = "-";
     if (o->main && o->emit != EMIT_C && o->emit != EMIT_CUDA)
         usage_error("%s", "--main needs C or CUDA output");
 }
@@ -472,6 +521,13 @@ static char *compile(const Options *o, size_t *len)
     IrProgram *p = ir_lower(cx, cp);
     if (!p || diag_error_count())
         return NULL;
+    Derived *d = NULL;
+    if (o->emit != EMIT_IR) {
+        d = derive_program(cx, p, &o->derive);
+        if (o->verify && !derive_verify(cx, d))
+            return NULL;
+        p = d->plan->prog;
+    }
 
     char *buf = NULL;
     FILE *fp = open_memstream(&buf, len);
@@ -489,6 +545,10 @@ static char *compile(const Options *o, size_t *len)
     switch (o->emit) {
     case EMIT_IR: ir_print_program(p, fp); break;
     case EMIT_DOT: rc = emit_dot(p, fp); break;
+    case EMIT_PLAN: plan_print(d->plan, fp); break;
+    case EMIT_PLAN_JSON: derive_print_json(cx, d, fp); break;
+    case EMIT_EXPLAIN: derive_explain(cx, d, fp); break;
+    case EMIT_DOT_DERIVATION: derive_dot(cx, d, fp); break;
     default: rc = emit_program(p, &eo, fp); break;
     }
     fclose(fp);
@@ -503,6 +563,8 @@ int main(int argc, char **argv)
 {
     arena = arena_new();
     Options o = {0};
+    o.derive.level = 2;
+    search_default_options(&o.derive.search);
     parse_args(&o, argc, argv);
     resolve_outputs(&o);
 

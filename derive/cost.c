@@ -73,6 +73,29 @@ static void collect_reads(const IExpr *e, const IrTensor **seen, int *n, double 
     }
 }
 
+/* Caches serve re-read operands this many times faster than memory. */
+#define L2_FACTOR 2.5
+
+static double count_reads(const IExpr *e)
+{
+    switch (e->kind) {
+    case IE_CONST: case IE_INDEX: case IE_ICMP:
+        return 0;
+    case IE_ACCESS:
+        return 1;
+    case IE_CALL: {
+        double n = 0;
+        for (int i = 0; i < e->call.nargs; i++)
+            n += count_reads(e->call.args[i]);
+        return n;
+    }
+    case IE_NEG: case IE_NOT:
+        return count_reads(e->bin.a);
+    default:
+        return count_reads(e->bin.a) + count_reads(e->bin.b);
+    }
+}
+
 /* Fraction of the machine a launch of `tiles` independent tiles fills,
  * counting the last partial wave. */
 static double occupancy(const Device *d, double tiles)
@@ -112,8 +135,16 @@ double cost_stage(const Device *d, const Stage *s, const OpMatch *m)
         eff = d->lib_eff * 0.5 * occupancy(d, ceil((double)m->gm / 64) * (double)m->gb);
         break;
     default:
-        /* one thread per output point, 2048 resident per unit */
+        /* one thread per output point, 2048 resident per unit; a reduction
+         * reads its operands again for every term, from cache at best */
         eff = d->kernel_eff * occupancy(d, ceil(points(s) / 2048));
+        if (s->nsums) {
+            double terms = flops / points(s) / 2;
+            double rereads = points(s) * terms * 4 * count_reads(s->body);
+            double cached = rereads / (d->bandwidth * L2_FACTOR);
+            if (cached > bytes / (d->bandwidth * d->mem_eff))
+                bytes = cached * d->bandwidth * d->mem_eff;
+        }
         break;
     }
     double compute = flops / (d->flops * (eff > 1e-6 ? eff : 1e-6));

@@ -2,7 +2,17 @@
 #include "config.h"
 #include "plan.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#define MAXR 16                 /* loops of a stage we refit */
+
+typedef struct Made {
+    const Stage *nested;        /* a nested stage already materialised */
+    const IrTensor *t;          /* its tensor */
+    int ndims;                  /* dims of t */
+    int perm[MAXR];             /* dim j of t is loop perm[j] of `nested` */
+} Made;
 
 typedef struct Flat {
     IrCtx *cx;
@@ -10,38 +20,45 @@ typedef struct Flat {
     const IrTensor *result;
     int *next_id;
     Pieces *out;
-    VEC(const Stage *) seen;    /* nested stages already materialised */
-    VEC(const IrTensor *) made; /* ... and their tensors */
+    VEC(Made) made;
+    int64_t *lo, *hi;           /* ranges of the variables in scope, by id */
+    int nvars;
 } Flat;
+
+static void bind(Flat *f, const IrVar *v, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (v[i].id >= f->nvars) {
+            int nn = v[i].id * 2 + 64;
+            f->lo = xrealloc(f->lo, (size_t)nn * sizeof *f->lo);
+            f->hi = xrealloc(f->hi, (size_t)nn * sizeof *f->hi);
+            f->nvars = nn;
+        }
+        f->lo[v[i].id] = v[i].lo;
+        f->hi[v[i].id] = v[i].hi;
+    }
+}
+
+/* Whether x stays within [lo, hi) over the ranges in scope. */
+static bool within(Flat *f, const Ix *x, int64_t lo, int64_t hi)
+{
+    for (int i = 0; i < x->n; i++)
+        if (x->t[i].kind == IX_VAR && x->t[i].var >= f->nvars)
+            return false;
+    int64_t mn, mx;
+    ix_bounds(x, f->lo, f->hi, &mn, &mx);
+    return mn >= lo && mx < hi;
+}
 
 static const Stage *flatten_stage(Flat *f, const Stage *s);
 
-/* The tensor that holds nested stage `s`: its loop ranges shifted to 0. */
-static const IrTensor *materialise(Flat *f, const Stage *s)
+/* A new intermediate tensor computed by `st`, whose loops start at 0. */
+static const IrTensor *add_tensor(Flat *f, const Stage *st)
 {
-    for (int i = 0; i < f->seen.len; i++)
-        if (ir_stage_equal(f->seen.data[i], s))
-            return f->made.data[i];
     Arena *a = ir_arena(f->cx);
-    const Stage *flat = flatten_stage(f, s);
-    IrVar *loops = arena_alloc(a, (size_t)flat->nloops * sizeof *loops);
-    int64_t *shape = arena_alloc(a, (size_t)flat->nloops * sizeof *shape);
-    const IExpr *body = flat->body;
-    const IExpr **guards = arena_alloc(a, (size_t)(flat->nguards + 1) * sizeof *guards);
-    memcpy(guards, flat->guards, (size_t)flat->nguards * sizeof *guards);
-    for (int d = 0; d < flat->nloops; d++) {
-        const IrVar *v = &flat->loops[d];
-        shape[d] = v->hi - v->lo;
-        loops[d] = v->lo == 0 ? *v : ir_var_new(f->cx, v->name, 0, shape[d]);
-        if (v->lo == 0)
-            continue;
-        const Ix *by = ix_add(f->cx, ix_var(f->cx, loops[d].id), ix_const(f->cx, v->lo));
-        body = ir_subst(f->cx, body, v->id, by);
-        for (int g = 0; g < flat->nguards; g++)
-            guards[g] = ir_subst(f->cx, guards[g], v->id, by);
-    }
-    const Stage *st = ir_stage(f->cx, flat->red, loops, flat->nloops, flat->sums,
-                               flat->nsums, guards, flat->nguards, body);
+    int64_t *shape = arena_alloc(a, (size_t)(st->nloops + 1) * sizeof *shape);
+    for (int d = 0; d < st->nloops; d++)
+        shape[d] = st->loops[d].hi;
     IrTensor *t = arena_alloc(a, sizeof *t);
     t->id = (*f->next_id)++;
     t->name = arena_printf(a, "%s.t%d", f->result->name, f->out->ops.len + 1);
@@ -57,9 +74,278 @@ static const IrTensor *materialise(Flat *f, const Stage *s)
         op.op.kind = OPK_KERNEL;
     op.cost = cost_stage(f->dev, st, &op.op);
     vec_push(a, &f->out->ops, op);
-    vec_push(a, &f->seen, s);
-    vec_push(a, &f->made, (const IrTensor *)t);
     return t;
+}
+
+/* `s` with its loops in the order perm (new position j holds old loop
+ * perm[j]) and each shifted to start at 0. */
+static const Stage *reorder_shift(Flat *f, const Stage *s, const int *perm, int n)
+{
+    Arena *a = ir_arena(f->cx);
+    IrVar *loops = arena_alloc(a, (size_t)(n + 1) * sizeof *loops);
+    const IExpr *body = s->body;
+    const IExpr **g = arena_alloc(a, (size_t)(s->nguards + 1) * sizeof *g);
+    if (s->nguards)
+        memcpy(g, s->guards, (size_t)s->nguards * sizeof *g);
+    for (int j = 0; j < n; j++) {
+        const IrVar *v = &s->loops[perm[j]];
+        loops[j] = v->lo == 0 ? *v : ir_var_new(f->cx, v->name, 0, v->hi - v->lo);
+        if (v->lo == 0)
+            continue;
+        const Ix *by = ix_add(f->cx, ix_var(f->cx, loops[j].id), ix_const(f->cx, v->lo));
+        body = ir_subst(f->cx, body, v->id, by);
+        for (int k = 0; k < s->nguards; k++)
+            g[k] = ir_subst(f->cx, g[k], v->id, by);
+    }
+    return ir_stage(f->cx, s->red, loops, n, s->sums, s->nsums, g, s->nguards, body);
+}
+
+/* ---- fitting layouts to a GEMM (guided layout transformation) -----------
+ * A product of two tensor reads becomes a GEMM when each operand is laid
+ * out [batch, rows, inner] and the output [batch, rows, cols].  An operand
+ * that is not is relaid out into a new tensor (computed once at load when
+ * it depends on weights only); an intermediate's own loops may be
+ * reordered freely. */
+
+enum { C_BATCH, C_M, C_N, C_K, C_NONE };
+
+static bool expr_uses(const IExpr *e, int var)
+{
+    switch (e->kind) {
+    case IE_CONST: return false;
+    case IE_INDEX: return ix_uses(e->ix, var);
+    case IE_ICMP: return ix_uses(e->icmp.ix, var);
+    case IE_ACCESS:
+        for (int i = 0; i < e->access.nidx; i++)
+            if (ix_uses(e->access.idx[i], var))
+                return true;
+        return false;
+    case IE_CALL:
+        for (int i = 0; i < e->call.nargs; i++)
+            if (expr_uses(e->call.args[i], var))
+                return true;
+        return false;
+    case IE_NEG: case IE_NOT: return expr_uses(e->bin.a, var);
+    default: return expr_uses(e->bin.a, var) || expr_uses(e->bin.b, var);
+    }
+}
+
+/* The relayout of operand `acc` to dims `vars` (in that order). */
+static const IExpr *relayout(Flat *f, const Stage *s, const IExpr *acc, const int *vars, int n)
+{
+    IrVar loops[MAXR] = {{0}};
+    for (int j = 0; j < n; j++) {
+        for (int i = 0; i < s->nloops; i++)
+            if (s->loops[i].id == vars[j])
+                loops[j] = s->loops[i];
+        for (int i = 0; i < s->nsums; i++)
+            if (s->sums[i].id == vars[j])
+                loops[j] = s->sums[i];
+    }
+    int perm[MAXR] = {0};
+    for (int j = 0; j < n; j++)
+        perm[j] = j;
+    const Stage *st = reorder_shift(f, ir_stage(f->cx, RED_NONE, loops, n, NULL, 0,
+                                                NULL, 0, acc), perm, n);
+    const IrTensor *t = add_tensor(f, st);
+    const Ix *idx[MAXR];
+    for (int j = 0; j < n; j++)
+        idx[j] = ix_sub(f->cx, ix_var(f->cx, vars[j]), ix_const(f->cx, loops[j].lo));
+    return ir_access_tensor(f->cx, t, idx, n);
+}
+
+/* Try to make `s` a GEMM; *perm receives the loop order (identity unless
+ * free_output).  Returns the new stage, or NULL. */
+static const Stage *fit_gemm(Flat *f, const Stage *s, bool free_output, int *perm)
+{
+    const IExpr *b = s->body;
+    if (s->red != RED_SUM || s->nguards || b->kind != IE_MUL ||
+        b->bin.a->kind != IE_ACCESS || b->bin.b->kind != IE_ACCESS ||
+        !b->bin.a->access.tensor || !b->bin.b->access.tensor ||
+        s->nloops + s->nsums > MAXR)
+        return NULL;
+    const IExpr *A = b->bin.a, *B = b->bin.b;
+    int cls[MAXR], nv = s->nloops + s->nsums;
+    for (int i = 0; i < nv; i++) {
+        bool loop = i < s->nloops;
+        int v = loop ? s->loops[i].id : s->sums[i - s->nloops].id;
+        bool ia = expr_uses(A, v), ib = expr_uses(B, v);
+        cls[i] = loop ? (ia && ib ? C_BATCH : ia ? C_M : ib ? C_N : C_NONE)
+                      : (ia && ib ? C_K : C_NONE);
+        if (cls[i] == C_NONE)
+            return NULL;
+    }
+    /* canonical orders: batch, M, N by loop position; K by sum position */
+    int order_a[MAXR], order_b[MAXR], na = 0, nb = 0, no = 0;
+    static const int ga[] = {C_BATCH, C_M, C_K}, gb[] = {C_BATCH, C_K, C_N},
+                     go[] = {C_BATCH, C_M, C_N};
+    for (int g = 0; g < 3; g++)
+        for (int i = 0; i < nv; i++) {
+            int v = i < s->nloops ? s->loops[i].id : s->sums[i - s->nloops].id;
+            if (cls[i] == ga[g]) order_a[na++] = v;
+            if (cls[i] == gb[g]) order_b[nb++] = v;
+            if (cls[i] == go[g] && i < s->nloops) perm[no++] = i;
+        }
+    if (!free_output)
+        for (int i = 0; i < s->nloops; i++)
+            perm[i] = i;
+    /* Relay out what does not fit: try neither operand, B, A, both, and
+     * keep the cheapest that matches (a relayout of weights is free: it
+     * runs at load). */
+    OpMatch m;
+    int best = -1;
+    double best_cost = 0;
+    for (int pass = 0; pass < 5; pass++) {
+        int try = pass < 4 ? pass : best;
+        if (pass == 4 && best < 0)
+            break;
+        const IExpr *ea = A, *eb = B;
+        int before = f->out->ops.len;
+        if (try & 1)
+            eb = relayout(f, s, B, order_b, nb);
+        if (try & 2)
+            ea = relayout(f, s, A, order_a, na);
+        const Stage *t = ir_stage(f->cx, s->red, s->loops, s->nloops, s->sums, s->nsums,
+                                  NULL, 0, ir_binary(f->cx, IE_MUL, ea, eb));
+        const Stage *r = reorder_shift(f, t, perm, s->nloops);
+        if (pass == 4)
+            return t;
+        if (match_stage(r, &m)) {
+            double c = cost_stage(f->dev, r, &m);
+            for (int i = before; i < f->out->ops.len; i++)
+                if (!f->out->ops.data[i].out->weight_only)
+                    c += f->out->ops.data[i].cost;
+            if (best < 0 || c < best_cost) {
+                best = try;
+                best_cost = c;
+            }
+        }
+        f->out->ops.len = before;
+    }
+    return NULL;
+}
+
+/* A stage as computed: a GEMM when its layouts can be made to fit and that
+ * is cheaper, else as it is. */
+static const Stage *instantiate_stage(Flat *f, const Stage *s, bool free_output, int *perm)
+{
+    for (int i = 0; i < s->nloops; i++)
+        perm[i] = i;
+    OpMatch m;
+    if (match_stage(s, &m) || s->nloops > MAXR)
+        return s;
+    int before = f->out->ops.len, p2[MAXR];
+    const Stage *g = fit_gemm(f, s, free_output, p2);
+    if (!g)
+        return s;
+    /* compare: the kernel as is, or the relayouts plus the GEMM */
+    double extra = 0;
+    for (int i = before; i < f->out->ops.len; i++)
+        if (!f->out->ops.data[i].out->weight_only)
+            extra += f->out->ops.data[i].cost;
+    const Stage *r = reorder_shift(f, g, p2, s->nloops);
+    match_stage(r, &m);
+    if (extra + cost_stage(f->dev, r, &m) < cost_stage(f->dev, s, NULL)) {
+        memcpy(perm, p2, (size_t)s->nloops * sizeof *perm);
+        return g;
+    }
+    f->out->ops.len = before;
+    return s;
+}
+
+/* Loops of `s` its value does not depend on: the tensor need not store them. */
+static bool loop_used(const Stage *s, int var)
+{
+    for (int g = 0; g < s->nguards; g++)
+        if (expr_uses(s->guards[g], var))
+            return true;
+    return expr_uses(s->body, var);
+}
+
+/* Next permutation of p[0..n) in lexicographic order; false after the last. */
+static bool next_perm(int *p, int n)
+{
+    int i = n - 2;
+    while (i >= 0 && p[i] >= p[i + 1])
+        i--;
+    if (i < 0)
+        return false;
+    int j = n - 1;
+    while (p[j] <= p[i])
+        j--;
+    int t = p[i]; p[i] = p[j]; p[j] = t;
+    for (int a = i + 1, b = n - 1; a < b; a++, b--) {
+        t = p[a]; p[a] = p[b]; p[b] = t;
+    }
+    return true;
+}
+
+/* An order of the loops of an intermediate product stage under which it
+ * matches an operator as it is (guided layout transformation of the
+ * output); false when none does. */
+static bool fit_loop_order(Flat *f, const Stage *s, int *perm)
+{
+    const IExpr *b = s->body;
+    if (s->red != RED_SUM || b->kind != IE_MUL || s->nloops > 4 ||
+        b->bin.a->kind != IE_ACCESS || b->bin.b->kind != IE_ACCESS)
+        return false;
+    int p[MAXR];
+    for (int i = 0; i < s->nloops; i++)
+        p[i] = i;
+    OpMatch m;
+    while (next_perm(p, s->nloops)) {
+        if (match_stage(reorder_shift(f, s, p, s->nloops), &m)) {
+            memcpy(perm, p, (size_t)s->nloops * sizeof *p);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The tensor that holds nested stage `s`, read at `idx`: loops it does not
+ * depend on dropped (where idx provably stays in their range), the rest
+ * reordered as its operator wants and shifted to start at 0. */
+static const Made *materialise(Flat *f, const Stage *s, const Ix *const *idx)
+{
+    for (int i = 0; i < f->made.len; i++) {
+        const Made *m = &f->made.data[i];
+        if (!ir_stage_equal(m->nested, s))
+            continue;
+        bool ok = true;         /* the dropped loops are in range here too */
+        for (int d = 0; d < s->nloops; d++)
+            if (!loop_used(s, s->loops[d].id))
+                ok &= within(f, idx[d], s->loops[d].lo, s->loops[d].hi);
+        if (ok)
+            return m;
+    }
+    Made m = {s, NULL, 0, {0}};
+    const Stage *flat = flatten_stage(f, s);
+    int keep[MAXR], nkeep = 0;
+    for (int d = 0; d < flat->nloops && flat->nloops <= MAXR; d++)
+        if (loop_used(flat, flat->loops[d].id) ||
+            !within(f, idx[d], flat->loops[d].lo, flat->loops[d].hi))
+            keep[nkeep++] = d;
+    if (flat->nloops > MAXR)
+        ICE("plan: a stage with %d loops", flat->nloops);
+    if (nkeep < flat->nloops) {
+        IrVar loops[MAXR];
+        for (int j = 0; j < nkeep; j++)
+            loops[j] = flat->loops[keep[j]];
+        flat = ir_stage(f->cx, flat->red, loops, nkeep, flat->sums, flat->nsums,
+                        flat->guards, flat->nguards, flat->body);
+    }
+    int perm[MAXR];
+    OpMatch om;
+    if (!match_stage(flat, &om) && fit_loop_order(f, flat, perm))
+        ;
+    else
+        flat = instantiate_stage(f, flat, true, perm);
+    m.ndims = nkeep;
+    for (int j = 0; j < nkeep; j++)
+        m.perm[j] = keep[perm[j]];
+    m.t = add_tensor(f, reorder_shift(f, flat, perm, flat->nloops));
+    vec_push(ir_arena(f->cx), &f->made, m);
+    return &f->made.data[f->made.len - 1];
 }
 
 static const IExpr *flatten_expr(Flat *f, const IExpr *e)
@@ -72,11 +358,12 @@ static const IExpr *flatten_expr(Flat *f, const IExpr *e)
         if (!e->access.stage)
             return e;
         const Stage *s = e->access.stage;
-        const IrTensor *t = materialise(f, s);
-        const Ix **idx = arena_alloc(ir_arena(cx), (size_t)e->access.nidx * sizeof *idx);
-        for (int d = 0; d < e->access.nidx; d++)
-            idx[d] = ix_sub(cx, e->access.idx[d], ix_const(cx, s->loops[d].lo));
-        return ir_access_tensor(cx, t, idx, e->access.nidx);
+        const Made *m = materialise(f, s, e->access.idx);
+        const Ix **idx = arena_alloc(ir_arena(cx), (size_t)(m->ndims + 1) * sizeof *idx);
+        for (int j = 0; j < m->ndims; j++)
+            idx[j] = ix_sub(cx, e->access.idx[m->perm[j]],
+                            ix_const(cx, s->loops[m->perm[j]].lo));
+        return ir_access_tensor(cx, m->t, idx, m->ndims);
     }
     case IE_CALL: {
         const IExpr *args[3];
@@ -95,6 +382,8 @@ static const IExpr *flatten_expr(Flat *f, const IExpr *e)
 
 static const Stage *flatten_stage(Flat *f, const Stage *s)
 {
+    bind(f, s->loops, s->nloops);
+    bind(f, s->sums, s->nsums);
     const IExpr **g = arena_alloc(ir_arena(f->cx), (size_t)(s->nguards + 1) * sizeof *g);
     for (int i = 0; i < s->nguards; i++)
         g[i] = flatten_expr(f, s->guards[i]);
@@ -106,17 +395,20 @@ static const Stage *flatten_stage(Flat *f, const Stage *s)
 void plan_instantiate(IrCtx *cx, const Device *dev, const IrTensor *result,
                       const Stage *s, int *next_id, Pieces *out)
 {
-    Flat f = {cx, dev, result, next_id, out, {0}, {0}};
+    Flat f = {cx, dev, result, next_id, out, {0}, NULL, NULL, 0};
+    int perm[MAXR];
     const Stage *flat = flatten_stage(&f, s);
+    flat = instantiate_stage(&f, flat, false, perm);
     PlanOp op = {result, flat, {0}, 0};
     if (!match_stage(flat, &op.op))
         op.op.kind = OPK_KERNEL;
     op.cost = cost_stage(dev, flat, &op.op);
     vec_push(ir_arena(cx), &out->ops, op);
+    free(f.lo);
+    free(f.hi);
     out->cost = 0;
     for (int i = 0; i < out->ops.len; i++)
-        out->cost += !out->ops.data[i].out->weight_only
-                         ? out->ops.data[i].cost : 0;
+        out->cost += !out->ops.data[i].out->weight_only ? out->ops.data[i].cost : 0;
 }
 
 Plan *plan_direct(IrCtx *cx, const Device *dev, const IrProgram *p)

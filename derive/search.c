@@ -2,6 +2,7 @@
 #include "config.h"
 #include "search.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -18,12 +19,13 @@ static const RuleKind guided_rules[] = {
     RULE_LAYOUT_MERGE,
 };
 #define N_OF(a) ((int)(sizeof a / sizeof *a))
-#define GUIDED_STEPS 6
+#define GUIDED_STEPS 4
+#define GUIDED_BRANCH 4
 
 void search_default_options(SearchOptions *o)
 {
-    o->depth = 3;
-    o->max_states = 20000;
+    o->depth = 1;
+    o->max_states = 3000;
     o->per_rule = 24;
     o->budget_ms = 10000;
     o->dev = cost_device("h200");
@@ -71,11 +73,27 @@ static bool fp_insert(FpSet *s, uint64_t fp)
     return true;
 }
 
-/* ---- mismatch distance ---------------------------------------------------- */
+/* ---- mismatch distance -----------------------------------------------------
+ * How far the product stages of an expression are from plain operands:
+ * in each index dimension of each operand, every iterator beyond the first,
+ * every coefficient other than +-1 and every division or modulo counts
+ * (a division twice: it takes a split and a merge to remove); and every
+ * guard of a product.  A dense GEMM is 0; a convolution's h + r - 1 is 1;
+ * a dilated band's i + 4*j - 128 is 2. */
 
-static bool plain_or_const(const Ix *x)
+static int dim_distance(const Ix *x)
 {
-    return x->n == 0 || (x->n == 1 && x->t[0].kind == IX_VAR && x->t[0].coef == 1);
+    int d = 0, vars = 0;
+    for (int i = 0; i < x->n; i++) {
+        const IxTerm *t = &x->t[i];
+        if (t->kind == IX_VAR) {
+            vars++;
+            d += t->coef != 1 && t->coef != -1;
+        } else {
+            d += 2 + dim_distance(t->arg);
+        }
+    }
+    return d + (vars > 1 ? vars - 1 : 0);
 }
 
 static int stage_distance(const Stage *s);
@@ -100,8 +118,6 @@ static int expr_distance(const IExpr *e)
     }
 }
 
-/* A product stage counts its compound index dimensions unless it already
- * matches an operator; nested stages count on their own. */
 static int stage_distance(const Stage *s)
 {
     int d = expr_distance(s->body);
@@ -109,13 +125,10 @@ static int stage_distance(const Stage *s)
     if (s->red != RED_SUM || b->kind != IE_MUL || b->bin.a->kind != IE_ACCESS ||
         b->bin.b->kind != IE_ACCESS)
         return d;
-    OpMatch m;
-    if (!b->bin.a->access.stage && !b->bin.b->access.stage && match_stage(s, &m))
-        return d;
     for (int k = 0; k < 2; k++) {
         const IExpr *acc = k ? b->bin.b : b->bin.a;
         for (int i = 0; i < acc->access.nidx; i++)
-            d += !plain_or_const(acc->access.idx[i]);
+            d += dim_distance(acc->access.idx[i]);
     }
     return d + s->nguards;
 }
@@ -138,6 +151,7 @@ typedef struct Search {
     FpSet plans;
     double t0;
     RuleSites sites;
+    bool trace;
 } Search;
 
 static bool out_of_budget(Search *s)
@@ -169,7 +183,9 @@ static const Stage *tighten(Search *s, const Stage *e)
     return e;
 }
 
-/* A key for a plan: its operators' kinds and sizes, kernels by fingerprint. */
+/* A key for a plan: its operators' kinds and sizes (kernels by the
+ * extents of their loops and sums), so plans that differ only in how a
+ * kernel is written count once. */
 static uint64_t plan_key(const Pieces *p)
 {
     uint64_t h = 0x9e3779b97f4a7c15ULL;
@@ -177,9 +193,12 @@ static uint64_t plan_key(const Pieces *p)
         const PlanOp *o = &p->ops.data[i];
         const OpMatch *m = &o->op;
         uint64_t v = (uint64_t)m->kind;
-        if (m->kind == OPK_KERNEL)
-            v ^= ir_fingerprint(o->stage);
-        else
+        if (m->kind == OPK_KERNEL) {
+            for (int d = 0; d < o->stage->nloops; d++)
+                v = v * 1000003 + (uint64_t)(o->stage->loops[d].hi - o->stage->loops[d].lo);
+            for (int d = 0; d < o->stage->nsums; d++)
+                v = v * 999983 + (uint64_t)(o->stage->sums[d].hi - o->stage->sums[d].lo);
+        } else
             v ^= (uint64_t)(m->m * 31 + m->n * 131 + m->k * 1031 + m->batch * 7 +
                             m->cn * 3 + m->c * 5 + m->f * 11 + m->r * 13 + m->h * 17 +
                             m->stride * 19 + m->gm * 23 + m->gdil * 29 + m->gw * 37);
@@ -197,11 +216,28 @@ static int add_node(Search *s, const Stage *e, int parent, const RuleSite *via,
         n.via = *via;
     else
         n.via.rule = RULE_COUNT;
+    /* Instantiate; keep what that built only when the plan is new. */
     Candidate c = {{{0}, 0}, s->out->nodes.len};
+    IrMark mark = ir_ctx_mark(s->cx);
     plan_instantiate(s->cx, s->opt->dev, s->result, e, s->next_id, &c.pieces);
     n.cost = c.pieces.cost;
+    bool fresh = fp_insert(&s->plans, plan_key(&c.pieces));
+    if (!fresh && !s->trace)
+        ir_ctx_release(s->cx, mark);
     vec_push(ir_arena(s->cx), &s->out->nodes, n);
-    if (fp_insert(&s->plans, plan_key(&c.pieces)))
+    if (s->trace) {             /* EINC_SEARCH_TRACE=1: every state, for debugging */
+        fprintf(stderr, "#%d <- #%d %s%s d=%d %.2fus: ", s->out->nodes.len - 1, parent,
+                via ? rule_table[via->rule].tag : "root", guided ? " (guided)" : "",
+                search_distance(e), n.cost * 1e6);
+        ir_print_stage(s->cx, e, stderr);
+        fputc('\n', stderr);
+        for (int i = 0; i < c.pieces.ops.len; i++) {
+            fprintf(stderr, "    -> %s ", op_kind_name(c.pieces.ops.data[i].op.kind));
+            ir_print_stage(s->cx, c.pieces.ops.data[i].stage, stderr);
+            fputc('\n', stderr);
+        }
+    }
+    if (fresh)
         vec_push(ir_arena(s->cx), &s->out->cands, c);
     return s->out->nodes.len - 1;
 }
@@ -218,13 +254,16 @@ static int expand(Search *s, int at, const RuleKind *rules, int nrules)
         rule_sites(s->rc, e, rules[r], &s->sites);
         int applied = 0;
         for (int i = 0; i < s->sites.len && applied < s->opt->per_rule; i++) {
+            IrMark mark = ir_ctx_mark(s->cx);
             const Stage *t = rule_apply(s->rc, e, &s->sites.data[i]);
             if (!t)
                 continue;
             applied++;
             t = tighten(s, t);
-            if (!fp_insert(&s->seen, ir_fingerprint(t)))
+            if (!fp_insert(&s->seen, ir_fingerprint(t))) {
+                ir_ctx_release(s->cx, mark);
                 continue;
+            }
             if (out_of_budget(s))
                 return added;
             add_node(s, t, at, &s->sites.data[i], s->out->nodes.data[at].depth + 1, false);
@@ -234,39 +273,52 @@ static int expand(Search *s, int at, const RuleKind *rules, int nrules)
     return added;
 }
 
-/* From node `at`, follow the substitution that lowers the mismatch
- * distance most, as long as one does. */
-static void guide(Search *s, int at)
+/* From node `at`, the guided steps that lower the mismatch distance most
+ * (the GUIDED_BRANCH best of them), recursively; the distance falls at
+ * each step, so this ends. */
+typedef struct Step {
+    const Stage *t;
+    int d;
+    int site;
+} Step;
+
+static int step_cmp(const void *a, const void *b)
 {
-    for (int step = 0; step < GUIDED_STEPS; step++) {
-        const Stage *e = s->out->nodes.data[at].expr;
-        int d = search_distance(e);
-        if (d == 0)
-            return;
-        const Stage *best = NULL;
-        RuleSite best_site;
-        int best_d = d;
-        for (int r = 0; r < N_OF(guided_rules); r++) {
-            s->sites.len = 0;
-            rule_sites(s->rc, e, guided_rules[r], &s->sites);
-            for (int i = 0; i < s->sites.len && i < 4 * s->opt->per_rule; i++) {
-                const Stage *t = rule_apply(s->rc, e, &s->sites.data[i]);
-                if (!t)
-                    continue;
-                t = tighten(s, t);
-                int td = search_distance(t);
-                if (td < best_d) {
-                    best = t;
-                    best_d = td;
-                    best_site = s->sites.data[i];
-                }
-            }
-        }
-        if (!best || !fp_insert(&s->seen, ir_fingerprint(best)) || out_of_budget(s))
-            return;
-        int depth = s->out->nodes.data[at].depth;
-        at = add_node(s, best, at, &best_site, depth, true);
+    const Step *x = a, *y = b;
+    return x->d != y->d ? x->d - y->d : x->site - y->site;
+}
+
+static void guide(Search *s, int at, int steps)
+{
+    const Stage *e = s->out->nodes.data[at].expr;
+    int d = search_distance(e);
+    if (d == 0 || steps >= GUIDED_STEPS)
+        return;
+    RuleSites sites = {0};
+    for (int r = 0; r < N_OF(guided_rules); r++)
+        rule_sites(s->rc, e, guided_rules[r], &sites);
+    Step *next = xmalloc((size_t)(sites.len + 1) * sizeof *next);
+    int n = 0;
+    for (int i = 0; i < sites.len; i++) {
+        IrMark mark = ir_ctx_mark(s->cx);     /* drop what does not help */
+        const Stage *t = rule_apply(s->rc, e, &sites.data[i]);
+        int td = t ? search_distance(t = tighten(s, t)) : d;
+        if (td < d)
+            next[n++] = (Step){t, td, i};
+        else
+            ir_ctx_release(s->cx, mark);
     }
+    qsort(next, (size_t)n, sizeof *next, step_cmp);
+    for (int i = 0, taken = 0; i < n && taken < GUIDED_BRANCH && !out_of_budget(s); i++) {
+        if (!fp_insert(&s->seen, ir_fingerprint(next[i].t)))
+            continue;
+        taken++;
+        int child = add_node(s, next[i].t, at, &sites.data[next[i].site],
+                             s->out->nodes.data[at].depth, true);
+        guide(s, child, steps + 1);
+    }
+    free(next);
+    rule_sites_free(&sites);
 }
 
 static int cand_cmp(const void *a, const void *b)
@@ -280,7 +332,8 @@ static int cand_cmp(const void *a, const void *b)
 void search_tensor(RuleCtx *rc, const IrTensor *result, const SearchOptions *opt,
                    int *next_id, SearchResult *out)
 {
-    Search s = {rc, rule_ir(rc), result, opt, next_id, out, {0}, {0}, now_ms(), {0}};
+    Search s = {rc, rule_ir(rc), result, opt, next_id, out, {0}, {0}, now_ms(), {0},
+                getenv("EINC_SEARCH_TRACE") != NULL};
     memset(out, 0, sizeof *out);
     const Stage *root = tighten(&s, result->stage);
     fp_insert(&s.seen, ir_fingerprint(root));
@@ -297,7 +350,7 @@ void search_tensor(RuleCtx *rc, const IrTensor *result, const SearchOptions *opt
     /* guided phase from every state reached */
     int reached = out->nodes.len;
     for (int i = 0; i < reached && !out_of_budget(&s); i++)
-        guide(&s, i);
+        guide(&s, i, 0);
 
     qsort(out->cands.data, (size_t)out->cands.len, sizeof *out->cands.data, cand_cmp);
     out->chosen = 0;

@@ -57,9 +57,8 @@ typedef struct SearchResult {
 void search_tensor(RuleCtx *rc, const IrTensor *result, const SearchOptions *opt,
                    int *next_id, SearchResult *out);
 
-/* Mismatches between the product stages of `s` and the operator
- * patterns: index dimensions that are not one iterator plus a constant
- * (0 when every product stage matches an operator). */
+/* Mismatches between the product stages of `s` and plain operands
+ * (search.c says what counts); 0 for a dense GEMM. */
 int search_distance(const Stage *s);
 
 #endif
