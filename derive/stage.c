@@ -64,6 +64,15 @@ const Stage *ir_stage(IrCtx *cx, Reduce red, const IrVar *loops, int nloops,
     else if (red == RED_NONE)
         ICE("ir_stage: %d sum variables without a reduction", nsums);
 
+    /* A variable bound twice is a bug in a rule, not a user error. */
+    for (int i = 0; i < nloops + nsums; i++)
+        for (int j = 0; j < i; j++) {
+            int a = i < nloops ? loops[i].id : sums[i - nloops].id;
+            int b = j < nloops ? loops[j].id : sums[j - nloops].id;
+            if (a == b)
+                ICE("ir_stage: variable %d (%s) bound twice", a, ir_var_name(cx, a));
+        }
+
     Stage *s = arena_alloc(cx->arena, sizeof *s);
     s->red = red;
     s->nloops = nloops;

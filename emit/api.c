@@ -116,12 +116,33 @@ void api_write_header_comment(Emit *em)
 " *                     size_t nbytes);\n"
 " *       Copy a tensor that holds a value (set, loaded or computed) to\n"
 " *       host memory.");
-    sb_puts(o, cuda ? "  $m_set_tensor and $m_get_tensor synchronise the\n"
-                      " *       device." : "");
+    tpl(em, cuda ? "  $m_set_tensor and $m_get_tensor synchronise the\n"
+                   " *       device." : "");
     sb_puts(o, "\n");
-    tpl(em, " *   int $m_run($m_ctx *ctx");
-    write_run_params(em, true);
-    tpl(em, ");\n"
+    /* The run prototype on one line, wrapped at the commas. */
+    Sb proto = {0};
+    sb_printf(&proto, "int %s_run(%s_ctx *ctx", em->model, em->model);
+    for (int i = 0; i < p->ntensors; i++)
+        if (p->tensors[i]->kind == IT_INPUT)
+            sb_printf(&proto, ", const float *%s", em->cname[i]);
+    for (int i = 0; i < p->noutputs; i++)
+        sb_printf(&proto, ", float *%s", out_param(em, p->tensors[p->outputs[i]]));
+    sb_puts(&proto, cuda ? ", cudaStream_t stream);" : ");");
+    sb_puts(o, " *   ");
+    int col = 5;
+    for (const char *s = sb_str(&proto); *s;) {
+        size_t n = strcspn(s, ",");
+        n += s[n] == ',';
+        if (col + (int)n > 78 && col > 8) {
+            sb_puts(o, "\n *          ");
+            col = 12;
+        }
+        sb_printf(o, "%.*s", (int)n, s);
+        col += (int)n;
+        s += n;
+    }
+    sb_free(&proto);
+    tpl(em, "\n"
 " *       Compute the outputs from the inputs, all ");
     sb_printf(o, "%s pointers to row-major\n"
               " *       f32 arrays that do not overlap", mem);
@@ -165,8 +186,8 @@ static void write_decls(Emit *em)
     bool cuda = emit_is_cuda(em);
     tpl(em,
 "/* ---- API ---------------------------------------------------------------- */\n"
-"#ifndef $M_API\n"
-"#define $M_API\n");
+"#ifndef $M_API_DECLARED\n"
+"#define $M_API_DECLARED\n");
     sb_puts(&em->out, cuda ? "#include <cuda_runtime.h>\n" : "");
     tpl(em,
 "#include <stddef.h>\n"
@@ -217,7 +238,7 @@ static void write_decls(Emit *em)
 "#ifdef __cplusplus\n"
 "}\n"
 "#endif\n"
-"#endif /* $M_API */\n"
+"#endif /* $M_API_DECLARED */\n"
 "\n");
 }
 
@@ -292,6 +313,9 @@ static void write_tables(Emit *em)
 "   the API function with the call and CUDA's message in ctx->err. */\n"
 "static int ein_cuda_fail($m_ctx *ctx, cudaError_t e, const char *call)\n"
 "{\n"
+"    /* Reported here, so cleared: else the next launch check, which asks\n"
+"       cudaGetLastError, would report it again.  Its value is e. */\n"
+"    (void)cudaGetLastError();\n"
 "    return ein_fail(ctx, e == cudaErrorMemoryAllocation ? $M_ENOMEM : $M_ECUDA,\n"
 "                    \"%s failed: %s (%s)\", call, cudaGetErrorString(e),\n"
 "                    cudaGetErrorName(e));\n"
@@ -387,6 +411,7 @@ static void write_create_destroy(Emit *em)
 "        cudaError_t e = cudaMalloc((void **)&ctx->buf[i], bytes);\n"
 "        if (e != cudaSuccess) {\n"
 "            ctx->buf[i] = NULL;\n"
+"            (void)cudaGetLastError();       /* reported below: clear it */\n"
 "            return ein_fail(ctx, e == cudaErrorMemoryAllocation ? $M_ENOMEM : $M_ECUDA,\n"
 "                            \"cannot allocate %zu bytes of device memory for tensor \"\n"
 "                            \"'%s': %s\", bytes, ein_tensors[i].name,\n"

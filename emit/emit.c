@@ -95,9 +95,9 @@ static void write_head_comment(Emit *em)
     if (em->opt->src_name)
         sb_printf(o, " from %s", em->opt->src_name);
     sb_printf(o, "; do not edit.\n *\n"
-              " * Model '%s': %d tensors, %d generated kernels, %s.\n"
+              " * Model '%s': %d tensors, %d generated kernel%s, %s.\n"
               " * Build (in this file's folder):\n *     %s\n",
-              em->model, p->ntensors, em->nkernels,
+              em->model, p->ntensors, em->nkernels, em->nkernels == 1 ? "" : "s",
               cuda ? "CUDA (sm_90)" : "C with OpenMP", em->build_cmd);
     if (em->opt->main)
         sb_printf(o, " * Run:\n *     ./%.*s [--weights F] [--inputs F] [--outputs F] "
@@ -236,6 +236,11 @@ void emit_setup(Emit *em, const IrProgram *p, const EmitOptions *opt)
     em->opt = opt;
     em->arena = arena_new();
     em->model = emit_sanitize(em->arena, p->model && p->model[0] ? p->model : "model");
+    /* The prefixes of the runtime (st_, rt_) and of the file's own
+     * helpers (ein_) would clash with the API's names. */
+    if (strcmp(em->model, "st") == 0 || strcmp(em->model, "rt") == 0 ||
+        strcmp(em->model, "ein") == 0 || strcmp(em->model, "EIN") == 0)
+        em->model = arena_printf(em->arena, "%s_model", em->model);
     char *up = arena_strdup(em->arena, em->model);
     for (char *s = up; *s; s++)
         if (*s >= 'a' && *s <= 'z')

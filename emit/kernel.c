@@ -90,9 +90,18 @@ void sb_indent(Sb *b, const char *text, int indent)
 
 /* ---- names and literals --------------------------------------------------- */
 
-/* C and C++ keywords and the names the generated API uses for its own
- * parameters: a tensor called one of these gets a '_' appended. */
+/* C and C++ keywords, names the generated code uses where tensor names
+ * are parameters (M_run), and macros of the C library: a tensor called
+ * one of these gets a '_' appended. */
 static const char *const reserved[] = {
+    "EOF", "FILE", "HUGE_VAL", "HUGE_VALF", "INFINITY", "NAN", "NULL",
+    "assert", "calloc", "cudaError_t", "cudaMemcpyAsync",
+    "cudaMemcpyDeviceToDevice", "cudaStream_t", "cudaSuccess", "errno",
+    "free", "int16_t", "int32_t", "int64_t", "int8_t", "isfinite", "isinf",
+    "isnan", "malloc", "memcpy", "memset", "offsetof", "ptrdiff_t",
+    "signbit", "size_t", "stderr", "stdin", "stdout", "strcmp", "uint16_t",
+    "uint32_t", "uint64_t", "uint8_t", "va_arg", "va_end", "va_list",
+    "va_start",
     "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor",
     "bool", "break", "case", "catch", "char", "char16_t", "char32_t",
     "char8_t", "class", "compl", "concept", "const", "const_cast",
@@ -580,23 +589,16 @@ static void gen_b(KGen *g, const IExpr *e, Sb *b)
 
 /* ---- walking expressions for facts ---------------------------------------- */
 
-static bool expr_uses(const IExpr *e, int var);
-
-static bool ix_uses_deep(const Ix *ix, int var)
-{
-    return ix_uses(ix, var);
-}
-
 static bool expr_uses(const IExpr *e, int var)
 {
     switch (e->kind) {
     case IE_CONST:
         return false;
     case IE_INDEX:
-        return ix_uses_deep(e->ix, var);
+        return ix_uses(e->ix, var);
     case IE_ACCESS:
         for (int i = 0; i < e->access.nidx; i++)
-            if (ix_uses_deep(e->access.idx[i], var))
+            if (ix_uses(e->access.idx[i], var))
                 return true;
         return false;
     case IE_CALL:
@@ -605,7 +607,7 @@ static bool expr_uses(const IExpr *e, int var)
                 return true;
         return false;
     case IE_ICMP:
-        return ix_uses_deep(e->icmp.ix, var);
+        return ix_uses(e->icmp.ix, var);
     case IE_NEG: case IE_NOT:
         return expr_uses(e->bin.a, var);
     default:

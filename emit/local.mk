@@ -13,3 +13,9 @@ tests_emit_test_emit_SOURCES = tests/emit/test_emit.c runtime/rt.h \
 	runtime/st.h runtime/st.c
 tests_emit_test_emit_LDADD = emit/libemit.a derive/libderive.a \
 	runtime/libruntime_embed.a lang/liblang.a $(LIBS)
+
+# Every example that einc accepts: C builds without a warning, output is
+# byte-identical across runs, dot accepts the graph; CUDA builds with nvcc
+# (skipped without $NVCC).
+TESTS += tests/emit/examples.test tests/emit/nvcc.test
+EXTRA_DIST += tests/emit/examples.test tests/emit/nvcc.test

@@ -154,7 +154,7 @@ void main_write(Emit *em)
 "{\n"
 "    RtArgs args;\n"
 "    char err[ST_ERRLEN];\n"
-"    RtTensor w[EIN_NT], x[EIN_NT], y[EIN_NOUT > 0 ? EIN_NOUT : 1];\n"
+"    static RtTensor w[EIN_NT], x[EIN_NT], y[EIN_NOUT > 0 ? EIN_NOUT : 1];\n"
 "    int nw = 0, nx = 0, ny = 0, rc = 1, i;\n"
 "    $m_ctx *ctx = NULL;\n"
 "\n"

@@ -17,6 +17,7 @@
 %locations
 %expect 0
 %param {Parse *P}
+%initial-action { @$ = (Loc){P->file, 0, 0}; }
 
 %code requires {
 #include "parser/internal.h"

@@ -2,7 +2,7 @@
  * line, seeded values for missing tensors, loading and writing tensor
  * lists, a wall-clock timer and the median of the timings.
  *
- *     ./net [--weights F] [--inputs F] [--outputs F] [--seed N] [--bench ITERS]
+ *   ./net [--weights F] [--inputs F] [--outputs F] [--seed N] [--bench ITERS]
  *
  * Unlike st.c this is the program's front end, so rt_main_args and
  * rt_load_or_fill may print to stderr (and rt_main_args may exit); the

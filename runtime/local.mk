@@ -44,7 +44,8 @@ EXTRA_DIST += tests/runtime/python.test tests/runtime/args.test \
 	tests/runtime/paste.test tests/runtime/corpus.test \
 	tests/runtime/st.py tests/runtime/paste_main.c \
 	tests/runtime/fuzz-st.sh tests/fuzz/corpus-st
-CLEANFILES += test_st.tmp test_harness.tmp tests/runtime/fuzz_st
+CLEANFILES += tests/runtime/test_st.tmp tests/runtime/test_harness.tmp \
+	tests/runtime/fuzz_st
 clean-local: clean-local-runtime
 clean-local-runtime:
 	-rm -rf tests/runtime/python.dir tests/runtime/args.dir \

@@ -727,9 +727,9 @@ static int ps_uint_array(StParse *ps, const char *tname, const char *key,
                 return -1;
         }
     if (!is_shape && n != 2)
-        return js_schema(j, "tensor '%s': data_offsets: expected [begin, end], "
-                         "found %d number%s", st_quote(qn, tname), n,
-                         n == 1 ? "" : "s");
+        return js_schema(j, "tensor '%s': data_offsets: expected "
+                         "[begin, end], found %d number%s",
+                         st_quote(qn, tname), n, n == 1 ? "" : "s");
     *count = n;
     return 0;
 }
@@ -805,7 +805,7 @@ static int ps_tensor(StParse *ps, const char *tname)
                     return -1;
                 have_offs = 1;
             } else if (js_skip(j, 1) < 0) {
-                return -1;      /* unknown keys are ignored, as upstream does */
+                return -1;      /* unknown keys: ignored, as upstream */
             }
             if (js_peek(j) == '}') {
                 j->p++;
@@ -1054,7 +1054,7 @@ static int st_parse(StFile *f, char *err, size_t errlen)
     return ST_OK;
 }
 
-/* ---- opening and looking up ---------------------------------------------- */
+/* ---- opening and looking up -------------------------------------------- */
 
 static StFile *st_new(const char *name)
 {

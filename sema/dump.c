@@ -4,7 +4,7 @@
  *   model conv_relu
  *   tensor 0 x : f32[1, 64, 56, 56] input
  *   tensor 3 y : f32[1, 64, 56, 56] defined by stmt 0
- *   stmt 0 y[n 0..1, f 0..64, h 0..56, w 0..56] += sum c 0..64, r 0..3
+ *   stmt 0 y[n 0..1, f 0..64, h 0..56, w 0..56] += over c 0..64, r 0..3
  *       x[n, c, (h + 1 - r) // 2, w] * w1[f, c, r, 0]
  *       where (h + 1 - r) % 2 == 0
  *   outputs z
@@ -88,7 +88,7 @@ static void dump_stmt(FILE *fp, const CProgram *p, int k)
                 (long long)cs->vars[i].lo, (long long)cs->vars[i].hi);
     fprintf(fp, "] %s", reduce_str(cs->red));
     for (int i = cs->nloops; i < cs->nvars; i++)
-        fprintf(fp, "%s%s %lld..%lld", i == cs->nloops ? " sum " : ", ",
+        fprintf(fp, "%s%s %lld..%lld", i == cs->nloops ? " over " : ", ",
                 cs->vars[i].name, (long long)cs->vars[i].lo,
                 (long long)cs->vars[i].hi);
     fputs("\n    ", fp);

@@ -346,7 +346,11 @@ static CExpr *real_bin(StmtCtx *c, const Expr *e)
         return cbin(c, e, l, r, false);     /* real division */
     if (l->kind == CE_INT && r->kind == CE_INT)
         return int_bin(c, e, l, r);
-    return cbin(c, e, l, r, l->is_int && r->is_int);
+    /* integer arithmetic stays affine (derive's index form); i * j of two
+     * index values is a product of reals */
+    bool is_int = l->is_int && r->is_int &&
+                  (op != OP_MUL || l->kind == CE_INT || r->kind == CE_INT);
+    return cbin(c, e, l, r, is_int);
 }
 
 CExpr *expr_real(StmtCtx *c, const Expr *e)
@@ -369,6 +373,11 @@ CExpr *expr_real(StmtCtx *c, const Expr *e)
         CExpr *a = expr_real(c, e->operand);
         if (!a || a->kind == CE_INT)
             return int_neg(c, e, a);
+        if (a->kind == CE_REAL) {
+            CExpr *x = cnew(c, CE_REAL, e->loc, false);
+            x->rval = -a->rval;
+            return x;
+        }
         CExpr *x = cnew(c, CE_NEG, e->loc, a->is_int);
         x->operand = a;
         return x;
@@ -456,7 +465,7 @@ static CExpr *access_expr(StmtCtx *c, const Expr *e)
             /* dim -1: the tensor's shape is unknown (poisoned) */
             Position p = {idx[i]->var, t ? t->c.id : -1,
                           rank_ok && tensor_shape_known(t) ? i : -1,
-                          e->call.args[i]->loc};
+                          e->call.args[i]->loc, e->call.name};
             vec_push(c->s->arena, &c->pos, p);
         }
     }

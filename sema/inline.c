@@ -378,8 +378,14 @@ static void inline_body(Sema *s, Call *c, const int *outs, const char *prefix)
         e->is_param_out = true;
         e->tensor = outs[k];
     }
+    /* what goes wrong in the body may depend on this call's shapes; what
+     * is wrong with the def itself (below) does not */
     s->depth++;
+    if (!s->dry)
+        vec_push(s->arena, &s->calls, c->st);
     block_check(s, c->ds, def->def.body, def->def.nbody, prefix);
+    if (!s->dry)
+        s->calls.len--;
     s->depth--;
     for (int k = 0; k < def->def.nouts; k++) {
         Entry *e = scope_find(c->ds, def->def.outs[k]);

@@ -210,10 +210,10 @@ static int position_dim(StmtCtx *c, int var, int64_t *dim)
             const STensor *ft = tensor_at(s, first->tensor);
             sema_error(s, p->loc, "conflicting ranges for index '%s': 0..%lld "
                        "here, but 0..%lld from '%s'", sym_q(c->vars.data[var].name),
-                       (long long)d, (long long)*dim, sym_q(ft->src_name));
+                       (long long)d, (long long)*dim, sym_q(first->name));
             sema_note(s, first->loc, "'%s' ranges over 0..%lld as subscript %d "
                       "of '%s' : %s", sym_q(c->vars.data[var].name),
-                      (long long)*dim, first->dim + 1, sym_q(ft->src_name),
+                      (long long)*dim, first->dim + 1, sym_q(first->name),
                       shape_text(s->arena, ft->c.elem, ft->c.rank, ft->c.shape));
             c->failed = true;
             return -1;

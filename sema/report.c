@@ -56,16 +56,37 @@ static char *vformat(Sema *s, const char *fmt, va_list ap)
     return buf;
 }
 
+void sema_flush_context(Sema *s)
+{
+    for (int k = s->ncontext - 1; k >= 0; k--)
+        diag_note(s->context[k]->bind.callee_loc, "in the call of '%s' here",
+                  sym_str(s->context[k]->bind.callee));
+    s->ncontext = 0;
+}
+
+/* A diagnostic inside an inlined def body: remember the calls. */
+static void save_context(Sema *s)
+{
+    s->ncontext = s->drop_notes ? 0 : s->calls.len;
+    if (!s->ncontext)
+        return;
+    s->context = arena_alloc(s->arena, (size_t)s->ncontext * sizeof *s->context);
+    for (int k = 0; k < s->ncontext; k++)
+        s->context[k] = s->calls.data[k];
+}
+
 void sema_error(Sema *s, Loc loc, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     char *msg = vformat(s, fmt, ap);
     va_end(ap);
+    sema_flush_context(s);
     s->errors++;                    /* a repeat still fails the phase */
     s->drop_notes = !first_time(s, 'e', loc, msg);
     if (!s->drop_notes)
         diag_error(loc, "%s", msg);
+    save_context(s);
 }
 
 void sema_warn(Sema *s, Loc loc, const char *flag, const char *fmt, ...)
@@ -74,9 +95,11 @@ void sema_warn(Sema *s, Loc loc, const char *flag, const char *fmt, ...)
     va_start(ap, fmt);
     char *msg = vformat(s, fmt, ap);
     va_end(ap);
+    sema_flush_context(s);
     s->drop_notes = !first_time(s, 'w', loc, msg);
     if (!s->drop_notes)
         diag_warning(loc, flag, "%s", msg);
+    save_context(s);
 }
 
 void sema_note(Sema *s, Loc loc, const char *fmt, ...)

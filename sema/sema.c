@@ -150,6 +150,8 @@ CProgram *sema_check(const Ast *ast, const SemaOptions *opt, Arena *arena)
     if (any_output)                 /* else everything is unused: no noise */
         block_warn_unused(&s, s.globals, NULL);
     int ntensors = s.tensors.len;
+    sema_flush_context(&s);
     defs_check_uncalled(&s);
+    sema_flush_context(&s);
     return s.errors ? NULL : assemble(&s, ntensors, ast);
 }

@@ -17,7 +17,7 @@
 /* Largest tensor, in bytes, and largest iteration space of a statement. */
 #define SEMA_MAX_BYTES ((int64_t)1 << 62)
 /* Inlining stops (with an error) past this many tensors or nesting levels. */
-#define SEMA_MAX_TENSORS (1 << 20)
+#define SEMA_MAX_TENSORS (1 << 17)
 #define SEMA_MAX_INLINE_DEPTH 200
 
 typedef enum {
@@ -97,6 +97,12 @@ typedef struct Sema {
     char **seen;
     int nseen, seen_cap;
     bool drop_notes;
+    /* the calls being inlined, innermost last, and a copy of them as they
+     * were at the last error or warning: "in the call of 'f' here" notes
+     * follow that diagnostic's own notes */
+    VEC(const Stmt *) calls;
+    const Stmt **context;
+    int ncontext;
 } Sema;
 
 /* ---- report.c: diagnostics, suggestions, printing ---- */
@@ -104,6 +110,8 @@ void sema_error(Sema *s, Loc loc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void sema_note(Sema *s, Loc loc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Print the call-context notes of the last diagnostic (once). */
+void sema_flush_context(Sema *s);
 void sema_warn(Sema *s, Loc loc, const char *flag, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* The closest of `cands` to `name` by edit distance, or 0 when none is
@@ -199,6 +207,7 @@ typedef struct SVar {
 typedef struct Position {
     int var, tensor, dim;
     Loc loc;
+    Sym name;                       /* the tensor as named there */
 } Position;
 
 typedef struct StmtCtx {

@@ -35,12 +35,11 @@ static void lhs_indices(StmtCtx *c)
 }
 
 /* The declared shape, NULL if none or unknown. */
-static int64_t *declared_shape(StmtCtx *c, const STensor *out)
+static int64_t *declared_shape(StmtCtx *c, ElemType elem)
 {
     const Stmt *st = c->st;
     if (st->assign.nshape < 0)
         return NULL;
-    ElemType elem = st->assign.elem >= 0 ? (ElemType)st->assign.elem : ELEM_F32;
     int64_t *shape = shape_eval(c->s, c->sc, st->assign.shape,
                                 st->assign.nshape, elem,
                                 sym_q(st->assign.name), st->assign.shape_loc);
@@ -53,7 +52,6 @@ static int64_t *declared_shape(StmtCtx *c, const STensor *out)
         c->failed = true;
         return NULL;
     }
-    (void)out;
     return shape;
 }
 
@@ -161,8 +159,9 @@ void stmt_check(Sema *s, Scope *sc, const Stmt *st, int out)
     StmtCtx c = {.s = s, .sc = sc, .st = st, .in_def = sc != s->globals};
     STensor *t = tensor_at(s, out);
     int errors = s->errors;
+    ElemType elem = st->assign.elem >= 0 ? (ElemType)st->assign.elem : ELEM_F32;
     lhs_indices(&c);
-    int64_t *decl = declared_shape(&c, t);
+    int64_t *decl = declared_shape(&c, elem);
     CExpr *body = expr_real(&c, st->assign.body);
     if (!body)                  /* its positions are lost: no range errors */
         for (int k = 0; k < c.vars.len; k++)
@@ -179,10 +178,10 @@ void stmt_check(Sema *s, Scope *sc, const Stmt *st, int out)
 
     int64_t *shape = arena_alloc(s->arena, ((size_t)c.nloops + 1) * sizeof *shape);
     bool ok = ranges_infer(&c, decl, shape);
-    if (ok && !decl && !shape_fits(c.nloops, shape, ELEM_F32)) {
+    if (ok && !decl && !shape_fits(c.nloops, shape, elem)) {
         sema_error(s, st->assign.name_loc, "'%s' is too large: %s holds more "
                    "than 2^62 bytes", sym_q(st->assign.name),
-                   shape_text(s->arena, ELEM_F32, c.nloops, shape));
+                   shape_text(s->arena, elem, c.nloops, shape));
         ok = false;
     }
     ok = ok && body && space_fits(&c) && intervals_check(&c, body);
@@ -195,7 +194,7 @@ void stmt_check(Sema *s, Scope *sc, const Stmt *st, int out)
     if (!t)
         return;
     t->pending = false;
-    t->c.elem = st->assign.elem >= 0 ? (ElemType)st->assign.elem : ELEM_F32;
+    t->c.elem = elem;
     t->c.rank = st->assign.nidx;
     if (!ok) {
         t->poisoned = true;

@@ -2,3 +2,9 @@
 # each phase are listed in that phase's local.mk.
 TESTS += tests/golden.test tests/cli.test
 EXTRA_DIST += tests/golden.test tests/cli.test tests/golden
+
+# The numerical suite (generated C programs against PyTorch) and the
+# examples' Makefile; the GPU scripts ship but run only on a GPU machine.
+TESTS += tests/num.test tests/examples-make.test
+EXTRA_DIST += tests/num.test tests/examples-make.test \
+	tests/num tests/models tests/gpu examples/Makefile

@@ -178,6 +178,16 @@ static void test_nested(void)
     const Stage *outer = ir_stage(cx, RED_NONE, &i, 1, NULL, 0, NULL, 0,
                                   ir_binary(cx, IE_ADD, ir_access_stage(cx, S, &im1, 1),
                                             ir_const(cx, 1)));
+    CHECK_STR(PRINTED(ir_print_stage(cx, outer, fp)),
+              "L<i:0..6> { (L<a:1..4> { m[a] * 2 })[i - 1] + 1 }");
+    /* an inner variable named like an outer one prints as name'id */
+    IrVar ii = ir_var_new(cx, "i", 0, 2);
+    const Stage *in = ir_stage(cx, RED_NONE, &ii, 1, NULL, 0, NULL, 0, acc(M, V(ii), 0, 0, 0));
+    const Ix *imod = ix_mod(cx, V(i), 2);
+    const Stage *o1 = ir_stage(cx, RED_NONE, &i, 1, NULL, 0, NULL, 0, ir_access_stage(cx, in, &imod, 1));
+    char want[128];
+    snprintf(want, sizeof want, "L<i:0..6> { (L<i'%d:0..2> { m[i'%d] })[i %% 2] }", ii.id, ii.id);
+    CHECK_STR(PRINTED(ir_print_stage(cx, o1, fp)), want);
     double out[6];
     CHECK(ir_eval_stage(outer, data, out) == 6);
     for (int k = 0; k < 6; k++) {

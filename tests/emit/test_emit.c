@@ -76,6 +76,12 @@ static IrTensor *tensor(B *b, const char *name, IrTensorKind kind, int rank, ...
     return t;
 }
 
+static void free_b(B *b)
+{
+    arena_free(b->a);
+    free(b);
+}
+
 static void output(B *b, IrTensor *t)
 {
     t->is_output = true;
@@ -318,6 +324,8 @@ static void nvcc_run_jobs(void)
         return;
     }
     fprintf(fp, "PATH=\"$(dirname '%s'):$PATH\"\n", nvcc);
+    /* The same as in the other tests: keep sanitizer options off nvcc. */
+    fputs("unset ASAN_OPTIONS UBSAN_OPTIONS LD_PRELOAD\n", fp);
     for (int i = 0; i < nvcc_njobs; i++) {
         fprintf(fp, "(%s >%s.log 2>&1; echo $? >%s.rc) &\n", nvcc_jobs[i], nvcc_names[i],
                 nvcc_names[i]);
@@ -339,7 +347,10 @@ static void nvcc_run_jobs(void)
                nvcc_names[i]);
         free(l);
         free(r);
+        free(nvcc_names[i]);
+        free(nvcc_jobs[i]);
     }
+    nvcc_njobs = 0;
 }
 
 /* Emit p as C and CUDA; build both; check line 1 and determinism.
@@ -380,6 +391,7 @@ static char *emit_and_build(const IrProgram *p, const char *name, bool main_)
         char *cu = emit_to_string(p, TARGET_CUDA, main_, cuname, &rc);
         char *cu2 = emit_to_string(p, TARGET_CUDA, main_, cuname, &rc2);
         CHECK(rc == 0 && rc2 == 0 && strcmp(cu, cu2) == 0, "%s: CUDA emit", name);
+        free(cu2);
         if (main_)
             snprintf(expect, sizeof expect, "nvcc -O3 -arch=sm_90 %s -o %s", cuname, name);
         else
@@ -410,8 +422,10 @@ static void run_case(B *b, const char *name, RefFn *ref)
 {
     IrProgram *p = program(b);
     char *c = emit_and_build(p, name, true);
-    if (!c)
+    if (!c) {
+        free_b(b);
         return;
+    }
     free(c);
 
     double **D = xcalloc((size_t)p->ntensors, sizeof *D);
@@ -487,6 +501,7 @@ static void run_case(B *b, const char *name, RefFn *ref)
     free(E);
     free(fd);
     free(so);
+    free_b(b);
 }
 
 /* ---- the cases ----------------------------------------------------------------- */
@@ -961,6 +976,8 @@ static void names_ref(B *b, double **D)
         D[5][i] = D[4][i] + 1;
         D[6][i] = D[5][i] * 3;
         D[7][i] = D[6][i] + D[0][i];
+        D[8][i] = D[7][i] + 1;
+        D[9][i] = D[8][i] * 0.5;
     }
 }
 
@@ -976,6 +993,8 @@ static void case_names(void)
     IrTensor *t5 = tensor(b, "main", IT_STAGE, 1, (int64_t)3);
     IrTensor *t6 = tensor(b, "rc", IT_STAGE, 1, (int64_t)3);
     IrTensor *t7 = tensor(b, "p", IT_STAGE, 1, (int64_t)3);
+    IrTensor *t8 = tensor(b, "errno", IT_STAGE, 1, (int64_t)3);
+    IrTensor *t9 = tensor(b, "ein_p", IT_STAGE, 1, (int64_t)3);
     IrVar i = var(b, "int", 0, 3);
     IrVar L[] = {i};
     stage(b, t2, RED_NONE, 1, L, 0, NULL, 0, NULL,
@@ -987,6 +1006,10 @@ static void case_names(void)
     stage(b, t6, RED_NONE, 1, L, 0, NULL, 0, NULL, bin(b, IE_MUL, X(b, t5, V(b, i)), K(b, 3)));
     stage(b, t7, RED_NONE, 1, L, 0, NULL, 0, NULL,
           bin(b, IE_ADD, X(b, t6, V(b, i)), X(b, t0, V(b, i))));
+    stage(b, t8, RED_NONE, 1, L, 0, NULL, 0, NULL, bin(b, IE_ADD, X(b, t7, V(b, i)), K(b, 1)));
+    stage(b, t9, RED_NONE, 1, L, 0, NULL, 0, NULL, bin(b, IE_MUL, X(b, t8, V(b, i)), K(b, 0.5)));
+    output(b, t9);
+    output(b, t8);
     output(b, t7);
     output(b, t6);
     output(b, t5);
@@ -994,6 +1017,20 @@ static void case_names(void)
     output(b, t3);
     output(b, t2);
     run_case(b, "names", names_ref);
+
+    /* Models named like the runtime's prefixes get "_model". */
+    B *s = new_b();
+    s->model = "st";
+    IrTensor *x = tensor(s, "x", IT_INPUT, 1, (int64_t)3);
+    IrTensor *y = tensor(s, "y", IT_STAGE, 1, (int64_t)3);
+    IrVar j = var(s, "j", 0, 3);
+    IrVar Lj[] = {j};
+    stage(s, y, RED_NONE, 1, Lj, 0, NULL, 0, NULL, X(s, x, V(s, j)));
+    output(s, y);
+    char *c = emit_and_build(program(s), "stmodel", false);
+    CHECK(c && strstr(c, "int st_model_run(st_model_ctx *ctx"), "model st: no st_model_run");
+    free(c);
+    free_b(s);
 }
 
 /* More elements than an int can index: the kernels use int64_t.  Built,
@@ -1012,6 +1049,7 @@ static void case_wide(void)
     CHECK(c && strstr(c, "for (int64_t v_j = 0;") && strstr(c, "for (int64_t v_i = 0;"),
           "wide: no 64-bit indices");
     free(c);
+    free_b(b);
 }
 
 /* The C API: a driver program linked with the generated conv.c. */
@@ -1108,6 +1146,7 @@ static void case_api(void)
         CHECK(st == 0 && log && !*log, "api (CUDA, C++): %d\n%s", st, log ? log : "");
         free(log);
     }
+    free_b(b);
 }
 
 /* Programs the emitter refuses, with a message. */
@@ -1147,6 +1186,8 @@ static void case_errors(void)
     xh->elem = ELEM_F16;
     output(h, xh);
     expect_error(program(h), "tensor 'xh' is f16: the C and CUDA emitters support only f32");
+    free_b(b);
+    free_b(h);
 }
 
 /* Kernel comments: the statement from the .ein file with its location. */
@@ -1169,6 +1210,7 @@ static void case_comment(void)
                          " * IR: "),
           "comment: kernel comment not found:\n%s", c ? strstr(c, "/* dir/net.ein") : "");
     free(c);
+    free_b(b);
 }
 
 /* Graphviz: the tensors, the kernels and who reads what. */
@@ -1194,6 +1236,7 @@ static void case_dot(void)
         CHECK(st == 0 && log && !*log, "dot -Tsvg: %d\n%s", st, log ? log : "");
         free(log);
     }
+    free_b(b);
 }
 
 static const struct { const char *name; void (*fn)(void); } cases[] = {

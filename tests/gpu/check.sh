@@ -130,7 +130,7 @@ for n in $names; do
             bench_rc=$?
             if [ $bench_rc -eq 0 ]; then
                 ms=$(sed -n 's/.*median \([0-9.][0-9.]*\) ms.*/\1/p' "$n.bench.log" | head -1)
-                [ -n "$ms" ] || ms="?"
+                if [ -n "$ms" ]; then ms=$(printf "%.3f" "$ms"); else ms="?"; fi
             elif [ "$status" = ok ]; then
                 fail "--bench (exit $bench_rc)" "$n.bench.log"
             fi

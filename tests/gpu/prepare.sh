@@ -108,7 +108,7 @@ rm -f "$out/MANIFEST"
 printf '%s\n' $names | xargs -P "$jobs" -I{} sh "$0" -o "$out" --one {}
 status=$?
 {
-    echo "# made by tests/gpu/prepare.sh on $(date -u '+%Y-%m-%d %H:%M UTC'); einc $("$EINC" --version 2>/dev/null | head -1)"
+    echo "# made by tests/gpu/prepare.sh on $(date -u '+%Y-%m-%d %H:%M UTC'); $("$EINC" --version 2>/dev/null | head -1)"
     for n in $names; do
         [ -f "$out/.work/$n/manifest" ] && cat "$out/.work/$n/manifest"
     done

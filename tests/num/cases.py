@@ -22,7 +22,7 @@ import torch.nn.functional as F
 
 class Case:
     def __init__(self, name, ref, inputs, weights=None, defines=None,
-                 ein=None, tol=1e-5):
+                 ein=None, tol=1e-5, includes=()):
         self.name = name
         self.ref = ref
         self.inputs = inputs
@@ -30,16 +30,18 @@ class Case:
         self.defines = defines or {}
         self.ein = ein or name + ".ein"
         self.tol = tol
+        self.includes = includes      # -I folders, relative to tests/num
 
 
 CASES = []
 
 
-def case(inputs, weights=None, defines=None, name=None, tol=1e-5):
+def case(inputs, weights=None, defines=None, name=None, tol=1e-5,
+         includes=()):
     """Register the decorated reference under its function name."""
     def reg(fn):
         CASES.append(Case(name or fn.__name__, fn, inputs, weights, defines,
-                          tol=tol))
+                          tol=tol, includes=includes))
         return fn
     return reg
 
@@ -181,11 +183,15 @@ def guards(x):
     strict = torch.tril(ones, -1)
     below = x.masked_fill(~strict, -math.inf).amax(1)
     below = torch.where(torch.isinf(below), torch.zeros_like(below), below)
+    diag = torch.diagonal(x).clone()
+    diag[:2] = 0
     return {"offd": x.masked_fill(eye, 0).sum(1),
             "causal": torch.tril(x).sum(1),
             "band": (x * bandm).sum(1),
             "odd": x[:, 1::2].amax(1),
-            "below": below}
+            "below": below,
+            "tail": x[:, 3:].sum(1),
+            "diag": diag}
 
 
 # ---- normalisations and activations --------------------------------------
@@ -320,6 +326,11 @@ def def_multi(x, y):
 def imports(x, k, g):
     b = F.silu(F.conv2d(x, k, padding=1) * g[None, :, None, None])
     return {"b": b, "p": F.max_pool2d(b, 2)}
+
+
+@case({"x": (2, 3, 4, 5)}, includes=("lib",))
+def include_path(x):
+    return {"y": F.silu(x)}
 
 
 @case({"x": (3, 5)}, defines={"N": 3, "H": 5})

@@ -64,17 +64,20 @@ class Failure(Exception):
 class Spec:
     """One thing to test: a .ein file, -D overrides, tensors, a reference."""
 
-    def __init__(self, name, ein, inputs, weights, defines, ref, tol):
+    def __init__(self, name, ein, inputs, weights, defines, ref, tol,
+                 includes=()):
         self.name, self.ein = name, ein
         self.inputs, self.weights = inputs, weights
         self.defines, self.ref, self.tol = defines, ref, tol
+        self.includes = includes          # absolute -I folders
 
 
 def num_specs():
     out = []
     for c in num_cases.CASES:
         out.append(Spec(c.name, os.path.join(HERE, c.ein), c.inputs,
-                        c.weights, c.defines, c.ref, c.tol))
+                        c.weights, c.defines, c.ref, c.tol,
+                        [os.path.join(HERE, d) for d in c.includes]))
     return out
 
 
@@ -147,9 +150,15 @@ def tail(text, n=12):
     return "\n".join(lines[-n:]) if lines else "(no output)"
 
 
+# the cases run two at a time on two cores: one OpenMP thread each
+RUN_ENV = dict(os.environ)
+RUN_ENV.setdefault("OMP_NUM_THREADS", "1")
+
+
 def run_cmd(argv, cwd, timeout, shell=False):
     try:
         p = subprocess.run(argv, cwd=cwd, shell=shell, timeout=timeout,
+                           env=RUN_ENV,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            universal_newlines=True, errors="replace")
     except subprocess.TimeoutExpired:
@@ -212,7 +221,7 @@ def check_decls(spec, ins, wts):
     """The test's own mistakes first: do the tensors the reference takes
     match what the .ein file declares?"""
     try:
-        prog = eindecl.read(spec.ein, spec.defines)
+        prog = eindecl.read(spec.ein, spec.defines, spec.includes)
     except (eindecl.DeclError, OSError) as e:
         raise Failure("cannot read the declarations: %s" % e)
     have = {}
@@ -239,6 +248,8 @@ def run_case(spec, args, root):
         argv = [args.einc, spec.ein, "-o", safe + ".c", "--main"]
         for k, v in spec.defines.items():
             argv += ["-D", "%s=%d" % (k, v)]
+        for d in spec.includes:
+            argv += ["-I", d]
         p = run_cmd(argv, wd, 120)
         if p.returncode != 0:
             raise Failure("einc exited with %d: %s\n%s" % (

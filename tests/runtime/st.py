@@ -131,7 +131,11 @@ def uniform(s, i):
 
 
 def cmd_write_sample(path):
-    import torch
+    try:
+        import torch
+    except ImportError:
+        sys.stderr.write("st.py: no torch in this python\n")
+        sys.exit(77)            # python.test: skip
     g = torch.Generator().manual_seed(1234)
     a = torch.randn(3, 4, generator=g)
     write(path, {

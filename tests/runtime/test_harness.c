@@ -9,6 +9,9 @@
 #include <string.h>
 #include "runtime/harness.h"
 
+/* scratch file, in the build folder */
+#define TMP "tests/runtime/test_harness.tmp"
+
 static int failures, checks;
 
 #define CHECK(c)                                                            \
@@ -197,27 +200,27 @@ static void test_tensor_lists(void)
     CHECK(h[2] == st_f32_to_f16(rt_uniform(rt_stream(5, "h"), 2)));
 
     /* written, then read back into other buffers */
-    CHECK(rt_write_tensors("test_harness.tmp", ts, 3, err, sizeof err)
+    CHECK(rt_write_tensors(TMP, ts, 3, err, sizeof err)
           == ST_OK);
     ts[0].data = back;
     memset(back, 0, sizeof back);
-    CHECK(rt_load_or_fill("test_harness", "--weights", "test_harness.tmp",
+    CHECK(rt_load_or_fill("test_harness", "--weights", TMP,
                           ts, 1, 0, err, sizeof err) == ST_OK);
     CHECK(memcmp(back, w, sizeof w) == 0);
     ts[0].shape = bad;
-    CHECK(rt_load_or_fill("test_harness", "--weights", "test_harness.tmp",
+    CHECK(rt_load_or_fill("test_harness", "--weights", TMP,
                           ts, 1, 0, err, sizeof err) == ST_EMISMATCH);
-    check_str(__LINE__, err, "test_harness.tmp: tensor 'w': shape [2, 3], "
+    check_str(__LINE__, err, TMP ": tensor 'w': shape [2, 3], "
               "expected [3, 2]");
     ts[0].shape = sw;
     ts[0].name = "v";
-    CHECK(rt_load_or_fill("test_harness", "--weights", "test_harness.tmp",
+    CHECK(rt_load_or_fill("test_harness", "--weights", TMP,
                           ts, 1, 0, err, sizeof err) == ST_ENOTFOUND);
-    check_str(__LINE__, err, "test_harness.tmp: tensor 'v' not found");
-    remove("test_harness.tmp");
-    CHECK(rt_load_or_fill("test_harness", "--inputs", "test_harness.tmp",
+    check_str(__LINE__, err, TMP ": tensor 'v' not found");
+    remove(TMP);
+    CHECK(rt_load_or_fill("test_harness", "--inputs", TMP,
                           ts, 1, 0, err, sizeof err) == ST_EIO);
-    check_str(__LINE__, err, "test_harness.tmp: cannot open: No such file "
+    check_str(__LINE__, err, TMP ": cannot open: No such file "
               "or directory");
 }
 

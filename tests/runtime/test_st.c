@@ -7,6 +7,9 @@
 #include <string.h>
 #include "runtime/st.h"
 
+/* scratch file, in the build folder */
+#define TMP "tests/runtime/test_st.tmp"
+
 static int failures, checks;
 
 #define CHECK(c)                                                            \
@@ -200,19 +203,19 @@ static void test_round_trip(void)
     }
 
     /* through a real file */
-    rc = st_write("test_st.tmp", ts, 4, meta, 2, 0, err, sizeof err);
+    rc = st_write(TMP, ts, 4, meta, 2, 0, err, sizeof err);
     CHECK(rc == ST_OK);
-    rc = st_open("test_st.tmp", &f, err, sizeof err);
+    rc = st_open(TMP, &f, err, sizeof err);
     CHECK(rc == ST_OK);
     if (rc == ST_OK) {
-        CHECK(strcmp(st_name(f), "test_st.tmp") == 0);
+        CHECK(strcmp(st_name(f), TMP) == 0);
         memset(back, 0, sizeof back);
         CHECK(st_read(f, "zeta", ST_F32, 2, sa, back, sizeof back, err,
                       sizeof err) == ST_OK);
         CHECK(memcmp(back, a, sizeof a) == 0);
         st_close(f);
     }
-    remove("test_st.tmp");
+    remove(TMP);
 
     /* no tensors at all */
     rc = st_write_memory(NULL, 0, NULL, 0, 0, &img, &size, err, sizeof err);
@@ -559,6 +562,19 @@ static void test_lookup(void)
           == ST_EMISMATCH);
     check_str(__LINE__, err, "weights.safetensors: tensor 'w1': dtype F32, "
               "expected F16");
+    {
+        /* long shapes are cut in messages */
+        int64_t longs[40];
+        int i;
+        for (i = 0; i < 40; i++)
+            longs[i] = 1000000 + i;
+        CHECK(st_get(f, "w1", ST_F32, 40, longs, &t, err, sizeof err)
+              == ST_EMISMATCH);
+        check_str(__LINE__, err, "weights.safetensors: tensor 'w1': shape "
+                  "[64, 3, 3, 3], expected [1000000, 1000001, 1000002, "
+                  "1000003, 1000004, 1000005, 1000006, 1000007, 1000008, "
+                  "1000009, 1000010, 1000011, 1000012, ...]");
+    }
     CHECK(st_get(f, "w2", ST_F32, 4, have, &t, err, sizeof err)
           == ST_ENOTFOUND);
     check_str(__LINE__, err, "weights.safetensors: tensor 'w2' not found");

@@ -125,6 +125,16 @@ static int count_of(const char *what)
     return n;
 }
 
+static const char *sema_dump_str(const CProgram *p)
+{
+    static char buf[1 << 14];
+    memset(buf, 0, sizeof buf);
+    FILE *fp = fmemopen(buf, sizeof buf - 1, "w");
+    sema_dump(p, fp);
+    fclose(fp);
+    return buf;
+}
+
 #define EXPECT_SHAPE(p, name, want)                                          \
     CHECK(strcmp(shape_str(tensor(p, name)), want) == 0,                   \
           "shape of %s: got %s, want %s\n%s", name, shape_str(tensor(p, name)), \
@@ -494,12 +504,172 @@ static void test_errors(void)
                  "error: circular definition of 'a'");
     EXPECT_ERROR("input x : f32[4]\na[i] = a[i] + x[i]\noutput a\n",
                  "error: circular definition of 'a'");
+    EXPECT_ERROR("model a\nmodel b\ninput x : f32[4]\ny[i] = x[i]\noutput y\n",
+                 "error: the model is named twice");
+    EXPECT_ERROR("def f(x : f32[N]) -> y {\n  x[i] = 1.0\n  y[i] = x[i]\n}\n"
+                 "input a : f32[4]\nb = f(a)\noutput b\n",
+                 "error: cannot assign to parameter 'x'");
+    EXPECT_ERROR("def f(x : f32[N]) -> y {\n  y[N] = x[N]\n}\n"
+                 "input a : f32[4]\nb = f(a)\noutput b\n",
+                 "error: index 'N' reuses the name of shape variable 'N'");
     EXPECT_ERROR("input x : f32[4]\ny[i] = x[i] where i in 3..1\noutput y\n",
                  "error: index 'i' has an empty range 3..1");
     EXPECT_ERROR("input x : f32[4]\ny[j] += x[i] where i in 0..j\noutput y\n",
                  "error: the bounds of a range must be constants, but 'j' is an index; use a guard: 'where i < j'");
     EXPECT_ERROR("input x : f32[4]\ny[i] : [4] = x[i + 9223372036854775807]\noutput y\n",
                  "error: index expression overflows 64-bit integers for some values of its indices");
+}
+
+
+/* ---- more inference: agreeing positions, -D, shape variables in bodies -- */
+
+static void test_more(void)
+{
+    CProgram *p;
+    /* several agreeing positions */
+    p = run("input a : f32[3, 4], b : f32[4, 3]\n"
+            "c[i] += a[i, k] * b[k, i] + a[i, k]\noutput c\n");
+    EXPECT_OK(p);
+    EXPECT_RANGES(p, "c", "i 0..3 | k 0..4");
+    /* a lower bound with disagreeing positions is still a conflict */
+    EXPECT_ERROR("input x : f32[4], w : f32[5]\ny[] += x[i] * w[i] where i >= 1\noutput y\n",
+                 "error: conflicting ranges for index 'i': 0..5 here, but 0..4 from 'x'");
+    /* -D changes inferred shapes downstream */
+    const char *src = "const N = 2\ninput x : f32[N, 3]\n"
+                      "t[j, i] = x[i, j]\ns[j] += t[j, i]\noutput s\n";
+    const char *defs[] = {"N=7"};
+    p = run_defs(src, defs, 1);
+    EXPECT_OK(p);
+    EXPECT_SHAPE(p, "t", "[3, 7]");
+    EXPECT_RANGES(p, "s", "j 0..3 | i 0..7");
+    /* shape variables in index expressions and where bounds (gcn's K/2) */
+    p = run("def convk(x : f32[H], k : f32[K]) -> y {\n"
+            "  y[h] : [H] += x[h + r - K/2] * k[r]\n"
+            "  }\n"
+            "def win(x : f32[H]) -> y {\n  y[h] : [H] max= x[h + i] where i in 0..H / 2\n}\n"
+            "input x : f32[10]\nweight k5 : f32[5], k3 : f32[3]\n"
+            "a = convk(x, k5)\nb = convk(a, k3)\nc = win(b)\noutput c\n");
+    EXPECT_OK(p);
+    EXPECT_RANGES(p, "a", "h 0..10 | r 0..5");
+    EXPECT_RANGES(p, "b", "h 0..10 | r 0..3");
+    EXPECT_RANGES(p, "c", "h 0..10 | i 0..5");
+    /* the inlined body uses the call's shape variables: -2 and -1 */
+    CHECK(p && strstr(sema_dump_str(p), "x[h + r - 2] * k5[r]") &&
+          strstr(sema_dump_str(p), "a[h + r - 1] * k3[r]"), "%s", sema_dump_str(p));
+    /* one def, two shapes */
+    p = run("def sq(x : f32[M, N]) -> y {\n  y[i, j] = x[i, j] * x[i, j]\n}\n"
+            "input a : f32[2, 3], b : f32[5, 7]\nc = sq(a)\nd = sq(b)\noutput c, d\n");
+    EXPECT_OK(p);
+    EXPECT_SHAPE(p, "c", "[2, 3]");
+    EXPECT_SHAPE(p, "d", "[5, 7]");
+    /* a def output that is another call's output */
+    p = run("def id(x : f32[N]) -> y {\n  y[i] = x[i]\n}\n"
+            "def twice(x : f32[N]) -> y {\n  t = id(x)\n  y = id(t)\n}\n"
+            "input a : f32[6]\nb = twice(a)\noutput b\n");
+    EXPECT_OK(p);
+    EXPECT_SHAPE(p, "b", "[6]");
+    EXPECT_SHAPE(p, "b.t", "[6]");
+    CHECK(p && p->ntensors == 3, "ntensors %d", p ? p->ntensors : -1);
+    /* statements in a def body in any order */
+    p = run("def f(x : f32[N]) -> y {\n  y[i] = t[i] * 2\n  t[i] = x[i] + 1\n}\n"
+            "input a : f32[6]\nb = f(a)\noutput b\n");
+    EXPECT_OK(p);
+    CHECK(p && p->stmts[0].out == tensor(p, "b.t")->id, "b.t first");
+    /* a failed call poisons its outputs quietly */
+    p = run("def f(x : f32[N, N]) -> y {\n  y[i] = x[i, i]\n}\n"
+            "input a : f32[2, 3]\nb = f(a)\nc[i] = b[i] * 2\nd[i, j] = c[i] + c[j]\noutput d\n");
+    CHECK(!p && count_of("error:") == 1 && strstr(first_msg(), "dimension 2 is 3, but 'N' is 2"),
+          "%s", diag_buf);
+    /* a def's mistakes are told once, at the def: signature and body */
+    p = run("def f(x : f32[2 * N]) -> y {\n  y[i] = x[i]\n}\n"
+            "input a : f32[4]\nb = f(a)\nc = f(b)\noutput c\n");
+    CHECK(!p && count_of("error:") == 1, "%s", diag_buf);
+    /* a def only is no program */
+    p = run(conv3x3);
+    CHECK(!p && count_of("error:") == 1 && strstr(diag_buf, "no output"), "%s", diag_buf);
+    /* guards over indices and constants; select over values and indices */
+    p = run("const N = 6\ninput x : f32[N, N]\n"
+            "a[i, j] : [N, N] = select(i == j, 1, 0)\n"
+            "b[i, j] = select(x[i, j] > 0 && i < j, x[i, j], -x[i, j])\n"
+            "c[i] += x[i, j] where j != i, (i + j) % 2 == 0 || i > N / 2\n"
+            "output a, b, c\n");
+    EXPECT_OK(p);
+    CHECK(p && p->stmts[2].nguards == 2, "guards");
+    EXPECT_RANGES(p, "c", "i 0..6 | j 0..6");
+    /* model name */
+    p = run("model net\ninput x : f32[1]\ny[i] = x[i]\noutput y\n");
+    CHECK(p && strcmp(p->model, "net") == 0, "model");
+    p = run("input x : f32[1]\ny[i] = x[i]\noutput y\n");
+    CHECK(p && strcmp(p->model, "t") == 0, "default model");
+}
+
+/* ---- imports ------------------------------------------------------------- */
+
+static void test_import(void)
+{
+    char dir[] = "/tmp/test_sema.XXXXXX";
+    if (!mkdtemp(dir)) {
+        CHECK(0, "mkdtemp");
+        return;
+    }
+    char *lib = arena_printf(arena, "%s/lib.ein", dir);
+    char *lib2 = arena_printf(arena, "%s/lib2.ein", dir);
+    char *main_ = arena_printf(arena, "%s/main.ein", dir);
+    FILE *fp = fopen(lib2, "w");
+    fputs("const K = 3\ndef inc(x : f32[N]) -> y {\n  y[i] = x[i] + 1\n}\n", fp);
+    fclose(fp);
+    fp = fopen(lib, "w");
+    fputs("import \"lib2.ein\"\nconst N = K * 2\ninput ignored : f32[5]\n"
+          "def twice(x : f32[N]) -> y {\n  a = inc(x)\n  y = inc(a)\n}\n", fp);
+    fclose(fp);
+    fp = fopen(main_, "w");
+    fputs("import \"lib.ein\"\nimport \"lib2.ein\"\ninput x : f32[N]\n"
+          "z = twice(x)\noutput z\n", fp);
+    fclose(fp);
+    src_reset();
+    diag_reset();
+    ParseOptions po = {0};
+    Ast *ast = parse_file(main_, &po, arena);
+    SemaOptions so = {NULL, 0, "main"};
+    CProgram *p = ast ? sema_check(ast, &so, arena) : NULL;
+    CHECK(p != NULL, "import");
+    EXPECT_SHAPE(p, "x", "[6]");
+    EXPECT_SHAPE(p, "z.a", "[6]");
+    CHECK(!tensor(p, "ignored"), "an import brings defs and consts only");
+    remove(lib);
+    remove(lib2);
+    remove(main_);
+    remove(dir);
+}
+
+
+/* ---- the dump, exactly ------------------------------------------------- */
+
+static void test_dump(void)
+{
+    CProgram *p = run("const N = 2\ninput x : f32[N, 4]\nweight b : f32[4]\n"
+                      "m[i] max= x[i, j]\n"
+                      "y[i, j] : [N, 4] = select(x[i, j] > m[i], (i % 2) * 0.5, -x[i, j] / N) + b[j]\n"
+                      "t[k] : [8] += x[k / 4, k % 4 + r] where r < 2, k != 3\n"
+                      "output y, t\n");
+    EXPECT_OK(p);
+    const char *want =
+        "model t\n"
+        "tensor 0 x : f32[2, 4] input\n"
+        "tensor 1 b : f32[4] weight\n"
+        "tensor 2 m : f32[2] defined by stmt 0\n"
+        "tensor 3 y : f32[2, 4] defined by stmt 1 output\n"
+        "tensor 4 t : f32[8] defined by stmt 2 output\n"
+        "stmt 0 m[i 0..2] max= over j 0..4\n"
+        "    x[i, j]\n"
+        "stmt 1 y[i 0..2, j 0..4] =\n"
+        "    select(x[i, j] > m[i], i % 2 * 0.5, -x[i, j] / 2) + b[j]\n"
+        "stmt 2 t[k 0..8] += over r 0..2\n"
+        "    x[k // 4, k % 4 + r]\n"
+        "    where k != 3\n"
+        "outputs y t\n";
+    const char *got = p ? sema_dump_str(p) : "";
+    CHECK(strcmp(got, want) == 0, "dump:\n%s", got);
 }
 
 /* ---- warnings ----------------------------------------------------------- */
@@ -538,6 +708,9 @@ int main(int argc, char **argv)
     test_defs();
     test_errors();
     test_warnings();
+    test_more();
+    test_import();
+    test_dump();
     printf("test_sema: %d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
 }

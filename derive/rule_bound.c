@@ -1,0 +1,315 @@
+/* rule_bound.c - boundary tightening and boundary relaxing.
+ *
+ * Both rest on one fact: a term is zero where a factor of the body reads
+ * outside what it reads (a tensor outside its shape, a nested stage outside
+ * its loop ranges), and a term is left out where a guard fails.
+ *
+ * Tightening shrinks each variable's range to where some term can be
+ * non-zero and kept:
+ *     L<h:0..9> Σ<c> { x[c, h - 1] .. }  =>  L<h:1..9> ..   (x has 8 rows)
+ * For a loop variable the points dropped read as zero anyway (the stage's
+ * output padding); for a sum variable only under Σ (under max a zero term
+ * is still a term), while guards bound either kind under any reduction.
+ * A subscript c*v + rest bounds v when v occurs in it only as that term;
+ * rest ranges over the current ranges of the other variables.  Then guards
+ * that the new ranges make true are dropped and div/mod atoms whose value
+ * the ranges fix are folded.  One site per stage; it does everything.
+ *
+ * Relaxing is the inverse: a range grows where every new term is provably
+ * zero or left out, e.g. a 5x5 kernel summed as 6x6 (w[f, c, r, s] reads
+ * zero at r = 5).  Sites grow a range to the next multiple of 2, 3 and 4.
+ * The root's loop ranges are its output box and are not relaxed. */
+#include "config.h"
+#include "rule_impl.h"
+
+#include <stdlib.h>
+
+typedef __int128 i128;
+#define INF ((i128)1 << 100)
+
+static i128 fdiv(i128 a, i128 b)
+{
+    i128 q = a / b;
+    return a % b != 0 && (a < 0) != (b < 0) ? q - 1 : q;
+}
+
+static i128 cdiv(i128 a, i128 b)
+{
+    return -fdiv(-a, b);
+}
+
+static const IrVar *bound_var(const Stage *s, int var, bool *loop)
+{
+    int p = rc_loop_pos(s, var);
+    *loop = p >= 0;
+    if (p >= 0)
+        return &s->loops[p];
+    p = rc_sum_pos(s, var);
+    return p >= 0 ? &s->sums[p] : NULL;
+}
+
+/* ---- tightening ------------------------------------------------------------- */
+
+typedef struct Tight {
+    RuleCtx *rc;
+    int var;
+    bool zeros;                     /* zero factors bound this variable */
+    i128 lo, hi;                    /* feasible values, inclusive */
+} Tight;
+
+/* Whether v occurs in x only as a plain term; its coefficient. */
+static int64_t plain_coef(const Ix *x, int v)
+{
+    int64_t c = 0;
+    for (int i = 0; i < x->n; i++) {
+        if (x->t[i].kind == IX_VAR) {
+            if (x->t[i].var == v)
+                c = x->t[i].coef;
+        } else if (ix_uses(x->t[i].arg, v)) {
+            return 0;
+        }
+    }
+    return c;
+}
+
+/* The term is kept only if a <= x <= b. */
+static void constrain(Tight *t, const Ix *x, i128 a, i128 b)
+{
+    int64_t c = plain_coef(x, t->var);
+    if (c == 0)
+        return;
+    int64_t rmin, rmax;
+    rc_bounds_at(t->rc, x, t->var, 0, 1, &rmin, &rmax);
+    i128 l = a - rmax, h = b - rmin;    /* c*v in [l, h] */
+    i128 vl = c > 0 ? cdiv(l, c) : cdiv(h, c);
+    i128 vh = c > 0 ? fdiv(h, c) : fdiv(l, c);
+    if (vl > t->lo)
+        t->lo = vl;
+    if (vh < t->hi)
+        t->hi = vh;
+}
+
+static void tight_access(void *arg, const IExpr *acc, bool factor)
+{
+    Tight *t = arg;
+    if (!factor || !t->zeros)
+        return;
+    for (int k = 0; k < acc->access.nidx; k++) {
+        int64_t lo, hi;
+        rc_dim_range(acc, k, &lo, &hi);
+        constrain(t, acc->access.idx[k], lo, (i128)hi - 1);
+    }
+}
+
+static void tight_guards(Tight *t, const Stage *s)
+{
+    for (int i = 0; i < s->nguards; i++) {
+        const IExpr *g = s->guards[i];
+        if (g->kind == IE_ICMP && g->icmp.op == OP_GE)
+            constrain(t, g->icmp.ix, 0, INF);
+        else if (g->kind == IE_ICMP && g->icmp.op == OP_EQ)
+            constrain(t, g->icmp.ix, 0, 0);
+    }
+}
+
+/* Shrinks v (an entry of a copy of the stage's variables) in place. */
+static bool tighten_var(RuleCtx *rc, const Stage *s, IrVar *v, bool zeros)
+{
+    Tight t = {rc, v->id, zeros, v->lo, (i128)v->hi - 1};
+    if (zeros)
+        rc_each_access(s, tight_access, &t);
+    tight_guards(&t, s);
+    /* t.lo and t.hi start at v's range and only move inwards. */
+    int64_t lo = v->lo, hi = v->lo;     /* no term is ever non-zero */
+    if (t.lo <= t.hi) {
+        lo = (int64_t)t.lo;
+        hi = (int64_t)t.hi + 1;
+    }
+    if (lo == v->lo && hi == v->hi)
+        return false;
+    v->lo = lo;
+    v->hi = hi;
+    rc_bind(rc, v, 1);
+    return true;
+}
+
+static const Ix *simp(RuleCtx *rc, const Ix *x)
+{
+    return ix_simplify(rc->cx, x, rc->lo, rc->hi);
+}
+
+/* Folds what the ranges decide in the direct index expressions. */
+static const IExpr *simp_expr(RuleCtx *rc, const IExpr *e)
+{
+    IrCtx *cx = rc->cx;
+    switch (e->kind) {
+    case IE_CONST:
+        return e;
+    case IE_INDEX: {
+        const Ix *x = simp(rc, e->ix);
+        return x == e->ix ? e : ir_index(cx, x);
+    }
+    case IE_ICMP: {
+        const Ix *x = simp(rc, e->icmp.ix);
+        int64_t mn, mx;
+        rc_bounds(rc, x, &mn, &mx);
+        bool yes = e->icmp.op == OP_GE ? mn >= 0
+                 : e->icmp.op == OP_EQ ? mn == 0 && mx == 0 : mn > 0 || mx < 0;
+        if (yes)
+            return ir_const(cx, 1);
+        return x == e->icmp.ix ? e : ir_icmp(cx, e->icmp.op, x, ix_const(cx, 0));
+    }
+    case IE_ACCESS: {
+        int n = e->access.nidx;
+        const Ix *small[16], **idx = n <= 16 ? small : xmalloc((size_t)n * sizeof *idx);
+        bool changed = false;
+        for (int k = 0; k < n; k++) {
+            idx[k] = simp(rc, e->access.idx[k]);
+            changed |= idx[k] != e->access.idx[k];
+        }
+        const IExpr *r = !changed ? e
+                       : e->access.tensor ? ir_access_tensor(cx, e->access.tensor, idx, n)
+                       : ir_access_stage(cx, e->access.stage, idx, n);
+        if (idx != small)
+            free(idx);
+        return r;
+    }
+    case IE_CALL: {
+        const IExpr *args[3];
+        bool changed = false;
+        for (int i = 0; i < e->call.nargs; i++) {
+            args[i] = simp_expr(rc, e->call.args[i]);
+            changed |= args[i] != e->call.args[i];
+        }
+        return changed ? ir_call(cx, e->call.fn, args, e->call.nargs) : e;
+    }
+    case IE_NEG: case IE_NOT: {
+        const IExpr *a = simp_expr(rc, e->bin.a);
+        return a == e->bin.a ? e : ir_unary(cx, e->kind, a);
+    }
+    default: {
+        const IExpr *a = simp_expr(rc, e->bin.a), *b = simp_expr(rc, e->bin.b);
+        if (a == e->bin.a && b == e->bin.b)
+            return e;
+        return e->kind == IE_CMP ? ir_cmp(cx, e->bin.op, a, b) : ir_binary(cx, e->kind, a, b);
+    }
+    }
+}
+
+void tighten_sites(RuleCtx *rc, const RuleFocus *f, RuleSites *out)
+{
+    (void)rc;
+    rc_push(out, (RuleSite){.rule = RULE_TIGHTEN, .focus = f->stage});
+}
+
+const Stage *tighten_apply(RuleCtx *rc, const RuleFocus *f, const RuleSite *st)
+{
+    (void)st;
+    const Stage *s = f->stage;
+    int nl = s->nloops, ns = s->nsums;
+    IrVar *v = xmalloc((size_t)(nl + ns + 1) * sizeof *v);
+    for (int i = 0; i < nl; i++)
+        v[i] = s->loops[i];
+    for (int i = 0; i < ns; i++)
+        v[nl + i] = s->sums[i];
+    /* A few rounds: a tighter range of one variable tightens another. */
+    for (int round = 0; round < 4; round++) {
+        bool changed = false;
+        for (int i = 0; i < nl + ns; i++)
+            changed |= tighten_var(rc, s, &v[i], i < nl || s->red == RED_SUM);
+        if (!changed)
+            break;
+    }
+    const IExpr **g = xmalloc((size_t)(s->nguards + 1) * sizeof *g);
+    for (int i = 0; i < s->nguards; i++)
+        g[i] = simp_expr(rc, s->guards[i]);
+    const Stage *to = ir_stage(rc->cx, s->red, v, nl, v + nl, ns, g, s->nguards,
+                               simp_expr(rc, s->body));
+    free(v);
+    free(g);
+    return ir_stage_equal(to, s) ? NULL : rc_replace(rc, f, to);
+}
+
+/* ---- relaxing --------------------------------------------------------------- */
+
+typedef struct Zero {
+    RuleCtx *rc;
+    int var;
+    int64_t lo, hi;                 /* the new values of var */
+    bool zero;
+} Zero;
+
+static void zero_access(void *arg, const IExpr *acc, bool factor)
+{
+    Zero *z = arg;
+    for (int k = 0; k < acc->access.nidx && factor && !z->zero; k++) {
+        int64_t lo, hi, mn, mx;
+        rc_dim_range(acc, k, &lo, &hi);
+        rc_bounds_at(z->rc, acc->access.idx[k], z->var, z->lo, z->hi, &mn, &mx);
+        z->zero = mx < lo || mn >= hi;
+    }
+}
+
+/* Whether every term with var in [lo, hi) is left out by a guard or (when
+ * `zeros`) zero by a factor. */
+static bool all_zero(RuleCtx *rc, const Stage *s, int var, int64_t lo, int64_t hi, bool zeros)
+{
+    if (lo >= hi)
+        return true;
+    for (int i = 0; i < s->nguards; i++) {
+        const IExpr *g = s->guards[i];
+        if (g->kind != IE_ICMP)
+            continue;
+        int64_t mn, mx;
+        rc_bounds_at(rc, g->icmp.ix, var, lo, hi, &mn, &mx);
+        if (g->icmp.op == OP_GE ? mx < 0 : g->icmp.op == OP_EQ && (mn > 0 || mx < 0))
+            return true;
+    }
+    Zero z = {rc, var, lo, hi, false};
+    if (zeros)
+        rc_each_access(s, zero_access, &z);
+    return z.zero;
+}
+
+void relax_sites(RuleCtx *rc, const RuleFocus *f, RuleSites *out)
+{
+    (void)rc;
+    const Stage *s = f->stage;
+    for (int i = f->is_root ? s->nloops : 0; i < s->nloops + s->nsums; i++) {
+        const IrVar *v = i < s->nloops ? &s->loops[i] : &s->sums[i - s->nloops];
+        int64_t len = v->hi - v->lo;
+        for (int64_t k = 2; k <= 4 && len > 0; k++) {
+            int64_t n = (len + k - 1) / k * k;
+            if (n > len)
+                rc_push(out, (RuleSite){.rule = RULE_RELAX, .focus = s, .a = v->id,
+                                        .k = v->lo, .k2 = v->lo + n});
+        }
+    }
+}
+
+const Stage *relax_apply(RuleCtx *rc, const RuleFocus *f, const RuleSite *st)
+{
+    const Stage *s = f->stage;
+    bool loop;
+    const IrVar *v = bound_var(s, st->a, &loop);
+    int64_t lo = st->k, hi = st->k2;
+    if (!v || (loop && f->is_root) || lo > v->lo || hi < v->hi || v->lo >= v->hi
+        || (lo == v->lo && hi == v->hi))
+        return NULL;
+    bool zeros = loop || s->red == RED_SUM;
+    if (!all_zero(rc, s, v->id, lo, v->lo, zeros) || !all_zero(rc, s, v->id, v->hi, hi, zeros))
+        return NULL;
+    int n = loop ? s->nloops : s->nsums;
+    IrVar *w = xmalloc((size_t)n * sizeof *w);
+    for (int i = 0; i < n; i++) {
+        w[i] = loop ? s->loops[i] : s->sums[i];
+        if (w[i].id == v->id) {
+            w[i].lo = lo;
+            w[i].hi = hi;
+        }
+    }
+    const Stage *to = ir_stage(rc->cx, s->red, loop ? w : s->loops, s->nloops,
+                               loop ? s->sums : w, s->nsums, s->guards, s->nguards, s->body);
+    free(w);
+    return rc_replace(rc, f, to);
+}

@@ -1,0 +1,479 @@
+/* rule_util.c - what the rules share: the ranges of the variables in
+ * scope, bounds, walks over a stage's direct parts, and the rebuild of the
+ * tree around a rewritten focus.
+ *
+ * Ranges are kept in two arrays indexed by variable id and overwritten as
+ * a walk enters each stage.  No entry is ever restored: a variable is bound
+ * once on any path from the root, so while a walk is inside a stage every
+ * variable it can see holds the range of its one binder.  The arrays grow
+ * with the context's variable count, so a rule never pays for the number
+ * of variables in the context, only for the size of the tree it rewrites. */
+#include "config.h"
+#include "rule_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- scope and bounds -------------------------------------------------------- */
+
+void rc_reserve(RuleCtx *rc, int n)
+{
+    if (n <= rc->cap)
+        return;
+    int cap = rc->cap ? rc->cap : 64;
+    while (cap < n)
+        cap *= 2;
+    rc->lo = xrealloc(rc->lo, (size_t)cap * sizeof *rc->lo);
+    rc->hi = xrealloc(rc->hi, (size_t)cap * sizeof *rc->hi);
+    memset(rc->lo + rc->cap, 0, (size_t)(cap - rc->cap) * sizeof *rc->lo);
+    memset(rc->hi + rc->cap, 0, (size_t)(cap - rc->cap) * sizeof *rc->hi);
+    rc->cap = cap;
+}
+
+void rc_bind(RuleCtx *rc, const IrVar *v, int n)
+{
+    for (int i = 0; i < n; i++) {
+        rc_reserve(rc, v[i].id + 1);
+        rc->lo[v[i].id] = v[i].lo;
+        rc->hi[v[i].id] = v[i].hi;
+    }
+}
+
+void rc_bind_focus(RuleCtx *rc, const RuleFocus *f)
+{
+    rc_bind(rc, f->scope, f->nscope);
+    rc_bind(rc, f->stage->loops, f->stage->nloops);
+    rc_bind(rc, f->stage->sums, f->stage->nsums);
+}
+
+IrVar rc_fresh(RuleCtx *rc, const char *name, int64_t lo, int64_t hi)
+{
+    IrVar v = ir_var_new(rc->cx, name, lo, hi);
+    rc_bind(rc, &v, 1);
+    return v;
+}
+
+void rc_bounds(RuleCtx *rc, const Ix *x, int64_t *mn, int64_t *mx)
+{
+    ix_bounds(x, rc->lo, rc->hi, mn, mx);
+}
+
+bool rc_within(RuleCtx *rc, const Ix *x, int64_t lo, int64_t hi)
+{
+    int64_t mn, mx;
+    rc_bounds(rc, x, &mn, &mx);
+    return mn >= lo && mx < hi;
+}
+
+void rc_bounds_at(RuleCtx *rc, const Ix *x, int v, int64_t lo, int64_t hi,
+                  int64_t *mn, int64_t *mx)
+{
+    int64_t l = rc->lo[v], h = rc->hi[v];
+    rc->lo[v] = lo;
+    rc->hi[v] = hi;
+    rc_bounds(rc, x, mn, mx);
+    rc->lo[v] = l;
+    rc->hi[v] = h;
+}
+
+/* ---- stages, variables, expressions --------------------------------------- */
+
+int rc_loop_pos(const Stage *s, int var)
+{
+    for (int i = 0; i < s->nloops; i++)
+        if (s->loops[i].id == var)
+            return i;
+    return -1;
+}
+
+int rc_sum_pos(const Stage *s, int var)
+{
+    for (int i = 0; i < s->nsums; i++)
+        if (s->sums[i].id == var)
+            return i;
+    return -1;
+}
+
+bool rc_stage_uses(const Stage *s, int var)
+{
+    for (int i = 0; i < s->nguards; i++)
+        if (rc_uses(s->guards[i], var))
+            return true;
+    return rc_uses(s->body, var);
+}
+
+bool rc_uses(const IExpr *e, int var)
+{
+    switch (e->kind) {
+    case IE_CONST:
+        return false;
+    case IE_INDEX:
+        return ix_uses(e->ix, var);
+    case IE_ICMP:
+        return ix_uses(e->icmp.ix, var);
+    case IE_ACCESS:
+        for (int k = 0; k < e->access.nidx; k++)
+            if (ix_uses(e->access.idx[k], var))
+                return true;
+        return e->access.stage && rc_stage_uses(e->access.stage, var);
+    case IE_CALL:
+        for (int i = 0; i < e->call.nargs; i++)
+            if (rc_uses(e->call.args[i], var))
+                return true;
+        return false;
+    case IE_NEG: case IE_NOT:
+        return rc_uses(e->bin.a, var);
+    default:
+        return rc_uses(e->bin.a, var) || rc_uses(e->bin.b, var);
+    }
+}
+
+/* One variable at a time: the replacements never mention the variables
+ * replaced (they are fresh, or from an enclosing scope). */
+const IExpr *rc_subst_all(RuleCtx *rc, const IExpr *e, int n, const int *vars,
+                          const Ix *const *by)
+{
+    for (int i = 0; i < n; i++)
+        e = ir_subst(rc->cx, e, vars[i], by[i]);
+    return e;
+}
+
+int rc_range_guards(RuleCtx *rc, const Ix *x, int64_t lo, int64_t hi,
+                    const IExpr **g, bool prove)
+{
+    int64_t mn = INT64_MIN, mx = INT64_MAX;
+    if (prove)
+        rc_bounds(rc, x, &mn, &mx);
+    int n = 0;
+    if (mn < lo)
+        g[n++] = ir_icmp(rc->cx, OP_GE, x, ix_const(rc->cx, lo));
+    if (mx >= hi)
+        g[n++] = ir_icmp(rc->cx, OP_LT, x, ix_const(rc->cx, hi));
+    return n;
+}
+
+void rc_dim_range(const IExpr *acc, int k, int64_t *lo, int64_t *hi)
+{
+    if (acc->access.tensor) {
+        *lo = 0;
+        *hi = acc->access.tensor->shape[k];
+    } else {
+        *lo = acc->access.stage->loops[k].lo;
+        *hi = acc->access.stage->loops[k].hi;
+    }
+}
+
+bool rc_same_target(const IExpr *acc, const IrTensor *t, const Stage *s)
+{
+    if (acc->access.tensor)
+        return acc->access.tensor == t;
+    return s && ir_stage_equal(acc->access.stage, s);
+}
+
+/* Names of new variables say where they come from (h and r give hr),
+ * kept short so that dumps stay readable after many steps. */
+const char *rc_name2(RuleCtx *rc, const char *a, const char *b)
+{
+    char buf[16];
+    snprintf(buf, sizeof buf, "%s%s", a, b);
+    return arena_strdup(ir_arena(rc->cx), buf);
+}
+
+/* ---- walks ------------------------------------------------------------------ */
+
+static void each_access(const IExpr *e, bool factor, RcAccessFn fn, void *arg)
+{
+    switch (e->kind) {
+    case IE_CONST: case IE_INDEX: case IE_ICMP:
+        return;
+    case IE_ACCESS:
+        fn(arg, e, factor);
+        return;
+    case IE_CALL:
+        for (int i = 0; i < e->call.nargs; i++)
+            each_access(e->call.args[i], false, fn, arg);
+        return;
+    case IE_MUL:
+        each_access(e->bin.a, factor, fn, arg);
+        each_access(e->bin.b, factor, fn, arg);
+        return;
+    case IE_DIV:
+        each_access(e->bin.a, factor, fn, arg);
+        each_access(e->bin.b, false, fn, arg);
+        return;
+    case IE_NEG:
+        each_access(e->bin.a, factor, fn, arg);
+        return;
+    case IE_NOT:
+        each_access(e->bin.a, false, fn, arg);
+        return;
+    default:
+        each_access(e->bin.a, false, fn, arg);
+        each_access(e->bin.b, false, fn, arg);
+        return;
+    }
+}
+
+void rc_each_access(const Stage *s, RcAccessFn fn, void *arg)
+{
+    each_access(s->body, true, fn, arg);
+    for (int i = 0; i < s->nguards; i++)
+        each_access(s->guards[i], false, fn, arg);
+}
+
+static void each_ix(const IExpr *e, RcIxFn fn, void *arg)
+{
+    switch (e->kind) {
+    case IE_CONST:
+        return;
+    case IE_INDEX:
+        fn(arg, e->ix);
+        return;
+    case IE_ICMP:
+        fn(arg, e->icmp.ix);
+        return;
+    case IE_ACCESS:
+        for (int k = 0; k < e->access.nidx; k++)
+            fn(arg, e->access.idx[k]);
+        return;
+    case IE_CALL:
+        for (int i = 0; i < e->call.nargs; i++)
+            each_ix(e->call.args[i], fn, arg);
+        return;
+    case IE_NEG: case IE_NOT:
+        each_ix(e->bin.a, fn, arg);
+        return;
+    default:
+        each_ix(e->bin.a, fn, arg);
+        each_ix(e->bin.b, fn, arg);
+        return;
+    }
+}
+
+void rc_each_ix(const Stage *s, RcIxFn fn, void *arg)
+{
+    each_ix(s->body, fn, arg);
+    for (int i = 0; i < s->nguards; i++)
+        each_ix(s->guards[i], fn, arg);
+}
+
+const IExpr *rc_map_access(RuleCtx *rc, const IExpr *e, RcMapFn fn, void *arg)
+{
+    IrCtx *cx = rc->cx;
+    switch (e->kind) {
+    case IE_CONST: case IE_INDEX: case IE_ICMP:
+        return e;
+    case IE_ACCESS: {
+        const IExpr *r = fn(rc, arg, e);
+        return r ? r : e;
+    }
+    case IE_CALL: {
+        const IExpr *args[3];
+        bool changed = false;
+        for (int i = 0; i < e->call.nargs; i++) {
+            args[i] = rc_map_access(rc, e->call.args[i], fn, arg);
+            changed |= args[i] != e->call.args[i];
+        }
+        return changed ? ir_call(cx, e->call.fn, args, e->call.nargs) : e;
+    }
+    case IE_NEG: case IE_NOT: {
+        const IExpr *a = rc_map_access(rc, e->bin.a, fn, arg);
+        return a == e->bin.a ? e : ir_unary(cx, e->kind, a);
+    }
+    default: {
+        const IExpr *a = rc_map_access(rc, e->bin.a, fn, arg);
+        const IExpr *b = rc_map_access(rc, e->bin.b, fn, arg);
+        if (a == e->bin.a && b == e->bin.b)
+            return e;
+        return e->kind == IE_CMP ? ir_cmp(cx, e->bin.op, a, b) : ir_binary(cx, e->kind, a, b);
+    }
+    }
+}
+
+const Stage *rc_map_stage(RuleCtx *rc, const Stage *s, RcMapFn fn, void *arg)
+{
+    const IExpr *body = rc_map_access(rc, s->body, fn, arg);
+    bool changed = body != s->body;
+    const IExpr *small[8];
+    const IExpr **g = s->nguards <= 8 ? small : xmalloc((size_t)s->nguards * sizeof *g);
+    for (int i = 0; i < s->nguards; i++) {
+        g[i] = rc_map_access(rc, s->guards[i], fn, arg);
+        changed |= g[i] != s->guards[i];
+    }
+    const Stage *r = !changed ? s
+                   : ir_stage(rc->cx, s->red, s->loops, s->nloops, s->sums, s->nsums,
+                              g, s->nguards, body);
+    if (g != small)
+        free(g);
+    return r;
+}
+
+/* ---- the tree around the focus --------------------------------------------- */
+
+typedef struct Repl {
+    const Stage *from, *to;
+    RcRemapFn remap;                /* NULL: same interface */
+    const void *arg;
+} Repl;
+
+static const IExpr *repl_access(RuleCtx *rc, void *arg, const IExpr *acc)
+{
+    Repl *r = arg;
+    const Stage *s = acc->access.stage;
+    if (!s)
+        return NULL;
+    if (s == r->from || ir_stage_equal(s, r->from)) {
+        if (!r->remap)
+            return ir_access_stage(rc->cx, r->to, acc->access.idx, acc->access.nidx);
+        const Ix *small[16];
+        int n = r->to->nloops;
+        const Ix **idx = n <= 16 ? small : xmalloc((size_t)n * sizeof *idx);
+        r->remap(rc, r->arg, acc->access.idx, idx);
+        const IExpr *e = ir_access_stage(rc->cx, r->to, idx, n);
+        if (idx != small)
+            free(idx);
+        return e;
+    }
+    const Stage *s2 = rc_map_stage(rc, s, repl_access, r);
+    return s2 == s ? NULL : ir_access_stage(rc->cx, s2, acc->access.idx, acc->access.nidx);
+}
+
+const Stage *rc_replace(RuleCtx *rc, const RuleFocus *f, const Stage *to)
+{
+    if (f->is_root)
+        return to;
+    Repl r = {f->stage, to, NULL, NULL};
+    return rc_map_stage(rc, f->root, repl_access, &r);
+}
+
+const Stage *rc_replace_remap(RuleCtx *rc, const RuleFocus *f, const Stage *to,
+                              RcRemapFn fn, const void *arg)
+{
+    if (!f->is_root) {
+        Repl r = {f->stage, to, fn, arg};
+        return rc_map_stage(rc, f->root, repl_access, &r);
+    }
+    const Stage *s = f->stage;
+    int n = s->nloops, m = to->nloops;
+    IrVar *lv = xmalloc((size_t)(n ? n : 1) * sizeof *lv);
+    const Ix **idx = xmalloc((size_t)(n ? n : 1) * sizeof *idx);
+    const Ix **out = xmalloc((size_t)(m ? m : 1) * sizeof *out);
+    for (int k = 0; k < n; k++) {
+        lv[k] = rc_fresh(rc, s->loops[k].name, s->loops[k].lo, s->loops[k].hi);
+        idx[k] = ix_var(rc->cx, lv[k].id);
+    }
+    fn(rc, arg, idx, out);
+    const Stage *w = ir_stage(rc->cx, RED_NONE, lv, n, NULL, 0, NULL, 0,
+                              ir_access_stage(rc->cx, to, out, m));
+    free(lv);
+    free(idx);
+    free(out);
+    return w;
+}
+
+typedef struct Reads {
+    RuleCtx *rc;
+    const Stage *focus;
+    int pos;
+    int64_t lo, hi;
+    bool ok;
+} Reads;
+
+static void reads_stage(Reads *r, const Stage *s);
+
+static void reads_access(void *arg, const IExpr *acc, bool factor)
+{
+    (void)factor;
+    Reads *r = arg;
+    const Stage *s = acc->access.stage;
+    if (!s || !r->ok)
+        return;
+    if (s == r->focus || ir_stage_equal(s, r->focus))
+        r->ok = rc_within(r->rc, acc->access.idx[r->pos], r->lo, r->hi);
+    else
+        reads_stage(r, s);
+}
+
+static void reads_stage(Reads *r, const Stage *s)
+{
+    rc_bind(r->rc, s->loops, s->nloops);
+    rc_bind(r->rc, s->sums, s->nsums);
+    rc_each_access(s, reads_access, r);
+}
+
+bool rc_reads_within(RuleCtx *rc, const RuleFocus *f, int pos, int64_t lo, int64_t hi)
+{
+    if (f->is_root)
+        return true;
+    Reads r = {rc, f->stage, pos, lo, hi, true};
+    reads_stage(&r, f->root);
+    rc_bind_focus(rc, f);
+    return r.ok;
+}
+
+typedef struct Count {
+    const Stage *q;
+    int n;
+} Count;
+
+static void count_access(void *arg, const IExpr *acc, bool factor)
+{
+    (void)factor;
+    Count *c = arg;
+    const Stage *s = acc->access.stage;
+    if (!s)
+        return;
+    if (s == c->q || ir_stage_equal(s, c->q))
+        c->n++;
+    else
+        rc_each_access(s, count_access, c);
+}
+
+int rc_reads(const Stage *root, const Stage *q)
+{
+    Count c = {q, 0};
+    rc_each_access(root, count_access, &c);
+    return c.n;
+}
+
+static const Stage *freshen_stage(RuleCtx *rc, const Stage *s);
+
+static const IExpr *freshen_access(RuleCtx *rc, void *arg, const IExpr *acc)
+{
+    (void)arg;
+    if (!acc->access.stage)
+        return NULL;
+    return ir_access_stage(rc->cx, freshen_stage(rc, acc->access.stage),
+                           acc->access.idx, acc->access.nidx);
+}
+
+static const Stage *freshen_stage(RuleCtx *rc, const Stage *s)
+{
+    int n = s->nloops + s->nsums;
+    IrVar *v = xmalloc((size_t)(n ? n : 1) * sizeof *v);
+    int *ids = xmalloc((size_t)(n ? n : 1) * sizeof *ids);
+    const Ix **by = xmalloc((size_t)(n ? n : 1) * sizeof *by);
+    const IExpr **g = xmalloc((size_t)(s->nguards ? s->nguards : 1) * sizeof *g);
+    for (int i = 0; i < n; i++) {
+        const IrVar *o = i < s->nloops ? &s->loops[i] : &s->sums[i - s->nloops];
+        v[i] = rc_fresh(rc, o->name, o->lo, o->hi);
+        ids[i] = o->id;
+        by[i] = ix_var(rc->cx, v[i].id);
+    }
+    for (int i = 0; i < s->nguards; i++)
+        g[i] = rc_freshen(rc, rc_subst_all(rc, s->guards[i], n, ids, by));
+    const IExpr *body = rc_freshen(rc, rc_subst_all(rc, s->body, n, ids, by));
+    const Stage *r = ir_stage(rc->cx, s->red, v, s->nloops, v + s->nloops, s->nsums,
+                              g, s->nguards, body);
+    free(v);
+    free(ids);
+    free(by);
+    free(g);
+    return r;
+}
+
+const IExpr *rc_freshen(RuleCtx *rc, const IExpr *e)
+{
+    return rc_map_access(rc, e, freshen_access, NULL);
+}
+

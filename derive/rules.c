@@ -1,0 +1,238 @@
+/* rules.c - the rule table, the context, and site enumeration: a walk
+ * down the tree that keeps the variables bound above each stage, asks
+ * every rule for its sites at each distinct stage, or finds the focus of
+ * one site and applies its rule there. */
+#include "config.h"
+#include "rule_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const Rule rule_table[RULE_COUNT] = {
+    [RULE_SUM_SPLIT] = {"summation splitting", "sum-split", split_sites, split_apply},
+    [RULE_VAR_MERGE] = {"variable substitution (merge)", "var-merge", merge_sites, merge_apply},
+    [RULE_VAR_SPLIT] = {"variable substitution (split)", "var-split", vsplit_sites, vsplit_apply},
+    [RULE_VAR_FUSE] = {"variable substitution (fuse)", "var-fuse", fuse_sites, fuse_apply},
+    [RULE_VAR_DROP] = {"variable substitution (drop)", "var-drop", drop_sites, drop_apply},
+    [RULE_INLINE] = {"traversal merging", "inline", inline_sites, inline_apply},
+    [RULE_TIGHTEN] = {"boundary tightening", "tighten", tighten_sites, tighten_apply},
+    [RULE_RELAX] = {"boundary relaxing", "relax", relax_sites, relax_apply},
+    [RULE_LAYOUT_SPLIT] = {"data-layout transformation (split)", "layout-split", lsplit_sites, lsplit_apply},
+    [RULE_LAYOUT_SWAP] = {"data-layout transformation (swap)", "layout-swap", lswap_sites, lswap_apply},
+    [RULE_LAYOUT_MERGE] = {"data-layout transformation (merge)", "layout-merge", lmerge_sites, lmerge_apply},
+    [RULE_LOOP_SWAP] = {"data-layout transformation (output)", "loop-swap", loopswap_sites, loopswap_apply},
+};
+
+/* ---- context ------------------------------------------------------------------ */
+
+RuleCtx *rule_ctx_new(IrCtx *cx)
+{
+    RuleCtx *rc = xcalloc(1, sizeof *rc);
+    rc->cx = cx;
+    return rc;
+}
+
+void rule_ctx_free(RuleCtx *rc)
+{
+    if (!rc)
+        return;
+    free(rc->lo);
+    free(rc->hi);
+    free(rc);
+}
+
+IrCtx *rule_ir(RuleCtx *rc)
+{
+    return rc->cx;
+}
+
+/* ---- sites ------------------------------------------------------------------ */
+
+static bool same_site(const RuleSite *a, const RuleSite *b)
+{
+    return a->rule == b->rule && a->focus == b->focus && a->tensor == b->tensor
+        && a->target == b->target && a->a == b->a && a->b == b->b
+        && a->k == b->k && a->k2 == b->k2;
+}
+
+/* Duplicates can only come from the same rule at the same focus, which
+ * are pushed together at the end of the list. */
+void rc_push(RuleSites *out, RuleSite s)
+{
+    for (int i = out->len - 1; i >= 0; i--) {
+        const RuleSite *o = &out->data[i];
+        if (o->rule != s.rule || o->focus != s.focus)
+            break;
+        if (same_site(o, &s))
+            return;
+    }
+    if (out->len == out->cap) {
+        out->cap = out->cap ? 2 * out->cap : 64;
+        out->data = xrealloc(out->data, (size_t)out->cap * sizeof *out->data);
+    }
+    out->data[out->len++] = s;
+}
+
+void rule_sites_free(RuleSites *s)
+{
+    free(s->data);
+    s->data = NULL;
+    s->len = s->cap = 0;
+}
+
+/* A walk down the tree that keeps the stack of variables bound above the
+ * stage it is in.  It either enumerates sites at every distinct stage or
+ * looks for one focus. */
+typedef struct Walk {
+    RuleCtx *rc;
+    const Stage *root;
+    IrVar *scope;
+    int n, cap;
+    const Stage **seen;             /* distinct stages visited */
+    int nseen, capseen;
+    RuleKind only;
+    RuleSites *out;                 /* enumerating */
+    const Stage *want;              /* looking for this focus */
+    RuleFocus *found;
+} Walk;
+
+static void walk_stage(Walk *w, const Stage *s);
+
+static void walk_access(void *arg, const IExpr *acc, bool factor)
+{
+    (void)factor;
+    Walk *w = arg;
+    if (acc->access.stage && !(w->want && w->found->stage))
+        walk_stage(w, acc->access.stage);
+}
+
+static void push_scope(Walk *w, const IrVar *v, int n)
+{
+    if (n == 0)
+        return;
+    if (w->n + n > w->cap) {
+        w->cap = 2 * (w->n + n) + 16;
+        w->scope = xrealloc(w->scope, (size_t)w->cap * sizeof *w->scope);
+    }
+    memcpy(w->scope + w->n, v, (size_t)n * sizeof *v);
+    w->n += n;
+}
+
+static void walk_stage(Walk *w, const Stage *s)
+{
+    RuleFocus f = {w->root, s, s == w->root, w->scope, w->n};
+    if (w->want) {
+        if (s == w->want || ir_stage_equal(s, w->want)) {
+            IrVar *copy = xmalloc((size_t)(w->n ? w->n : 1) * sizeof *copy);
+            if (w->n)
+                memcpy(copy, w->scope, (size_t)w->n * sizeof *copy);
+            *w->found = f;
+            w->found->scope = copy;
+            return;
+        }
+    } else {
+        for (int i = 0; i < w->nseen; i++)
+            if (ir_stage_equal(w->seen[i], s))
+                return;
+        if (w->nseen == w->capseen) {
+            w->capseen = w->capseen ? 2 * w->capseen : 16;
+            w->seen = xrealloc(w->seen, (size_t)w->capseen * sizeof *w->seen);
+        }
+        w->seen[w->nseen++] = s;
+        for (int r = 0; r < RULE_COUNT; r++) {
+            if (w->only != RULE_COUNT && (int)w->only != r)
+                continue;
+            rc_bind_focus(w->rc, &f);
+            rule_table[r].sites(w->rc, &f, w->out);
+        }
+    }
+    int base = w->n;
+    push_scope(w, s->loops, s->nloops);
+    push_scope(w, s->sums, s->nsums);
+    rc_each_access(s, walk_access, w);
+    w->n = base;
+}
+
+void rule_sites(RuleCtx *rc, const Stage *root, RuleKind only, RuleSites *out)
+{
+    rc_reserve(rc, ir_var_count(rc->cx));
+    Walk w = {.rc = rc, .root = root, .only = only, .out = out};
+    walk_stage(&w, root);
+    free(w.scope);
+    free(w.seen);
+}
+
+const Stage *rule_apply(RuleCtx *rc, const Stage *root, const RuleSite *site)
+{
+    if ((unsigned)site->rule >= RULE_COUNT)
+        return NULL;
+    rc_reserve(rc, ir_var_count(rc->cx));
+    RuleFocus f = {0};
+    Walk w = {.rc = rc, .root = root, .want = site->focus, .found = &f};
+    walk_stage(&w, root);
+    free(w.scope);
+    if (!f.stage)
+        return NULL;
+    rc_bind_focus(rc, &f);
+    ir_ctx_overflowed(rc->cx);
+    const Stage *r = rule_table[site->rule].apply(rc, &f, site);
+    free((void *)f.scope);
+    if (ir_ctx_overflowed(rc->cx) || (r && ir_stage_equal(r, root)))
+        return NULL;
+    return r;
+}
+
+/* ---- printing --------------------------------------------------------------- */
+
+typedef struct Index {
+    const Stage *want;
+    int n, at;
+} Index;
+
+static void index_access(void *arg, const IExpr *acc, bool factor);
+
+static void index_stage(Index *x, const Stage *s)
+{
+    if (s == x->want && x->at < 0)
+        x->at = x->n;
+    x->n++;
+    rc_each_access(s, index_access, x);
+}
+
+static void index_access(void *arg, const IExpr *acc, bool factor)
+{
+    (void)factor;
+    if (acc->access.stage)
+        index_stage(arg, acc->access.stage);
+}
+
+void rule_print_site(const IrCtx *cx, const Stage *root, const RuleSite *s, FILE *fp)
+{
+    Index x = {s->focus, 0, -1};
+    index_stage(&x, root);
+    fprintf(fp, "%s @%d", (unsigned)s->rule < RULE_COUNT ? rule_table[s->rule].tag : "?", x.at);
+    switch (s->rule) {
+    case RULE_VAR_MERGE: case RULE_VAR_FUSE:
+        fprintf(fp, " %s %s k=%lld", ir_var_name(cx, s->a), ir_var_name(cx, s->b), (long long)s->k);
+        break;
+    case RULE_VAR_DROP:
+        fprintf(fp, " %s", ir_var_name(cx, s->a));
+        break;
+    case RULE_VAR_SPLIT:
+        fprintf(fp, " %s k=%lld off=%lld", ir_var_name(cx, s->a), (long long)s->k, (long long)s->k2);
+        break;
+    case RULE_RELAX:
+        fprintf(fp, " %s %lld..%lld", ir_var_name(cx, s->a), (long long)s->k, (long long)s->k2);
+        break;
+    case RULE_SUM_SPLIT:
+        fprintf(fp, " mask=%#llx", (unsigned long long)s->k);
+        break;
+    case RULE_TIGHTEN:
+        break;
+    default:
+        if (s->tensor)
+            fprintf(fp, " %s", s->tensor->name);
+        fprintf(fp, " a=%d b=%d k=%lld", s->a, s->b, (long long)s->k);
+        break;
+    }
+}
