@@ -193,42 +193,47 @@ static void json_op(const PlanOp *o, FILE *fp)
     fputc('}', fp);
 }
 
-/* One whole-program candidate: every tensor at its chosen plan except
- * derivation `which`, which uses its candidate `cand`. */
-static void json_candidate(const Derived *d, int which, int cand, FILE *fp)
+/* Candidate j of the whole program: every searched tensor at its j-th
+ * cheapest plan (its last one where it has fewer). */
+static const Pieces *nth_plan(const Derivation *dv, int j)
+{
+    const SearchResult *r = &dv->res;
+    return &r->cands.data[j < r->cands.len ? j : r->cands.len - 1].pieces;
+}
+
+/* The derivation whose chosen plan computes tensor t, or -1. */
+static int owner(const Derived *d, const IrTensor *t)
+{
+    for (int k = 0; k < d->nds; k++) {
+        const Pieces *cur = nth_plan(&d->ds[k], d->ds[k].res.chosen);
+        for (int i = 0; i < cur->ops.len; i++)
+            if (cur->ops.data[i].out == t)
+                return k;
+    }
+    return -1;
+}
+
+static void json_candidate(const Derived *d, int j, FILE *fp)
 {
     const IrProgram *p = d->plan->prog;
     double cost = d->plan->cost;
-    const Pieces *alt = NULL, *cur = NULL;
-    if (which >= 0) {
-        const SearchResult *r = &d->ds[which].res;
-        alt = &r->cands.data[cand].pieces;
-        cur = &r->cands.data[r->chosen].pieces;
-        cost += alt->cost - cur->cost;
-    }
+    for (int k = 0; k < d->nds; k++)
+        cost += nth_plan(&d->ds[k], j)->cost - nth_plan(&d->ds[k], d->ds[k].res.chosen)->cost;
     fprintf(fp, "    {\"cost_us\": %.3f, \"ops\": [", cost * 1e6);
     bool first = true;
     for (int i = 0; i < p->ntensors; i++) {
         const IrTensor *t = p->tensors[i];
         if (t->kind != IT_STAGE)
             continue;
-        bool in_cur = false;
-        for (int k = 0; cur && k < cur->ops.len; k++)
-            in_cur |= cur->ops.data[k].out->id == t->id &&
-                      cur->ops.data[k].out == t;
-        if (in_cur && t != d->ds[which].tensor)
-            continue;                   /* replaced by the alternative */
-        if (in_cur) {
-            for (int k = 0; k < alt->ops.len; k++) {
-                fputs(first ? "\n      " : ",\n      ", fp);
-                json_op(&alt->ops.data[k], fp);
-                first = false;
-            }
-            continue;
+        int k = owner(d, t);
+        if (k >= 0 && t != d->ds[k].tensor)
+            continue;                   /* an intermediate of the chosen plan */
+        const Pieces *alt = k >= 0 ? nth_plan(&d->ds[k], j) : NULL;
+        for (int o = 0; o < (alt ? alt->ops.len : 1); o++) {
+            fputs(first ? "\n      " : ",\n      ", fp);
+            json_op(alt ? &alt->ops.data[o] : &d->plan->ops[t->id], fp);
+            first = false;
         }
-        fputs(first ? "\n      " : ",\n      ", fp);
-        json_op(&d->plan->ops[t->id], fp);
-        first = false;
     }
     fputs("]}", fp);
 }
@@ -236,16 +241,14 @@ static void json_candidate(const Derived *d, int which, int cand, FILE *fp)
 void derive_print_json(const IrCtx *cx, const Derived *d, FILE *fp)
 {
     (void)cx;
+    int n = 1;
+    for (int k = 0; k < d->nds; k++)
+        if (d->ds[k].res.cands.len > n)
+            n = d->ds[k].res.cands.len;
     fprintf(fp, "{\"model\": \"%s\", \"chosen\": 0, \"candidates\": [\n", d->plan->prog->model);
-    json_candidate(d, -1, 0, fp);
-    for (int k = 0; k < d->nds; k++) {
-        const SearchResult *r = &d->ds[k].res;
-        for (int c = 0; c < r->cands.len; c++) {
-            if (c == r->chosen)
-                continue;
-            fputs(",\n", fp);
-            json_candidate(d, k, c, fp);
-        }
+    for (int j = 0; j < n; j++) {
+        fputs(j ? ",\n" : "", fp);
+        json_candidate(d, j, fp);
     }
     fprintf(fp, "\n  ],\n  \"search\": {\"states\": %ld, \"ms\": %.3f, \"tensors\": [",
             d->states, d->ms);

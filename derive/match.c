@@ -309,43 +309,53 @@ static bool plain_is(const Ix *ix, const Table *t, int var, bool loop, int pos)
            r->loop == loop && (!loop || r->out_pos == pos) && r->lo == 0;
 }
 
-/* Output loops n, f, h, w from 0 over the whole output. */
-static bool conv_loops(const Stage *s)
+/* Output loops from 0 over the whole output. */
+static bool loops_from_zero(const Stage *s)
 {
-    if (s->nloops != 4)
-        return false;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < s->nloops; i++)
         if (s->loops[i].lo != 0)
             return false;
     return true;
 }
 
+/* x[n, c, st*h + dil*r - pad, st*w + dil*s - pad] * k[f.., c, r, s] over
+ * L<n, f.., h, w> Σ<c, r, s>: the output channels may be several loops
+ * (f..), which the filter stores as leading dims in the same order. */
 static bool match_conv(const Stage *s, const Table *t, const IExpr *ex,
                        const IExpr *ek, OpMatch *m)
 {
     const IrTensor *X = ex->access.tensor, *K = ek->access.tensor;
-    if (s->nguards || !conv_loops(s) || X->rank != 4 || K->rank != 4)
+    int nf = s->nloops - 3;
+    if (s->nguards || nf < 1 || !loops_from_zero(s) || X->rank != 4 || K->rank != nf + 3)
         return false;
     const Ix *const *xi = ex->access.idx, *const *ki = ek->access.idx;
-    int n = s->loops[0].id, f = s->loops[1].id, c, rv, sv;
-    int64_t cc, sth, stw, dh, dw, ph, pw;
-    if (!plain_is(xi[0], t, n, true, 0) || !plain_is(ki[0], t, f, true, 1) ||
-        !plain(xi[1], &c, &cc) || cc != 0 || !plain_is(ki[1], t, c, false, -1) ||
-        !spatial(xi[2], t, 2, &sth, &dh, &rv, &ph) ||
-        !spatial(xi[3], t, 3, &stw, &dw, &sv, &pw) ||
-        !filter_dim(ki[2], t, rv, K->shape[2]) || !filter_dim(ki[3], t, sv, K->shape[3]))
+    int n = s->loops[0].id, c, rv, sv;
+    int64_t cc, sth, stw, dh, dw, ph, pw, f = 1;
+    for (int i = 0; i < nf; i++) {
+        if (!plain_is(ki[i], t, s->loops[1 + i].id, true, 1 + i) ||
+            s->loops[1 + i].hi != K->shape[i])
+            return false;
+        f *= K->shape[i];
+    }
+    if (!plain_is(xi[0], t, n, true, 0) ||
+        !plain(xi[1], &c, &cc) || cc != 0 || !plain_is(ki[nf], t, c, false, -1) ||
+        !spatial(xi[2], t, nf + 1, &sth, &dh, &rv, &ph) ||
+        !spatial(xi[3], t, nf + 2, &stw, &dw, &sv, &pw) ||
+        !filter_dim(ki[nf + 1], t, rv, K->shape[nf + 1]) ||
+        !filter_dim(ki[nf + 2], t, sv, K->shape[nf + 2]))
         return false;
     const Row *rc = row_of(t, c);
-    if (rc->hi != X->shape[1] || rc->hi != K->shape[1] || s->nsums != 1 + (rv >= 0) + (sv >= 0))
+    if (rc->hi != X->shape[1] || rc->hi != K->shape[nf] ||
+        s->nsums != 1 + (rv >= 0) + (sv >= 0))
         return false;
-    if (sth != stw || (rv >= 0 && sv >= 0 && dh != dw) || ph > 0 || pw > 0 ||
-        s->loops[0].hi != X->shape[0] || s->loops[1].hi != K->shape[0])
+    if (sth != stw || (rv >= 0 && sv >= 0 && dh != dw) || ph > 0 || pw > 0 || pw != ph ||
+        s->loops[0].hi != X->shape[0])
         return false;
-    int64_t dil = rv >= 0 ? dh : dw;
+    int64_t dil = rv >= 0 ? dh : dw, kh = K->shape[nf + 1], kw = K->shape[nf + 2];
     /* The output must be exactly what the library computes. */
-    int64_t ho = (X->shape[2] - 2 * ph - dil * (K->shape[2] - 1) - 1) / sth + 1;
-    int64_t wo = (X->shape[3] - 2 * pw - dil * (K->shape[3] - 1) - 1) / stw + 1;
-    if (s->loops[2].hi != ho || s->loops[3].hi != wo)
+    int64_t ho = (X->shape[2] - 2 * ph - dil * (kh - 1) - 1) / sth + 1;
+    int64_t wo = (X->shape[3] - 2 * pw - dil * (kw - 1) - 1) / stw + 1;
+    if (s->loops[nf + 1].hi != ho || s->loops[nf + 2].hi != wo)
         return false;
     memset(m, 0, sizeof *m);
     m->kind = OPK_CONV2D;
@@ -355,15 +365,13 @@ static bool match_conv(const Stage *s, const Table *t, const IExpr *ex,
     m->c = X->shape[1];
     m->h = X->shape[2];
     m->w = X->shape[3];
-    m->f = K->shape[0];
-    m->r = K->shape[2];
-    m->s = K->shape[3];
+    m->f = f;
+    m->r = kh;
+    m->s = kw;
     m->stride = sth;
     m->dilation = dil;
     m->pad = -ph;
     m->groups = 1;
-    if (pw != ph)                /* one padding per side is all we record */
-        return false;
     return true;
 }
 
@@ -406,7 +414,8 @@ static bool match_conv_transpose(const Stage *s, const Table *t, const IExpr *ex
                                  const IExpr *ek, OpMatch *m)
 {
     const IrTensor *X = ex->access.tensor, *K = ek->access.tensor;
-    if (s->nguards != 2 || !conv_loops(s) || X->rank != 4 || K->rank != 4)
+    if (s->nguards != 2 || s->nloops != 4 || !loops_from_zero(s) || X->rank != 4 ||
+        K->rank != 4)
         return false;
     const Ix *const *xi = ex->access.idx, *const *ki = ek->access.idx;
     int n = s->loops[0].id, f = s->loops[1].id, c, rv, sv;

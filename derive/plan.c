@@ -225,8 +225,107 @@ static const Stage *fit_gemm(Flat *f, const Stage *s, bool free_output, int *per
     return NULL;
 }
 
-/* A stage as computed: a GEMM when its layouts can be made to fit and that
- * is cheaper, else as it is. */
+/* ---- fitting layouts to a convolution ----------------------------------
+ * x[n, c, h + r.., w + s..] * k[..] becomes a convolution when the filter
+ * is relaid out [f.., c, r, s] (free: it depends on weights only, so it
+ * runs at load) and the loops are ordered n, f.., h, w. */
+
+/* The loop (coefficient > 0) and sum variable of a spatial index. */
+static bool spatial_vars(const Stage *s, const Ix *x, int *h, int *r)
+{
+    *h = *r = -1;
+    for (int i = 0; i < x->n; i++) {
+        const IxTerm *t = &x->t[i];
+        if (t->kind != IX_VAR || t->coef <= 0)
+            return false;
+        bool loop = false, sum = false;
+        for (int j = 0; j < s->nloops; j++)
+            loop |= s->loops[j].id == t->var;
+        for (int j = 0; j < s->nsums; j++)
+            sum |= s->sums[j].id == t->var;
+        if (loop && *h < 0)
+            *h = t->var;
+        else if (sum && *r < 0)
+            *r = t->var;
+        else
+            return false;
+    }
+    return *h >= 0 && *r >= 0;
+}
+
+static int loop_index(const Stage *s, int var)
+{
+    for (int i = 0; i < s->nloops; i++)
+        if (s->loops[i].id == var)
+            return i;
+    return -1;
+}
+
+static const Stage *fit_conv(Flat *f, const Stage *s, bool free_output, int *perm)
+{
+    const IExpr *b = s->body;
+    if (s->red != RED_SUM || s->nguards || b->kind != IE_MUL || s->nsums != 3 ||
+        b->bin.a->kind != IE_ACCESS || b->bin.b->kind != IE_ACCESS ||
+        !b->bin.a->access.tensor || !b->bin.b->access.tensor || s->nloops > MAXR - 1)
+        return NULL;
+    for (int order = 0; order < 2; order++) {
+        const IExpr *X = order ? b->bin.b : b->bin.a, *W = order ? b->bin.a : b->bin.b;
+        if (X->access.nidx != 4)
+            continue;
+        const Ix *const *xi = X->access.idx;
+        int n, c, h, w, r, sv;
+        if (xi[0]->n != 1 || xi[1]->n != 1 || xi[0]->t[0].kind != IX_VAR ||
+            xi[1]->t[0].kind != IX_VAR || xi[0]->t[0].coef != 1 || xi[1]->t[0].coef != 1 ||
+            !spatial_vars(s, xi[2], &h, &r) || !spatial_vars(s, xi[3], &w, &sv))
+            continue;
+        n = xi[0]->t[0].var;
+        c = xi[1]->t[0].var;
+        int pn = loop_index(s, n), ph = loop_index(s, h), pw = loop_index(s, w);
+        if (pn < 0 || loop_index(s, c) >= 0 || expr_uses(W, n) || expr_uses(W, h) ||
+            expr_uses(W, w) || !expr_uses(W, c) || !expr_uses(W, r) || !expr_uses(W, sv))
+            continue;
+        /* the output channels: every other loop, read by the filter only */
+        int order_w[MAXR], nw = 0, np = 0;
+        bool ok = true;
+        perm[np++] = pn;
+        for (int i = 0; i < s->nloops && ok; i++) {
+            int v = s->loops[i].id;
+            if (i == pn || i == ph || i == pw)
+                continue;
+            ok = expr_uses(W, v) && !expr_uses(X, v);
+            perm[np++] = i;
+            order_w[nw++] = v;
+        }
+        if (!ok || nw == 0)
+            continue;
+        perm[np++] = ph;
+        perm[np++] = pw;
+        if (!free_output)
+            for (int i = 0; i < s->nloops; i++)
+                ok &= perm[i] == i;
+        if (!ok)
+            continue;
+        order_w[nw++] = c;
+        order_w[nw++] = r;
+        order_w[nw++] = sv;
+        OpMatch m;
+        const Stage *as_is = s;
+        if (match_stage(reorder_shift(f, as_is, perm, s->nloops), &m))
+            return as_is;
+        const IExpr *w2 = relayout(f, s, W, order_w, nw);
+        const Stage *t = ir_stage(f->cx, s->red, s->loops, s->nloops, s->sums, s->nsums,
+                                  NULL, 0, ir_binary(f->cx, IE_MUL, X, w2));
+        if (match_stage(reorder_shift(f, t, perm, s->nloops), &m))
+            return t;
+    }
+    return NULL;
+}
+
+/* A stage as computed: the cheapest of running it as it is and of the
+ * layouts that make it a convolution or a GEMM. */
+typedef const Stage *(*FitFn)(Flat *f, const Stage *s, bool free_output, int *perm);
+static const FitFn fits[] = {fit_conv, fit_gemm};
+
 static const Stage *instantiate_stage(Flat *f, const Stage *s, bool free_output, int *perm)
 {
     for (int i = 0; i < s->nloops; i++)
@@ -234,23 +333,26 @@ static const Stage *instantiate_stage(Flat *f, const Stage *s, bool free_output,
     OpMatch m;
     if (match_stage(s, &m) || s->nloops > MAXR)
         return s;
-    int before = f->out->ops.len, p2[MAXR];
-    const Stage *g = fit_gemm(f, s, free_output, p2);
-    if (!g)
-        return s;
-    /* compare: the kernel as is, or the relayouts plus the GEMM */
-    double extra = 0;
-    for (int i = before; i < f->out->ops.len; i++)
-        if (!f->out->ops.data[i].out->weight_only)
-            extra += f->out->ops.data[i].cost;
-    const Stage *r = reorder_shift(f, g, p2, s->nloops);
-    match_stage(r, &m);
-    if (extra + cost_stage(f->dev, r, &m) < cost_stage(f->dev, s, NULL)) {
-        memcpy(perm, p2, (size_t)s->nloops * sizeof *perm);
-        return g;
+    int best = -1, p2[MAXR];
+    double best_cost = cost_stage(f->dev, s, NULL);
+    for (int i = 0; i < (int)(sizeof fits / sizeof *fits); i++) {
+        int before = f->out->ops.len;
+        const Stage *g = fits[i](f, s, free_output, p2);
+        if (g) {
+            double c = 0;
+            for (int j = before; j < f->out->ops.len; j++)
+                if (!f->out->ops.data[j].out->weight_only)
+                    c += f->out->ops.data[j].cost;
+            const Stage *r = reorder_shift(f, g, p2, s->nloops);
+            c += cost_stage(f->dev, r, match_stage(r, &m) ? &m : NULL);
+            if (c < best_cost) {
+                best = i;
+                best_cost = c;
+            }
+        }
+        f->out->ops.len = before;
     }
-    f->out->ops.len = before;
-    return s;
+    return best < 0 ? s : fits[best](f, s, free_output, perm);
 }
 
 /* Loops of `s` its value does not depend on: the tensor need not store them. */

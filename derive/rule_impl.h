@@ -111,6 +111,7 @@ RULE_FNS(lsplit)
 RULE_FNS(lswap)
 RULE_FNS(lmerge)
 RULE_FNS(loopswap)
+RULE_FNS(tile)
 #undef RULE_FNS
 
 #endif

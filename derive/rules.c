@@ -21,6 +21,7 @@ const Rule rule_table[RULE_COUNT] = {
     [RULE_LAYOUT_SWAP] = {"data-layout transformation (swap)", "layout-swap", lswap_sites, lswap_apply},
     [RULE_LAYOUT_MERGE] = {"data-layout transformation (merge)", "layout-merge", lmerge_sites, lmerge_apply},
     [RULE_LOOP_SWAP] = {"data-layout transformation (output)", "loop-swap", loopswap_sites, loopswap_apply},
+    [RULE_SUM_TILE] = {"summation tiling (relax, split, split Σ)", "sum-tile", tile_sites, tile_apply},
 };
 
 /* ---- context ------------------------------------------------------------------ */
@@ -226,6 +227,9 @@ void rule_print_site(const IrCtx *cx, const Stage *root, const RuleSite *s, FILE
         break;
     case RULE_SUM_SPLIT:
         fprintf(fp, " mask=%#llx", (unsigned long long)s->k);
+        break;
+    case RULE_SUM_TILE:
+        fprintf(fp, " mask=%#llx k=%lld", (unsigned long long)s->k, (long long)s->k2);
         break;
     case RULE_TIGHTEN:
         break;

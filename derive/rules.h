@@ -36,6 +36,7 @@ typedef enum {
     RULE_LAYOUT_SWAP,               /* data layout: swap two tensor dimensions */
     RULE_LAYOUT_MERGE,              /* data layout: merge two adjacent dimensions */
     RULE_LOOP_SWAP,                 /* data layout of a stage's own output: swap loops */
+    RULE_SUM_TILE,                  /* summation tiling: relax, split by k, split Σ */
     RULE_COUNT
 } RuleKind;
 
@@ -54,7 +55,9 @@ typedef enum {
  *                focus's body and guards); SPLIT a: dim, k: factor,
  *                b: 0 for (i / k, i % k), 1 for (i % k, i / k);
  *                SWAP a < b: dims; MERGE a: dims a and a + 1
- *   LOOP_SWAP    a < b: loop positions of the focus */
+ *   LOOP_SWAP    a < b: loop positions of the focus
+ *   SUM_TILE     k: bit i set = the focus's i-th sum variable is tiled;
+ *                k2: the factor (root focus only) */
 typedef struct RuleSite {
     RuleKind rule;
     const Stage *focus;

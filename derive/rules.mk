@@ -1,7 +1,7 @@
 # derive/rules.mk - the derivation rules and their tests (see derive/RULES.md)
 derive_libderive_a_SOURCES += derive/rules.h derive/rule_impl.h derive/rules.c \
 	derive/rule_util.c derive/rule_split.c derive/rule_subst.c \
-	derive/rule_merge.c derive/rule_bound.c derive/rule_layout.c
+	derive/rule_merge.c derive/rule_bound.c derive/rule_layout.c derive/rule_tile.c
 
 # Every rule against the interpreter on random stages, and EinNet's
 # showcase derivation steps with their printed results.

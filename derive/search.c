@@ -12,7 +12,7 @@
  * and output layouts are fitted at instantiation. */
 static const RuleKind explicit_rules[] = {
     RULE_SUM_SPLIT, RULE_VAR_MERGE, RULE_VAR_SPLIT, RULE_VAR_FUSE,
-    RULE_RELAX, RULE_INLINE, RULE_LAYOUT_SPLIT, RULE_LAYOUT_MERGE,
+    RULE_RELAX, RULE_INLINE, RULE_LAYOUT_SPLIT, RULE_LAYOUT_MERGE, RULE_SUM_TILE,
 };
 static const RuleKind guided_rules[] = {
     RULE_VAR_MERGE, RULE_VAR_SPLIT, RULE_VAR_FUSE, RULE_LAYOUT_SPLIT,
@@ -20,7 +20,8 @@ static const RuleKind guided_rules[] = {
 };
 #define N_OF(a) ((int)(sizeof a / sizeof *a))
 #define GUIDED_STEPS 4
-#define GUIDED_BRANCH 4
+#define GUIDED_BRANCH 2
+#define MAX_CANDIDATES 8
 
 void search_default_options(SearchOptions *o)
 {
@@ -148,7 +149,6 @@ typedef struct Search {
     int *next_id;
     SearchResult *out;
     FpSet seen;
-    FpSet plans;
     double t0;
     RuleSites sites;
     bool trace;
@@ -183,28 +183,55 @@ static const Stage *tighten(Search *s, const Stage *e)
     return e;
 }
 
-/* A key for a plan: its operators' kinds and sizes (kernels by the
- * extents of their loops and sums), so plans that differ only in how a
- * kernel is written count once. */
+/* A key for a plan: the kinds and sizes of the library operators it runs
+ * per call and the number of its kernels, so plans that differ only in how
+ * a kernel is written, or in what runs at load, count once (the cheapest
+ * is kept). */
 static uint64_t plan_key(const Pieces *p)
 {
     uint64_t h = 0x9e3779b97f4a7c15ULL;
     for (int i = 0; i < p->ops.len; i++) {
         const PlanOp *o = &p->ops.data[i];
         const OpMatch *m = &o->op;
+        if (o->out->weight_only)
+            continue;               /* runs at load: not part of the plan's cost */
         uint64_t v = (uint64_t)m->kind;
-        if (m->kind == OPK_KERNEL) {
-            for (int d = 0; d < o->stage->nloops; d++)
-                v = v * 1000003 + (uint64_t)(o->stage->loops[d].hi - o->stage->loops[d].lo);
-            for (int d = 0; d < o->stage->nsums; d++)
-                v = v * 999983 + (uint64_t)(o->stage->sums[d].hi - o->stage->sums[d].lo);
-        } else
+        if (m->kind == OPK_KERNEL)
+            v = 0x6b;       /* kernels count, not their form */
+        else
             v ^= (uint64_t)(m->m * 31 + m->n * 131 + m->k * 1031 + m->batch * 7 +
                             m->cn * 3 + m->c * 5 + m->f * 11 + m->r * 13 + m->h * 17 +
                             m->stride * 19 + m->gm * 23 + m->gdil * 29 + m->gw * 37);
         h = (h ^ v) * 0x100000001b3ULL;
     }
     return h;
+}
+
+/* The candidates kept are the MAX_CANDIDATES cheapest distinct plans (by
+ * plan_key).  Returns whether `c` was kept. */
+static bool keep_candidate(Search *s, const Candidate *c)
+{
+    Arena *a = ir_arena(s->cx);
+    int same = -1, worst = -1;
+    for (int i = 0; i < s->out->cands.len; i++) {
+        const Candidate *k = &s->out->cands.data[i];
+        if (k->key == c->key)
+            same = i;
+        if (worst < 0 || k->pieces.cost > s->out->cands.data[worst].pieces.cost)
+            worst = i;
+    }
+    if (same >= 0) {
+        if (c->pieces.cost >= s->out->cands.data[same].pieces.cost)
+            return false;
+        s->out->cands.data[same] = *c;
+    } else if (s->out->cands.len < MAX_CANDIDATES) {
+        vec_push(a, &s->out->cands, *c);
+    } else if (c->pieces.cost < s->out->cands.data[worst].pieces.cost) {
+        s->out->cands.data[worst] = *c;
+    } else {
+        return false;
+    }
+    return true;
 }
 
 /* Add a state: instantiate and price it, keep its plan if it is new. */
@@ -217,12 +244,13 @@ static int add_node(Search *s, const Stage *e, int parent, const RuleSite *via,
     else
         n.via.rule = RULE_COUNT;
     /* Instantiate; keep what that built only when the plan is new. */
-    Candidate c = {{{0}, 0}, s->out->nodes.len};
+    Candidate c = {{{0}, 0}, s->out->nodes.len, 0};
     IrMark mark = ir_ctx_mark(s->cx);
     plan_instantiate(s->cx, s->opt->dev, s->result, e, s->next_id, &c.pieces);
     n.cost = c.pieces.cost;
-    bool fresh = fp_insert(&s->plans, plan_key(&c.pieces));
-    if (!fresh && !s->trace)
+    c.key = plan_key(&c.pieces);
+    bool keep = keep_candidate(s, &c);
+    if (!keep && !s->trace)
         ir_ctx_release(s->cx, mark);
     vec_push(ir_arena(s->cx), &s->out->nodes, n);
     if (s->trace) {             /* EINC_SEARCH_TRACE=1: every state, for debugging */
@@ -237,8 +265,6 @@ static int add_node(Search *s, const Stage *e, int parent, const RuleSite *via,
             fputc('\n', stderr);
         }
     }
-    if (fresh)
-        vec_push(ir_arena(s->cx), &s->out->cands, c);
     return s->out->nodes.len - 1;
 }
 
@@ -332,7 +358,7 @@ static int cand_cmp(const void *a, const void *b)
 void search_tensor(RuleCtx *rc, const IrTensor *result, const SearchOptions *opt,
                    int *next_id, SearchResult *out)
 {
-    Search s = {rc, rule_ir(rc), result, opt, next_id, out, {0}, {0}, now_ms(), {0},
+    Search s = {rc, rule_ir(rc), result, opt, next_id, out, {0}, now_ms(), {0},
                 getenv("EINC_SEARCH_TRACE") != NULL};
     memset(out, 0, sizeof *out);
     const Stage *root = tighten(&s, result->stage);
@@ -356,6 +382,5 @@ void search_tensor(RuleCtx *rc, const IrTensor *result, const SearchOptions *opt
     out->chosen = 0;
     out->ms = now_ms() - s.t0;
     free(s.seen.slots);
-    free(s.plans.slots);
     rule_sites_free(&s.sites);
 }

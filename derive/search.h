@@ -41,11 +41,12 @@ typedef struct SearchNode {
 typedef struct Candidate {
     Pieces pieces;
     int node;                   /* the state it instantiates */
+    uint64_t key;               /* what makes two plans the same */
 } Candidate;
 
 typedef struct SearchResult {
     VEC(SearchNode) nodes;
-    VEC(Candidate) cands;       /* distinct plans, cheapest first */
+    VEC(Candidate) cands;       /* the cheapest distinct plans, cheapest first */
     int chosen;                 /* index in cands */
     long expanded;              /* states whose successors were generated */
     double ms;                  /* wall time of the search */
