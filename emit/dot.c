@@ -6,6 +6,7 @@
  * from the kernel to the tensor it writes.  `dot -Tsvg` draws it. */
 #include "config.h"
 #include "emit_int.h"
+#include "../derive/match.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -159,8 +160,13 @@ int emit_dot(const IrProgram *p, FILE *out)
         if (t->kind != IT_STAGE)
             continue;
         const char *kname = arena_printf(em.arena, "k%d_%s", nk++, em.cname[i]);
-        sb_printf(o, "    k%d [shape=box, style=\"rounded,filled\", fillcolor=\"#dde8f8\", "
-                  "label=\"%s: generated kernel%s\\l", i, kname,
+        /* The operator the plan matched (emitted as a generated kernel
+         * until vendor dispatch), or a plain generated kernel. */
+        OpMatch m;
+        bool op = match_stage(t->stage, &m);
+        sb_printf(o, "    k%d [shape=box, style=\"rounded,filled\", fillcolor=\"%s\", "
+                  "label=\"%s: %s%s\\l", i, op ? "#f8e0f0" : "#dde8f8", kname,
+                  op ? op_kind_name(m.kind) : "generated kernel",
                   t->weight_only ? ", run at weight load" : "");
         stage_label(&em, t, o);
         sb_puts(o, "\"];\n");
