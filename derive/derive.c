@@ -77,6 +77,8 @@ Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o)
             pl->cost += ops.data[i].cost;
     }
     d->plan = pl;
+    if (o->level >= 1)
+        derive_fuse(cx, pl, so.dev);
     return d;
 }
 

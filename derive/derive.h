@@ -31,6 +31,10 @@ typedef struct Derived {
 /* Derive `p` (whose tensors it takes over: their stages and ids change). */
 Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o);
 
+/* Inter-expression fusion: substitute maps read by one other map into it
+ * (fuse.c).  Returns how many tensors went away. */
+int derive_fuse(IrCtx *cx, Plan *pl, const Device *dev);
+
 /* Check every chosen derivation on random data in double precision;
  * reports an error (diag_error at the tensor) for each that differs and
  * returns false. */

@@ -66,11 +66,12 @@ static void write_run_params(Emit *em, bool names)
     for (int i = 0; i < p->ntensors; i++) {
         const IrTensor *t = p->tensors[i];
         if (t->kind == IT_INPUT)
-            sb_printf(o, ",\n        const float *%s", names ? em->cname[t->id] : "");
+            sb_printf(o, ",\n        const %s *%s", emit_ctype(t->elem),
+                      names ? em->cname[t->id] : "");
     }
     for (int i = 0; i < p->noutputs; i++) {
         const IrTensor *t = p->tensors[p->outputs[i]];
-        sb_printf(o, ",\n        float *%s", names ? out_param(em, t) : "");
+        sb_printf(o, ",\n        %s *%s", emit_ctype(t->elem), names ? out_param(em, t) : "");
     }
     if (emit_is_cuda(em))
         sb_puts(o, ",\n        cudaStream_t stream");
@@ -92,6 +93,7 @@ void api_write_header_comment(Emit *em)
     Sb *o = &em->out;
     bool cuda = emit_is_cuda(em);
     const char *mem = cuda ? "device" : "host";
+    bool h16 = emit_has_16bit(p);
     tpl(em,
 " *\n"
 " * C API (usable from C and C++; every function but $m_last_error returns\n"
@@ -106,12 +108,18 @@ void api_write_header_comment(Emit *em)
 " *       the message from and to destroy, or NULL when even that failed\n"
 " *       ($m_last_error(NULL) then says so).\n"
 " *   int $m_load_weights($m_ctx *ctx, const char *path);\n"
-" *       Load every weight found in a safetensors file (by its .ein name,\n"
-" *       F32, matching shape); other entries of the file are ignored.\n"
+" *       Load every weight found in a safetensors file (by its .ein name,\n");
+    sb_puts(o, h16 ? " *       its element type as dtype: F32, F16 or BF16, matching shape);\n"
+                     " *       other entries of the file are ignored.\n"
+                   : " *       F32, matching shape); other entries of the file are ignored.\n");
+    tpl(em,
 " *   int $m_set_tensor($m_ctx *ctx, const char *name, const void *data,\n"
-" *                     size_t nbytes);\n"
-" *       Set a weight or an input from host memory (row-major f32,\n"
-" *       nbytes exactly the tensor's size).\n"
+" *                     size_t nbytes);\n");
+    sb_puts(o, h16 ? " *       Set a weight or an input from host memory (row-major, in\n"
+                     " *       its element type; nbytes exactly the tensor's size).\n"
+                   : " *       Set a weight or an input from host memory (row-major f32,\n"
+                     " *       nbytes exactly the tensor's size).\n");
+    tpl(em,
 " *   int $m_get_tensor($m_ctx *ctx, const char *name, void *data,\n"
 " *                     size_t nbytes);\n"
 " *       Copy a tensor that holds a value (set, loaded or computed) to\n"
@@ -124,9 +132,12 @@ void api_write_header_comment(Emit *em)
     sb_printf(&proto, "int %s_run(%s_ctx *ctx", em->model, em->model);
     for (int i = 0; i < p->ntensors; i++)
         if (p->tensors[i]->kind == IT_INPUT)
-            sb_printf(&proto, ", const float *%s", em->cname[i]);
-    for (int i = 0; i < p->noutputs; i++)
-        sb_printf(&proto, ", float *%s", out_param(em, p->tensors[p->outputs[i]]));
+            sb_printf(&proto, ", const %s *%s", emit_ctype(p->tensors[i]->elem),
+                      em->cname[i]);
+    for (int i = 0; i < p->noutputs; i++) {
+        const IrTensor *t = p->tensors[p->outputs[i]];
+        sb_printf(&proto, ", %s *%s", emit_ctype(t->elem), out_param(em, t));
+    }
     sb_puts(&proto, cuda ? ", cudaStream_t stream);" : ");");
     sb_puts(o, " *   ");
     int col = 5;
@@ -144,8 +155,12 @@ void api_write_header_comment(Emit *em)
     sb_free(&proto);
     tpl(em, "\n"
 " *       Compute the outputs from the inputs, all ");
-    sb_printf(o, "%s pointers to row-major\n"
-              " *       f32 arrays that do not overlap", mem);
+    if (h16)
+        sb_printf(o, "%s pointers to row-major\n"
+                  " *       arrays in the tensors' element types that do not overlap", mem);
+    else
+        sb_printf(o, "%s pointers to row-major\n"
+                  " *       f32 arrays that do not overlap", mem);
     sb_puts(o, cuda ? "; the kernels are queued on\n"
                       " *       `stream` and the call returns without waiting for them (a\n"
                       " *       failure while they run shows at the next synchronising call).\n"
@@ -160,11 +175,19 @@ void api_write_header_comment(Emit *em)
 " *   int $m_destroy($m_ctx *ctx);\n"
 " *       Free the context and its buffers.\n"
 " *   int $m_tensor_count(void);  const $m_tensor_info *$m_tensor_at(int i);\n"
-" *       Every tensor of the model: name, kind, shape.\n"
+" *       Every tensor of the model: name, kind, shape, element type, size.\n"
 " * Error codes: $M_EINVAL bad argument, $M_EIO file error, $M_EFORMAT bad\n"
 " * safetensors file or tensor, $M_ENOMEM out of memory, $M_ECUDA a CUDA\n"
 " * call failed, $M_EMISSING a weight or input was never set.  A context is\n"
-" * not safe to use from two threads at once.\n"
+" * not safe to use from two threads at once.\n");
+    if (h16)
+        tpl(em,
+" * Element types: an f32 tensor is an array of float; an f16 or bf16 tensor\n"
+" * an array of uint16_t holding IEEE binary16 or bfloat16 bit patterns\n"
+" * (safetensors' F16 and BF16; on CUDA __half and __nv_bfloat16 have the\n"
+" * same layout: cast the pointers).  The kernels compute in float: a read\n"
+" * widens an element exactly, a store rounds to nearest even.\n");
+    tpl(em,
 " * To call the API from another file, declare it there with\n"
 " *     #define $M_API_ONLY\n");
     sb_printf(o, " *     #include \"%s\"\n", em->file_base);
@@ -173,7 +196,7 @@ void api_write_header_comment(Emit *em)
         const IrTensor *t = p->tensors[i];
         const char *kind = t->kind == IT_INPUT ? "input" : t->kind == IT_WEIGHT ? "weight"
                            : t->weight_only ? "computed at load" : "computed";
-        sb_printf(o, " *   %-12s %s f32", t->name, kind);
+        sb_printf(o, " *   %-12s %s %s", t->name, kind, elem_name(t->elem));
         shape_text(o, t);
         sb_printf(o, "%s\n", t->is_output ? ", output" : "");
     }
@@ -211,6 +234,8 @@ static void write_decls(Emit *em)
 "};\n"
 "\n"
 "enum { $M_INPUT = 0, $M_WEIGHT = 1, $M_COMPUTED = 2 };\n"
+"/* Element types: float; uint16_t IEEE binary16 and bfloat16 bit patterns. */\n"
+"enum { $M_F32 = 0, $M_F16 = 1, $M_BF16 = 2 };\n"
 "\n"
 "typedef struct $m_tensor_info {\n"
 "    const char *name;           /* as in the .ein file */\n"
@@ -218,7 +243,9 @@ static void write_decls(Emit *em)
 "    int is_output;\n"
 "    int rank;\n"
 "    const int64_t *shape;       /* rank entries; NULL for rank 0 */\n"
-"    size_t count;               /* elements (f32) */\n"
+"    size_t count;               /* elements */\n"
+"    int elem;                   /* $M_F32, $M_F16, $M_BF16 */\n"
+"    size_t nbytes;              /* count * element size: 4 (f32) or 2 */\n"
 "} $m_tensor_info;\n"
 "\n"
 "int $m_create($m_ctx **ctx);\n"
@@ -275,15 +302,17 @@ static void write_tables(Emit *em)
             sb_printf(o, "ein_shape_%d", i);
         else
             sb_puts(o, "NULL");
-        sb_printf(o, ", %" PRId64 "},\n", n);
+        sb_printf(o, ", %" PRId64 ", %s_%s, %" PRId64 "},\n", n, em->upper,
+                  t->elem == ELEM_F16 ? "F16" : t->elem == ELEM_BF16 ? "BF16" : "F32",
+                  n * (int64_t)emit_elem_size(t->elem));
     }
     if (nt == 0)
-        sb_puts(o, "    {\"\", 0, 0, 0, NULL, 0},\n");
+        sb_puts(o, "    {\"\", 0, 0, 0, NULL, 0, 0, 0},\n");
     sb_puts(o, "};\n\n");
 
     tpl(em,
 "struct $m_ctx {\n"
-"    float *buf[EIN_NT];             /* one per tensor, ");
+"    void *buf[EIN_NT];              /* one per tensor, ");
     sb_puts(o, cuda ? "device memory */\n" : "host memory */\n");
     tpl(em,
 "    unsigned char valid[EIN_NT];    /* holds a value */\n"
@@ -363,7 +392,7 @@ static void write_stage_runner(Emit *em, const char *fn, bool weight_only)
     for (int i = 0; i < em->nkernels; i++)
         any |= em->kernels[i].out->weight_only == weight_only;
     sb_printf(o, "static int %s(", fn);
-    tpl(em, "$m_ctx *ctx, float *const *p$S)\n{\n");
+    tpl(em, "$m_ctx *ctx, void *const *p$S)\n{\n");
     if (!any) {
         sb_printf(o, "    (void)ctx;\n    (void)p;\n%s    return 0;\n}\n\n",
                   cuda ? "    (void)stream;\n" : "");
@@ -405,7 +434,7 @@ static void write_create_destroy(Emit *em)
 "    }\n"
 "    ctx->weights_changed = 1;\n"
 "    for (int i = 0; i < EIN_NT; i++) {\n"
-"        size_t bytes = ein_tensors[i].count * sizeof(float);\n");
+"        size_t bytes = ein_tensors[i].nbytes;\n");
     if (cuda)
         tpl(em,
 "        cudaError_t e = cudaMalloc((void **)&ctx->buf[i], bytes);\n"
@@ -419,7 +448,7 @@ static void write_create_destroy(Emit *em)
 "        }\n");
     else
         tpl(em,
-"        ctx->buf[i] = (float *)calloc(ein_tensors[i].count, sizeof(float));\n"
+"        ctx->buf[i] = calloc(bytes, 1);\n"
 "        if (!ctx->buf[i])\n"
 "            return ein_fail(ctx, $M_ENOMEM, \"cannot allocate %zu bytes for tensor '%s'\",\n"
 "                            bytes, ein_tensors[i].name);\n");
@@ -472,6 +501,11 @@ static void write_load_set_get(Emit *em)
 "    return st == ST_EIO ? $M_EIO : st == ST_ENOMEM ? $M_ENOMEM : $M_EFORMAT;\n"
 "}\n"
 "\n"
+"static StDtype ein_st_dtype(int elem)\n"
+"{\n"
+"    return elem == $M_F16 ? ST_F16 : elem == $M_BF16 ? ST_BF16 : ST_F32;\n"
+"}\n"
+"\n"
 "int $m_load_weights($m_ctx *ctx, const char *path)\n"
 "{\n"
 "    char msg[ST_ERRLEN];\n"
@@ -485,7 +519,7 @@ static void write_load_set_get(Emit *em)
 "        return ein_fail(ctx, ein_st_code(st), \"%s\", msg);\n"
 "    for (int i = 0; i < EIN_NT; i++) {\n"
 "        const $m_tensor_info *t = &ein_tensors[i];\n"
-"        size_t bytes = t->count * sizeof(float);\n"
+"        size_t bytes = t->nbytes;\n"
 "        if (t->kind != $M_WEIGHT || !st_find(f, t->name))\n"
 "            continue;\n");
     if (cuda)
@@ -497,7 +531,7 @@ static void write_load_set_get(Emit *em)
 "            return ein_fail(ctx, $M_ENOMEM, \"out of host memory for weight '%s'\",\n"
 "                            t->name);\n"
 "        }\n"
-"        st = st_read(f, t->name, ST_F32, t->rank, t->shape, host, bytes, msg,\n"
+"        st = st_read(f, t->name, ein_st_dtype(t->elem), t->rank, t->shape, host, bytes, msg,\n"
 "                     sizeof msg);\n"
 "        cudaError_t e = st == ST_OK ? cudaMemcpy(ctx->buf[i], host, bytes,\n"
 "                                                 cudaMemcpyHostToDevice)\n"
@@ -511,7 +545,7 @@ static void write_load_set_get(Emit *em)
 "        }\n");
     else
         tpl(em,
-"        st = st_read(f, t->name, ST_F32, t->rank, t->shape, ctx->buf[i], bytes,\n"
+"        st = st_read(f, t->name, ein_st_dtype(t->elem), t->rank, t->shape, ctx->buf[i], bytes,\n"
 "                     msg, sizeof msg);\n"
 "        if (st != ST_OK) {\n"
 "            st_close(f);\n"
@@ -541,9 +575,9 @@ static void write_load_set_get(Emit *em)
 "                        \"inputs and weights can be set\", name);\n"
 "    if (!data)\n"
 "        return ein_fail(ctx, $M_EINVAL, \"data for tensor '%s' is a null pointer\", name);\n"
-"    if (nbytes != t->count * sizeof(float))\n"
+"    if (nbytes != t->nbytes)\n"
 "        return ein_fail(ctx, $M_EINVAL, \"tensor '%s' takes %zu bytes, not %zu\", name,\n"
-"                        t->count * sizeof(float), nbytes);\n");
+"                        t->nbytes, nbytes);\n");
     if (cuda)
         tpl(em,
 "    EIN_CUDA(cudaMemcpy(ctx->buf[i], data, nbytes, cudaMemcpyHostToDevice));\n"
@@ -569,9 +603,9 @@ static void write_load_set_get(Emit *em)
 "    if (!data)\n"
 "        return ein_fail(ctx, $M_EINVAL, \"buffer for tensor '%s' is a null pointer\",\n"
 "                        name);\n"
-"    if (nbytes != t->count * sizeof(float))\n"
+"    if (nbytes != t->nbytes)\n"
 "        return ein_fail(ctx, $M_EINVAL, \"tensor '%s' has %zu bytes, not %zu\", name,\n"
-"                        t->count * sizeof(float), nbytes);\n"
+"                        t->nbytes, nbytes);\n"
 "    if (!ctx->valid[i])\n"
 "        return ein_fail(ctx, $M_EMISSING, \"tensor '%s' holds no value: it was not \"\n"
 "                        \"set, loaded or computed (outputs of $m_run go to the \"\n"
@@ -597,7 +631,7 @@ static void write_run(Emit *em)
     Sb *o = &em->out;
     bool cuda = emit_is_cuda(em);
     tpl(em,
-"static int ein_run($m_ctx *ctx, float *const *p$S)\n"
+"static int ein_run($m_ctx *ctx, void *const *p$S)\n"
 "{\n"
 "    int rc;\n"
 "    for (int i = 0; i < EIN_NT; i++)\n"
@@ -625,7 +659,7 @@ static void write_run(Emit *em)
     tpl(em, "int $m_run($m_ctx *ctx");
     write_run_params(em, true);
     tpl(em, ")\n{\n"
-"    float *ein_p[EIN_NT];     /* prefixed: a tensor may be named p */\n"
+"    void *ein_p[EIN_NT];      /* prefixed: a tensor may be named p */\n"
 "    int ein_rc;\n"
 "    if (!ctx)\n"
 "        return $M_EINVAL;\n");
@@ -646,7 +680,7 @@ static void write_run(Emit *em)
     for (int i = 0; i < p->ntensors; i++) {
         const IrTensor *t = p->tensors[i];
         if (t->kind == IT_INPUT)
-            sb_printf(o, "    ein_p[%d] = (float *)%s;\n", i, em->cname[t->id]);
+            sb_printf(o, "    ein_p[%d] = (void *)%s;\n", i, em->cname[t->id]);
     }
     /* Outputs the run-time kernels compute are written in place. */
     for (int i = 0; i < p->noutputs; i++) {
@@ -665,10 +699,10 @@ static void write_run(Emit *em)
         if (cuda)
             sb_printf(o, "    EIN_CUDA(cudaMemcpyAsync(%s, ein_p[%d], %zu, "
                       "cudaMemcpyDeviceToDevice, stream));\n", out_param(em, t), t->id,
-                      (size_t)em->count[t->id] * 4);
+                      (size_t)em->count[t->id] * emit_elem_size(t->elem));
         else
             sb_printf(o, "    memcpy(%s, ein_p[%d], %zu);\n", out_param(em, t), t->id,
-                      (size_t)em->count[t->id] * 4);
+                      (size_t)em->count[t->id] * emit_elem_size(t->elem));
     }
     sb_puts(o, "    /* The context's output buffers were not written. */\n");
     for (int i = 0; i < p->noutputs; i++) {

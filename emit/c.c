@@ -1,6 +1,8 @@
 /* c.c - the C dialect of a kernel: the body of kernel.c inside a loop
  * nest over the output's full shape, parallel with OpenMP when the work
- * is large enough to pay for waking the threads. */
+ * is large enough to pay for waking the threads.  Buffers are the
+ * context's `void *` pointers, which C converts to the parameters' types
+ * (float, or uint16_t for f16/bf16) without a cast. */
 #include "config.h"
 #include "emit_int.h"
 
@@ -17,8 +19,10 @@ void c_write_kernel(Emit *em, const Kernel *k)
     emit_block_comment(o, k->comment, 0);
     sb_printf(o, "static void %s(", k->name);
     for (int i = 0; i < k->nreads; i++)
-        sb_printf(o, "const float *restrict t_%s, ", em->cname[k->reads[i]->id]);
-    sb_printf(o, "float *restrict t_%s)\n{\n", em->cname[k->out->id]);
+        sb_printf(o, "const %s *restrict t_%s, ", emit_ctype(k->reads[i]->elem),
+                  em->cname[k->reads[i]->id]);
+    sb_printf(o, "%s *restrict t_%s)\n{\n", emit_ctype(k->out->elem),
+              em->cname[k->out->id]);
     if (r > 0 && k->total > 1 && k->work >= C_PARALLEL_WORK)
         sb_printf(o, "#ifdef _OPENMP\n#pragma omp parallel for%s schedule(static)\n"
                   "#endif\n", r > 1 ? arena_printf(em->arena, " collapse(%d)", r) : "");
@@ -35,7 +39,9 @@ void c_write_kernel(Emit *em, const Kernel *k)
     sb_indent(o, k->body, ind + 4);
     sb_printf(o, "%*st_%s[", ind + 4, "", em->cname[k->out->id]);
     emit_store_offset(o, k);
-    sb_printf(o, "] = acc;\n%*s}\n}\n\n", ind, "");
+    sb_puts(o, "] = ");
+    emit_store_value(em, o, k->out->elem, "acc");
+    sb_printf(o, ";\n%*s}\n}\n\n", ind, "");
 }
 
 void c_write_launch(Emit *em, const Kernel *k, const char *indent)

@@ -28,8 +28,10 @@ void cuda_write_kernel(Emit *em, const Kernel *k)
     sb_printf(o, "static __global__ void __launch_bounds__(%d)\n%s(", CUDA_BLOCK,
               k->name);
     for (int i = 0; i < k->nreads; i++)
-        sb_printf(o, "const float *__restrict__ t_%s, ", em->cname[k->reads[i]->id]);
-    sb_printf(o, "float *__restrict__ t_%s)\n{\n", em->cname[k->out->id]);
+        sb_printf(o, "const %s *__restrict__ t_%s, ", emit_ctype(k->reads[i]->elem),
+                  em->cname[k->reads[i]->id]);
+    sb_printf(o, "%s *__restrict__ t_%s)\n{\n", emit_ctype(k->out->elem),
+              em->cname[k->out->id]);
     sb_printf(o, "    const %s stride = (%s)gridDim.x * (%s)blockDim.x;\n", t, t, t);
     sb_printf(o, "    for (%s e = (%s)blockIdx.x * (%s)blockDim.x + (%s)threadIdx.x; "
               "e < %" PRId64 "; e += stride) {\n", t, t, t, t, k->total);
@@ -48,7 +50,9 @@ void cuda_write_kernel(Emit *em, const Kernel *k)
         below *= k->out->shape[i];
     }
     sb_indent(o, k->body, 8);
-    sb_printf(o, "        t_%s[e] = acc;\n    }\n}\n\n", em->cname[k->out->id]);
+    sb_printf(o, "        t_%s[e] = ", em->cname[k->out->id]);
+    emit_store_value(em, o, k->out->elem, "acc");
+    sb_puts(o, ";\n    }\n}\n\n");
 }
 
 void cuda_write_launch(Emit *em, const Kernel *k, const char *indent)
@@ -56,9 +60,10 @@ void cuda_write_launch(Emit *em, const Kernel *k, const char *indent)
     Sb *o = &em->out;
     sb_printf(o, "%s%s<<<%" PRId64 ", %d, 0, stream>>>(", indent, k->name, blocks(k),
               CUDA_BLOCK);
+    /* The context's buffers are `void *`: C++ wants the casts. */
     for (int i = 0; i < k->nreads; i++)
-        sb_printf(o, "p[%d], ", k->reads[i]->id);
-    sb_printf(o, "p[%d]);\n", k->out->id);
+        sb_printf(o, "(const %s *)p[%d], ", emit_ctype(k->reads[i]->elem), k->reads[i]->id);
+    sb_printf(o, "(%s *)p[%d]);\n", emit_ctype(k->out->elem), k->out->id);
     sb_printf(o, "%sif ((rc = ein_launched(ctx, \"%s\")) != 0)\n%s    return rc;\n",
               indent, k->name, indent);
 }

@@ -110,6 +110,73 @@ static void write_head_comment(Emit *em)
     sb_puts(o, " */\n");
 }
 
+const char *emit_ctype(ElemType e)
+{
+    return e == ELEM_F32 ? "float" : "uint16_t";
+}
+
+size_t emit_elem_size(ElemType e)
+{
+    return e == ELEM_F32 ? 4 : 2;
+}
+
+bool emit_has_16bit(const IrProgram *p)
+{
+    for (int i = 0; i < p->ntensors; i++)
+        if (p->tensors[i]->elem != ELEM_F32)
+            return true;
+    return false;
+}
+
+void emit_store_value(Emit *em, Sb *b, ElemType e, const char *value)
+{
+    if (e == ELEM_F32) {
+        sb_puts(b, value);
+        return;
+    }
+    em->helpers |= e == ELEM_F16 ? HELP_ST_F16 : HELP_ST_BF16;
+    sb_printf(b, "ein_st_%s(%s)", e == ELEM_F16 ? "f16" : "bf16", value);
+}
+
+/* f16 and bf16 elements are uint16_t bit patterns.  A read widens one to
+ * float, which is exact; a store rounds to nearest even, overflow going
+ * to an infinity, NaN staying NaN.  In C the runtime's integer-only
+ * conversions (runtime/st.c) do it; on CUDA the hardware conversions of
+ * cuda_fp16.h and cuda_bf16.h, which round the same way, so both targets
+ * store the same bits (but for the payload of a NaN, which f32 arithmetic
+ * does not keep the same on both anyway). */
+static void write_16bit_helpers(Emit *em)
+{
+    unsigned h = em->helpers;
+    Sb *o = &em->out;
+    bool cuda = emit_is_cuda(em);
+    const char *fn = cuda ? "static __device__ __forceinline__" : "static inline";
+    if (!(h & (HELP_LD_F16 | HELP_ST_F16 | HELP_LD_BF16 | HELP_ST_BF16)))
+        return;
+    sb_puts(o, "/* f16 and bf16 elements are uint16_t bit patterns (IEEE binary16,\n"
+               "   bfloat16): a read widens one to float exactly; a store rounds to\n"
+               "   nearest even (too large: an infinity; NaN stays NaN). */\n");
+    if (cuda && (h & (HELP_LD_F16 | HELP_ST_F16)))
+        sb_puts(o, "#include <cuda_fp16.h>\n");
+    if (cuda && (h & (HELP_LD_BF16 | HELP_ST_BF16)))
+        sb_puts(o, "#include <cuda_bf16.h>\n");
+    if (cuda)
+        sb_putc(o, '\n');
+    if (h & HELP_LD_F16)
+        sb_printf(o, "%s float ein_ld_f16(uint16_t h)\n{\n    return %s;\n}\n\n", fn,
+                  cuda ? "__half2float(__ushort_as_half(h))" : "st_f16_to_f32(h)");
+    if (h & HELP_ST_F16)
+        sb_printf(o, "%s uint16_t ein_st_f16(float x)\n{\n    return %s;\n}\n\n", fn,
+                  cuda ? "__half_as_ushort(__float2half_rn(x))" : "st_f32_to_f16(x)");
+    if (h & HELP_LD_BF16)
+        sb_printf(o, "%s float ein_ld_bf16(uint16_t h)\n{\n    return %s;\n}\n\n", fn,
+                  cuda ? "__bfloat162float(__ushort_as_bfloat16(h))" : "st_bf16_to_f32(h)");
+    if (h & HELP_ST_BF16)
+        sb_printf(o, "%s uint16_t ein_st_bf16(float x)\n{\n    return %s;\n}\n\n", fn,
+                  cuda ? "__bfloat16_as_ushort(__float2bfloat16_rn(x))"
+                       : "st_f32_to_bf16(x)");
+}
+
 static void write_helpers(Emit *em)
 {
     const char *fn = emit_is_cuda(em) ? "static __device__ __forceinline__" : "static inline";
@@ -154,6 +221,7 @@ static void write_helpers(Emit *em)
     if (h & HELP_MIN)
         sb_printf(o, "%s float ein_min(float a, float b)\n{\n"
                   "    return (a < b || isnan(a)) ? a : b;\n}\n\n", fn);
+    write_16bit_helpers(em);
 }
 
 static int paste_piece(Emit *em, const char *name)
@@ -208,9 +276,9 @@ int emit_check_program(const IrProgram *p)
                        "(please report)", t->name, t->id, i);
             return -1;
         }
-        if (t->elem != ELEM_F32) {
-            diag_error(t->loc, "tensor '%s' is %s: the C and CUDA emitters support "
-                       "only f32 tensors yet", t->name, elem_name(t->elem));
+        if (t->elem != ELEM_F32 && t->elem != ELEM_F16 && t->elem != ELEM_BF16) {
+            diag_error(t->loc, "internal error: tensor '%s' has element type %d "
+                       "(please report)", t->name, (int)t->elem);
             errors++;
         }
         if ((t->kind == IT_STAGE) != (t->stage != NULL)) {

@@ -23,9 +23,11 @@ void sb_indent(Sb *b, const char *text, int indent);
 /* ---- one generated kernel ---------------------------------------------
  * The body is dialect-neutral C: it assumes the loop variables are bound
  * (to every element of the output's full shape, padding included), reads
- * the tensors through `const float *` parameters named t_<cname>, and
- * leaves the element's value in `float acc`.  Each dialect adds the
- * iteration (grid-stride loop / loop nest) and the store. */
+ * the tensors through `const float *` (f32) or `const uint16_t *` (f16,
+ * bf16: bit patterns, widened by ein_ld_f16/ein_ld_bf16) parameters named
+ * t_<cname>, and leaves the element's value in `float acc`.  Each dialect
+ * adds the iteration (grid-stride loop / loop nest) and the store, which
+ * rounds acc to the output's element type (emit_store_value). */
 typedef struct Kernel {
     const IrTensor *out;
     const Stage *st;
@@ -65,7 +67,23 @@ enum {
     HELP_FLOORDIV_L = 1 << 2, HELP_FLOORMOD_L = 1 << 3,
     HELP_RELU = 1 << 4, HELP_SIGMOID = 1 << 5, HELP_RSQRT = 1 << 6,
     HELP_MAX = 1 << 7, HELP_MIN = 1 << 8,
+    /* f16/bf16 storage: widen a stored element, round a value to store */
+    HELP_LD_F16 = 1 << 9, HELP_ST_F16 = 1 << 10,
+    HELP_LD_BF16 = 1 << 11, HELP_ST_BF16 = 1 << 12,
 };
+
+/* The C type of a tensor's elements in buffers and kernel parameters:
+ * "float" for f32, "uint16_t" (the IEEE binary16 or bfloat16 bit
+ * pattern) for f16 and bf16. */
+const char *emit_ctype(ElemType e);
+/* Bytes per element: 4 or 2. */
+size_t emit_elem_size(ElemType e);
+/* Does the program hold an f16 or bf16 tensor? */
+bool emit_has_16bit(const IrProgram *p);
+/* Write `value` (a float expression) converted for a store into an
+ * element of type e: the text itself for f32, ein_st_f16(value) or
+ * ein_st_bf16(value) otherwise (marking the helper used). */
+void emit_store_value(Emit *em, Sb *b, ElemType e, const char *value);
 
 /* emit.c: state shared with dot.c */
 int emit_check_program(const IrProgram *p);
@@ -100,7 +118,6 @@ void api_write_decls(Emit *em);
 void api_write(Emit *em);
 void main_write(Emit *em);
 
-/* The element type name of a tensor for messages. */
 static inline bool emit_is_cuda(const Emit *em)
 {
     return em->opt->target == TARGET_CUDA;

@@ -9,7 +9,9 @@
  * shape); floor division and modulo by constants go through helpers that
  * are exact for negative values unless the argument is provably >= 0;
  * elements outside the loop ranges (output padding) and elements whose
- * loop-level guards fail are 0; a max=/min= with no term is 0.  Nested
+ * loop-level guards fail are 0; a max=/min= with no term is 0.  Reads of
+ * f16 and bf16 tensors widen the element to float (ein_ld_f16,
+ * ein_ld_bf16); all arithmetic is in float.  Nested
  * stages in a body are not generated yet: they are reported as an
  * internal error. */
 #include "config.h"
@@ -421,12 +423,20 @@ static void gen_access(KGen *g, const IExpr *e, Sb *b)
     const char *name = g->em->cname[t->id];
     if (nconds)
         sb_printf(b, "(%s ? ", sb_str(&cond));
+    /* An f16 or bf16 element is widened to float as it is read. */
+    if (t->elem != ELEM_F32) {
+        bool h = t->elem == ELEM_F16;
+        sb_puts(b, h ? "ein_ld_f16(" : "ein_ld_bf16(");
+        g->em->helpers |= h ? HELP_LD_F16 : HELP_LD_BF16;
+    }
     sb_printf(b, "t_%s[", name);
     if (t->rank == 0)
         sb_putc(b, '0');
     else
         gen_offset(g, t, e->access.idx, t->rank - 1, b);
     sb_putc(b, ']');
+    if (t->elem != ELEM_F32)
+        sb_putc(b, ')');
     if (nconds)
         sb_puts(b, " : 0.0f)");
     sb_free(&cond);
@@ -680,6 +690,10 @@ int kernel_build(Emit *em, const IrTensor *t, int index, Kernel *k)
     k->out = t;
     k->st = st;
     k->name = arena_printf(a, "k%d_%s", index, em->cname[t->id]);
+    /* The dialects round the element to its type as they store it; the
+     * helpers are written before the kernels, so say so now. */
+    if (t->elem != ELEM_F32)
+        em->helpers |= t->elem == ELEM_F16 ? HELP_ST_F16 : HELP_ST_BF16;
 
     KGen g = {.em = em, .k = k, .out = t};
     g.nvars = ir_var_count(em->p->cx);

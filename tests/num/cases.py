@@ -11,7 +11,17 @@ so a wrong declared shape shows up as a shape mismatch.
 
 Input kinds: a shape tuple means uniform(-1, 1); ("pos", shape) means
 uniform(0.5, 2) (for log, sqrt, rsqrt, pow, division); ("f16", shape)
-is uniform(-1, 1) stored as f16.
+and ("bf16", shape) are uniform(-1, 1) rounded to f16 and bf16 (the
+reference gets their values, exactly, in float64).
+
+f16 and bf16 tensors: the reference rounds what the program stores in
+those types, as the program does (to nearest even, torch's .to), and
+computes the rest in float64.  An f16 or bf16 output is returned as a
+torch.float16 or torch.bfloat16 tensor: that is the element type run.py
+expects, and it compares such outputs within about one unit in the last
+place of the type (run.py, TOL_16); f32 outputs keep the usual tolerance,
+so an f32 output computed from a rounded intermediate shows whether the
+intermediate was rounded.
 """
 
 import math
@@ -349,4 +359,13 @@ def order(x):
 
 @case({"x": ("f16", (6, 8))})
 def f16(x):
-    return {"y": 2 * x, "s": (3 * x).sum(1)}
+    return {"y": (2 * x).to(torch.float16), "s": (3 * x).sum(1)}
+
+
+@case({"x": ("bf16", (5, 12))}, {"w": ("bf16", (12, 7)), "b": (7,)})
+def bf16(x, w, b):
+    bf = torch.bfloat16
+    y = (x @ w).to(bf).to(torch.float64)        # stored as bf16
+    return {"s": (y * y).sum(1),
+            "z": (F.relu(y + b) / 3).to(bf),
+            "m": y.amax(0).to(bf)}

@@ -13,7 +13,13 @@ at small sizes) this
      from the same f32 values:
          err = max|out - ref| / max(max|ref|, 1e-30)     (per output tensor)
      and passes when err < 1e-5 for every output (names, shapes and
-     element types must match exactly; a NaN fails).
+     element types must match exactly; a NaN fails).  A reference
+     returns an f16 or bf16 output as a torch.float16 or torch.bfloat16
+     tensor (the element type expected), rounded as the program stores
+     it; such an output passes with err < 1e-3 (f16) or 1e-2 (bf16), a
+     little more than one unit in the last place of the type (2^-10,
+     2^-7): the program rounds an f32 result, the reference a float64
+     one, and the two can land one unit apart.
 It prints one line per case and then `N passed, N failed`; the exit status
 is 0 when nothing failed, 1 otherwise, 2 on a usage error.
 
@@ -47,6 +53,10 @@ import eindecl                                # noqa: E402
 import cases as num_cases                     # noqa: E402
 
 TOL_DEFAULT = 1e-5
+# f16 and bf16 outputs: a little more than one unit in the last place
+# relative to the largest value (2^-10 for f16, 2^-7 for bf16)
+TOL_16 = {torch.float16: 1e-3, torch.bfloat16: 1e-2}
+ELEM = {torch.float16: "f16", torch.bfloat16: "bf16"}   # else f32
 RUN_TIMEOUT = 120
 
 
@@ -117,8 +127,8 @@ def model_specs(srcdir):
 
 def make_tensor(spec, gen):
     """SHAPE: uniform(-1, 1); ("pos", SHAPE): uniform(0.5, 2); ("f16",
-    SHAPE): uniform(-1, 1) as f16; (A, SHAPE) with A a float:
-    uniform(-A, A)."""
+    SHAPE), ("bf16", SHAPE): uniform(-1, 1) rounded to f16, bf16; (A,
+    SHAPE) with A a float: uniform(-A, A)."""
     kind = "uniform"
     if (isinstance(spec, tuple) and len(spec) == 2
             and isinstance(spec[0], (str, float))):
@@ -131,6 +141,8 @@ def make_tensor(spec, gen):
         return 0.5 + 1.5 * u
     if kind == "f16":
         return (2 * u - 1).to(torch.float16)
+    if kind == "bf16":
+        return (2 * u - 1).to(torch.bfloat16)
     if kind == "uniform":
         return 2 * u - 1
     raise ValueError("unknown input kind %r" % kind)
@@ -195,7 +207,14 @@ def compare(name, out, ref, tol):
         if extra:
             problems.append("unexpected outputs %s" % ", ".join(extra))
     for k in sorted(set(out) & set(ref)):
-        o, r = out[k], ref[k].detach().to(torch.float64)
+        o, r = out[k], ref[k].detach()
+        want = ELEM.get(r.dtype, "f32")
+        if ELEM.get(o.dtype, "f32") != want:
+            problems.append("%s: element type %s, expected %s"
+                            % (k, ELEM.get(o.dtype, o.dtype), want))
+            continue
+        ktol = max(tol, TOL_16.get(r.dtype, tol))
+        r = r.to(torch.float64)
         if tuple(o.shape) != tuple(r.shape):
             problems.append("%s: shape %s, expected %s"
                             % (k, list(o.shape), list(r.shape)))
@@ -208,11 +227,11 @@ def compare(name, out, ref, tol):
         diff = (o - r).abs()
         err = diff.max().item() / scale if r.numel() else 0.0
         worst = max(worst, err)
-        if not err < tol:
+        if not err < ktol:
             at = tuple(int(i) for i in
                        torch.nonzero(diff == diff.max())[0].tolist())
             problems.append("%s: rel err %.3g >= %g (at %s: got %.8g, "
-                            "expected %.8g)" % (k, err, tol, list(at),
+                            "expected %.8g)" % (k, err, ktol, list(at),
                                                 o[at].item(), r[at].item()))
     return worst, problems
 
@@ -226,9 +245,11 @@ def check_decls(spec, ins, wts):
         raise Failure("cannot read the declarations: %s" % e)
     have = {}
     for kind, name, elem, dims in prog.tensors:
-        have[name] = (kind, dims)
-    given = {k: ("input", list(v.shape)) for k, v in ins.items()}
-    given.update({k: ("weight", list(v.shape)) for k, v in wts.items()})
+        have[name] = (kind, elem, dims)
+    given = {k: ("input", ELEM.get(v.dtype, "f32"), list(v.shape))
+             for k, v in ins.items()}
+    given.update({k: ("weight", ELEM.get(v.dtype, "f32"), list(v.shape))
+                  for k, v in wts.items()})
     if have != given:
         diff = ["%s: .ein %s, test %s" % (k, have.get(k), given.get(k))
                 for k in sorted(set(have) | set(given))

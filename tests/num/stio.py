@@ -65,8 +65,9 @@ def save(tensors, path, metadata=None):
             f.write(b)
 
 
-def load_numpy(path):
-    """Read PATH into a dict name -> numpy array (BF16 widened to f32)."""
+def load_numpy(path, dtypes=None):
+    """Read PATH into a dict name -> numpy array (BF16 widened to f32);
+    with a dict DTYPES, also fill it with name -> safetensors dtype."""
     with open(path, "rb") as f:
         raw = f.read()
     if len(raw) < 8:
@@ -96,9 +97,17 @@ def load_numpy(path):
         else:
             a = np.frombuffer(data[b:e], dtype=_NP[dtype])
         out[name] = a.reshape(shape).copy()
+        if dtypes is not None:
+            dtypes[name] = dtype
     return out
 
 
 def load(path):
-    """Read PATH into a dict name -> torch tensor."""
-    return {k: torch.from_numpy(v) for k, v in load_numpy(path).items()}
+    """Read PATH into a dict name -> torch tensor (BF16 as torch.bfloat16:
+    widened to f32 and back, which is exact)."""
+    dtypes = {}
+    out = {k: torch.from_numpy(v) for k, v in load_numpy(path, dtypes).items()}
+    for k, d in dtypes.items():
+        if d == "BF16":
+            out[k] = out[k].to(torch.bfloat16)
+    return out
