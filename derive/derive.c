@@ -26,6 +26,8 @@ Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o)
     SearchOptions so = o->search;
     if (o->level < 2)
         so.depth = 0;
+    else
+        derive_merge_siblings(cx, p, so.dev);
     for (int i = 0; i < p->ntensors; i++) {
         IrTensor *t = p->tensors[i];
         if (o->level == 0 || !searchable(t)) {

@@ -31,6 +31,11 @@ typedef struct Derived {
 /* Derive `p` (whose tensors it takes over: their stages and ids change). */
 Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o);
 
+/* Inter-expression merging: expressions of one form over the same input
+ * that differ in one weight become one over the stacked weights, where the
+ * cost model says that is cheaper (siblings.c).  Returns how many groups. */
+int derive_merge_siblings(IrCtx *cx, IrProgram *p, const Device *dev);
+
 /* Inter-expression fusion: substitute maps read by one other map into it
  * (fuse.c).  Returns how many tensors went away. */
 int derive_fuse(IrCtx *cx, Plan *pl, const Device *dev);

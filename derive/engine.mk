@@ -1,6 +1,6 @@
 # derive/engine.mk - instantiation (operator matching), the cost model and
 # the search, on top of the IR (derive/local.mk) and the rules (rules.mk).
-derive_libderive_a_SOURCES += derive/match.h derive/match.c derive/cost.h derive/cost.c derive/plan.h derive/plan.c derive/search.h derive/search.c derive/derive.h derive/derive.c derive/fuse.c
+derive_libderive_a_SOURCES += derive/match.h derive/match.c derive/cost.h derive/cost.c derive/plan.h derive/plan.c derive/search.h derive/search.c derive/derive.h derive/derive.c derive/fuse.c derive/siblings.c
 
 check_PROGRAMS += tests/derive/test_match
 TESTS += tests/derive/test_match

@@ -10,6 +10,8 @@
  *   int  M_destroy(M_ctx *ctx);
  *   int  M_tensor_count(void);  const M_tensor_info *M_tensor_at(int i);
  *
+ * Inputs and outputs are `float *` for f32 tensors and `uint16_t *` (bit
+ * patterns) for f16 and bf16 ones, in M_run as in the buffers.
  * Every tensor has a buffer in the context (device memory on CUDA); M_run
  * reads its inputs from and writes its outputs to the caller's pointers
  * instead.  Weight-only stages run on the first run after a weight
@@ -102,9 +104,9 @@ void api_write_header_comment(Emit *em)
 " *\n"
 " *   int $m_create($m_ctx **ctx);\n"
 " *       Allocate a context and a buffer for every tensor");
-    sb_puts(o, cuda ? " on the current\n *       CUDA device" : "");
+    sb_puts(o, cuda ? " on the current\n *       CUDA device.  On failure *ctx is still a context to read\n"
+                    : ".\n *       On failure *ctx is still a context to read\n");
     tpl(em,
-".  On failure *ctx is still a context to read\n"
 " *       the message from and to destroy, or NULL when even that failed\n"
 " *       ($m_last_error(NULL) then says so).\n"
 " *   int $m_load_weights($m_ctx *ctx, const char *path);\n"
@@ -156,8 +158,9 @@ void api_write_header_comment(Emit *em)
     tpl(em, "\n"
 " *       Compute the outputs from the inputs, all ");
     if (h16)
-        sb_printf(o, "%s pointers to row-major\n"
-                  " *       arrays in the tensors' element types that do not overlap", mem);
+        sb_printf(o, "%s pointers to\n"
+                  " *       row-major arrays of the tensors' element types that do not\n"
+                  " *       overlap", mem);
     else
         sb_printf(o, "%s pointers to row-major\n"
                   " *       f32 arrays that do not overlap", mem);
