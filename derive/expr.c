@@ -468,3 +468,33 @@ const IExpr *ir_subst(IrCtx *cx, const IExpr *e, int var, const Ix *by)
     }
     }
 }
+
+const IExpr *ir_map_access(IrCtx *cx, const IExpr *e, IrAccessMap fn, void *arg)
+{
+    switch (e->kind) {
+    case IE_CONST: case IE_INDEX: case IE_ICMP:
+        return e;
+    case IE_ACCESS:
+        return fn(arg, e);
+    case IE_CALL: {
+        const IExpr *args[3];
+        bool changed = false;
+        for (int i = 0; i < e->call.nargs; i++) {
+            args[i] = ir_map_access(cx, e->call.args[i], fn, arg);
+            changed |= args[i] != e->call.args[i];
+        }
+        return changed ? ir_call(cx, e->call.fn, args, e->call.nargs) : e;
+    }
+    case IE_NEG: case IE_NOT: {
+        const IExpr *a = ir_map_access(cx, e->bin.a, fn, arg);
+        return a == e->bin.a ? e : ir_unary(cx, e->kind, a);
+    }
+    default: {
+        const IExpr *a = ir_map_access(cx, e->bin.a, fn, arg);
+        const IExpr *b = ir_map_access(cx, e->bin.b, fn, arg);
+        if (a == e->bin.a && b == e->bin.b)
+            return e;
+        return e->kind == IE_CMP ? ir_cmp(cx, e->bin.op, a, b) : ir_binary(cx, e->kind, a, b);
+    }
+    }
+}

@@ -49,27 +49,15 @@ static const IExpr *value_at(Fuse *fu, const Ix *const *idx)
     return ir_call(cx, FN_SELECT, args, 3);
 }
 
+static const IExpr *substitute_access(void *arg, const IExpr *e)
+{
+    Fuse *fu = arg;
+    return e->access.tensor == fu->t ? value_at(fu, e->access.idx) : e;
+}
+
 static const IExpr *substitute(Fuse *fu, const IExpr *e)
 {
-    IrCtx *cx = fu->cx;
-    switch (e->kind) {
-    case IE_CONST: case IE_INDEX: case IE_ICMP:
-        return e;
-    case IE_ACCESS:
-        return e->access.tensor == fu->t ? value_at(fu, e->access.idx) : e;
-    case IE_CALL: {
-        const IExpr *args[3];
-        for (int i = 0; i < e->call.nargs && i < 3; i++)
-            args[i] = substitute(fu, e->call.args[i]);
-        return ir_call(cx, e->call.fn, args, e->call.nargs);
-    }
-    case IE_NEG: case IE_NOT:
-        return ir_unary(cx, e->kind, substitute(fu, e->bin.a));
-    case IE_CMP:
-        return ir_cmp(cx, e->bin.op, substitute(fu, e->bin.a), substitute(fu, e->bin.b));
-    default:
-        return ir_binary(cx, e->kind, substitute(fu, e->bin.a), substitute(fu, e->bin.b));
-    }
+    return ir_map_access(fu->cx, e, substitute_access, fu);
 }
 
 static int count_reads(const IExpr *e, const IrTensor *t)

@@ -239,6 +239,12 @@ const Stage *ir_stage_subst(IrCtx *cx, const Stage *s, int var, const Ix *by);
 /* A total order on expressions consistent with ir_expr_equal (the order
  * the constructors put commutative operands in). */
 int ir_expr_compare(const IExpr *a, const IExpr *b);
+/* e rebuilt with each access (to a tensor or a nested stage; not the
+ * insides of nested stages) replaced by fn(arg, access); fn returns the
+ * access itself to keep it.  e itself when nothing changed. */
+typedef const IExpr *(*IrAccessMap)(void *arg, const IExpr *acc);
+const IExpr *ir_map_access(IrCtx *cx, const IExpr *e, IrAccessMap fn, void *arg);
+
 /* Whether a stage reads only weights and weight-only tensors (so it can
  * run once, when weights are loaded). */
 bool ir_stage_weight_only(const Stage *s);

@@ -450,36 +450,24 @@ static const Made *materialise(Flat *f, const Stage *s, const Ix *const *idx)
     return &f->made.data[f->made.len - 1];
 }
 
+/* A read of a nested stage becomes a read of its tensor. */
+static const IExpr *flatten_access(void *arg, const IExpr *e)
+{
+    Flat *f = arg;
+    IrCtx *cx = f->cx;
+    if (!e->access.stage)
+        return e;
+    const Stage *s = e->access.stage;
+    const Made *m = materialise(f, s, e->access.idx);
+    const Ix **idx = arena_alloc(ir_arena(cx), (size_t)(m->ndims + 1) * sizeof *idx);
+    for (int j = 0; j < m->ndims; j++)
+        idx[j] = ix_sub(cx, e->access.idx[m->perm[j]], ix_const(cx, s->loops[m->perm[j]].lo));
+    return ir_access_tensor(cx, m->t, idx, m->ndims);
+}
+
 static const IExpr *flatten_expr(Flat *f, const IExpr *e)
 {
-    IrCtx *cx = f->cx;
-    switch (e->kind) {
-    case IE_CONST: case IE_INDEX: case IE_ICMP:
-        return e;
-    case IE_ACCESS: {
-        if (!e->access.stage)
-            return e;
-        const Stage *s = e->access.stage;
-        const Made *m = materialise(f, s, e->access.idx);
-        const Ix **idx = arena_alloc(ir_arena(cx), (size_t)(m->ndims + 1) * sizeof *idx);
-        for (int j = 0; j < m->ndims; j++)
-            idx[j] = ix_sub(cx, e->access.idx[m->perm[j]],
-                            ix_const(cx, s->loops[m->perm[j]].lo));
-        return ir_access_tensor(cx, m->t, idx, m->ndims);
-    }
-    case IE_CALL: {
-        const IExpr *args[3];
-        for (int i = 0; i < e->call.nargs && i < 3; i++)
-            args[i] = flatten_expr(f, e->call.args[i]);
-        return ir_call(cx, e->call.fn, args, e->call.nargs);
-    }
-    case IE_NEG: case IE_NOT:
-        return ir_unary(cx, e->kind, flatten_expr(f, e->bin.a));
-    case IE_CMP:
-        return ir_cmp(cx, e->bin.op, flatten_expr(f, e->bin.a), flatten_expr(f, e->bin.b));
-    default:
-        return ir_binary(cx, e->kind, flatten_expr(f, e->bin.a), flatten_expr(f, e->bin.b));
-    }
+    return ir_map_access(f->cx, e, flatten_access, f);
 }
 
 static const Stage *flatten_stage(Flat *f, const Stage *s)

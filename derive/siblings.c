@@ -20,43 +20,36 @@
 
 #define MAX_GROUP 16
 
-/* e with every read of tensor `from` read from `to` at [lead.., idx]. */
+/* Reads of tensor `from` become reads of `to`, with `lead` inserted at
+ * index position `pos` when given. */
+typedef struct Retarget {
+    IrCtx *cx;
+    const IrTensor *from, *to;
+    const Ix *lead;
+    int pos;
+} Retarget;
+
+static const IExpr *retarget_access(void *arg, const IExpr *e)
+{
+    const Retarget *rt = arg;
+    if (e->access.tensor != rt->from)
+        return e;
+    int n = e->access.nidx + (rt->lead ? 1 : 0), k = 0;
+    const Ix **idx = arena_alloc(ir_arena(rt->cx), (size_t)(n + 1) * sizeof *idx);
+    for (int i = 0; i <= e->access.nidx; i++) {
+        if (rt->lead && i == rt->pos)
+            idx[k++] = rt->lead;
+        if (i < e->access.nidx)
+            idx[k++] = e->access.idx[i];
+    }
+    return ir_access_tensor(rt->cx, rt->to, idx, n);
+}
+
 static const IExpr *retarget(IrCtx *cx, const IExpr *e, const IrTensor *from,
                              const IrTensor *to, const Ix *lead, int pos)
 {
-    switch (e->kind) {
-    case IE_CONST: case IE_INDEX: case IE_ICMP:
-        return e;
-    case IE_ACCESS: {
-        if (e->access.tensor != from)
-            return e;
-        int n = e->access.nidx + (lead ? 1 : 0);
-        const Ix **idx = arena_alloc(ir_arena(cx), (size_t)(n + 1) * sizeof *idx);
-        int k = 0;
-        for (int i = 0; i < e->access.nidx; i++) {
-            if (lead && i == pos)
-                idx[k++] = lead;
-            idx[k++] = e->access.idx[i];
-        }
-        if (lead && pos >= e->access.nidx)
-            idx[k++] = lead;
-        return ir_access_tensor(cx, to, idx, n);
-    }
-    case IE_CALL: {
-        const IExpr *args[3];
-        for (int i = 0; i < e->call.nargs && i < 3; i++)
-            args[i] = retarget(cx, e->call.args[i], from, to, lead, pos);
-        return ir_call(cx, e->call.fn, args, e->call.nargs);
-    }
-    case IE_NEG: case IE_NOT:
-        return ir_unary(cx, e->kind, retarget(cx, e->bin.a, from, to, lead, pos));
-    case IE_CMP:
-        return ir_cmp(cx, e->bin.op, retarget(cx, e->bin.a, from, to, lead, pos),
-                      retarget(cx, e->bin.b, from, to, lead, pos));
-    default:
-        return ir_binary(cx, e->kind, retarget(cx, e->bin.a, from, to, lead, pos),
-                         retarget(cx, e->bin.b, from, to, lead, pos));
-    }
+    Retarget rt = {cx, from, to, lead, pos};
+    return ir_map_access(cx, e, retarget_access, &rt);
 }
 
 /* s with reads of `from` retargeted (lead inserted at index position pos)
