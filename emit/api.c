@@ -534,8 +534,8 @@ static void write_load_set_get(Emit *em)
 "            return ein_fail(ctx, $M_ENOMEM, \"out of host memory for weight '%s'\",\n"
 "                            t->name);\n"
 "        }\n"
-"        st = st_read(f, t->name, ein_st_dtype(t->elem), t->rank, t->shape, host, bytes, msg,\n"
-"                     sizeof msg);\n"
+"        st = st_read(f, t->name, ein_st_dtype(t->elem), t->rank, t->shape, host,\n"
+"                     bytes, msg, sizeof msg);\n"
 "        cudaError_t e = st == ST_OK ? cudaMemcpy(ctx->buf[i], host, bytes,\n"
 "                                                 cudaMemcpyHostToDevice)\n"
 "                                    : cudaSuccess;\n"
@@ -548,8 +548,8 @@ static void write_load_set_get(Emit *em)
 "        }\n");
     else
         tpl(em,
-"        st = st_read(f, t->name, ein_st_dtype(t->elem), t->rank, t->shape, ctx->buf[i], bytes,\n"
-"                     msg, sizeof msg);\n"
+"        st = st_read(f, t->name, ein_st_dtype(t->elem), t->rank, t->shape,\n"
+"                     ctx->buf[i], bytes, msg, sizeof msg);\n"
 "        if (st != ST_OK) {\n"
 "            st_close(f);\n"
 "            return ein_fail(ctx, ein_st_code(st), \"%s\", msg);\n"

@@ -7,8 +7,11 @@
  * programs are written as CUDA and built with nvcc where $NVCC is set
  * (no GPU is needed: compile and link only, no warning allowed).  Also:
  * byte-identical output, the C API's behaviour and error codes (a driver
- * program), name sanitising, 64-bit indexing, rejected programs, and the
- * Graphviz output (checked with dot where $DOT is set).
+ * program), name sanitising, 64-bit indexing, rejected programs, f16 and
+ * bf16 storage (every bit pattern read; stores of values that round, tie,
+ * overflow, underflow, infinities and NaN, against an oracle in double;
+ * the API's uint16_t pointers), and the Graphviz output (checked with dot
+ * where $DOT is set).
  *
  * Usage: test_emit [CASE...]   (KEEP=1 keeps the work folder) */
 #include "config.h"
