@@ -23,7 +23,7 @@ at small sizes) this
 It prints one line per case and then `N passed, N failed`; the exit status
 is 0 when nothing failed, 1 otherwise, 2 on a usage error.
 
-Usage: run.py [--einc PATH] [-j JOBS] [-k PATTERN]... [--keep DIR]
+Usage: run.py [--einc PATH] [-j JOBS] [-k PATTERN]... [--exclude PATTERN]... [--keep DIR]
               [--no-models] [--models-only] [--list] [-v]
 EINC, CC and top_srcdir come from the environment as automake's test
 harness sets them.
@@ -329,6 +329,8 @@ def main():
     ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("-k", action="append", default=[],
                     help="run only cases whose name contains this")
+    ap.add_argument("--exclude", action="append", default=[],
+                    help="skip cases whose name contains this")
     ap.add_argument("--keep", help="work in this folder and keep it")
     ap.add_argument("--no-models", action="store_true")
     ap.add_argument("--models-only", action="store_true")
@@ -345,6 +347,8 @@ def main():
         specs += ms
     if args.k:
         specs = [s for s in specs if any(k in s.name for k in args.k)]
+    if args.exclude:
+        specs = [s for s in specs if not any(k in s.name for k in args.exclude)]
     if args.list:
         for s in specs:
             print(s.name)
