@@ -318,19 +318,71 @@ static bool loops_from_zero(const Stage *s)
     return true;
 }
 
+/* The channels of a convolution: the input channel index x[n, ci, ..]
+ * against the filter k[f.., c, r, s] and the loops; sets the groups and
+ * the position of the filter's first spatial dim.
+ *   ci = c                          one group (c summed over all channels)
+ *   ci = cg*(f / fg) + c            groups of fg output, cg input channels
+ *   ci = f, k[f, r, s]              depthwise: a group per channel */
+static bool conv_channels(const Stage *s, const Table *t, const Ix *ci,
+                          const Ix *const *ki, int nf, const IrTensor *X,
+                          const IrTensor *K, int64_t *groups, int *kr, int *nsums)
+{
+    int c;
+    int64_t cc;
+    if (plain(ci, &c, &cc) && cc == 0 && !row_of(t, c)->loop) {       /* ci = c */
+        const Row *rc = row_of(t, c);
+        *groups = 1;
+        *kr = nf + 1;
+        *nsums = 1;
+        return K->rank == nf + 3 && plain_is(ki[nf], t, c, false, -1) &&
+               rc->hi == X->shape[1] && rc->hi == K->shape[nf];
+    }
+    if (nf != 1)
+        return false;
+    int f = s->loops[1].id;
+    if (plain(ci, &c, &cc) && cc == 0 && c == f) {                     /* depthwise */
+        *groups = X->shape[1];
+        *kr = 1;
+        *nsums = 0;
+        return K->rank == 3 && s->loops[1].hi == X->shape[1];
+    }
+    /* grouped: one plain sum term and one quotient of the output channel */
+    if (ci->n != 2 || ci->c != 0 || K->rank != 4)
+        return false;
+    const IxTerm *tv = ci->t[0].kind == IX_VAR ? &ci->t[0] : &ci->t[1];
+    const IxTerm *td = ci->t[0].kind == IX_VAR ? &ci->t[1] : &ci->t[0];
+    int fv;
+    int64_t f0;
+    if (tv->kind != IX_VAR || tv->coef != 1 || td->kind != IX_DIV ||
+        !plain(td->arg, &fv, &f0) || fv != f || f0 != 0)
+        return false;
+    const Row *rc = row_of(t, tv->var);
+    int64_t cg = td->coef, fg = td->d, nf_all = K->shape[0];
+    if (!rc || rc->loop || rc->lo != 0 || rc->hi != cg || K->shape[1] != cg ||
+        !plain_is(ki[1], t, tv->var, false, -1) || nf_all % fg != 0 ||
+        X->shape[1] != nf_all / fg * cg)
+        return false;
+    *groups = nf_all / fg;
+    *kr = 2;
+    *nsums = 1;
+    return true;
+}
+
 /* x[n, c, st*h + dil*r - pad, st*w + dil*s - pad] * k[f.., c, r, s] over
  * L<n, f.., h, w> Σ<c, r, s>: the output channels may be several loops
- * (f..), which the filter stores as leading dims in the same order. */
+ * (f..), which the filter stores as leading dims in the same order; groups
+ * and depthwise as conv_channels says. */
 static bool match_conv(const Stage *s, const Table *t, const IExpr *ex,
                        const IExpr *ek, OpMatch *m)
 {
     const IrTensor *X = ex->access.tensor, *K = ek->access.tensor;
     int nf = s->nloops - 3;
-    if (s->nguards || nf < 1 || !loops_from_zero(s) || X->rank != 4 || K->rank != nf + 3)
+    if (s->nguards || nf < 1 || !loops_from_zero(s) || X->rank != 4 || K->rank < nf + 2)
         return false;
     const Ix *const *xi = ex->access.idx, *const *ki = ek->access.idx;
-    int n = s->loops[0].id, c, rv, sv;
-    int64_t cc, sth, stw, dh, dw, ph, pw, f = 1;
+    int n = s->loops[0].id, rv, sv, kr, ncs;
+    int64_t sth, stw, dh, dw, ph, pw, f = 1, groups;
     for (int i = 0; i < nf; i++) {
         if (!plain_is(ki[i], t, s->loops[1 + i].id, true, 1 + i) ||
             s->loops[1 + i].hi != K->shape[i])
@@ -338,20 +390,18 @@ static bool match_conv(const Stage *s, const Table *t, const IExpr *ex,
         f *= K->shape[i];
     }
     if (!plain_is(xi[0], t, n, true, 0) ||
-        !plain(xi[1], &c, &cc) || cc != 0 || !plain_is(ki[nf], t, c, false, -1) ||
+        !conv_channels(s, t, xi[1], ki, nf, X, K, &groups, &kr, &ncs) ||
         !spatial(xi[2], t, nf + 1, &sth, &dh, &rv, &ph) ||
         !spatial(xi[3], t, nf + 2, &stw, &dw, &sv, &pw) ||
-        !filter_dim(ki[nf + 1], t, rv, K->shape[nf + 1]) ||
-        !filter_dim(ki[nf + 2], t, sv, K->shape[nf + 2]))
+        !filter_dim(ki[kr], t, rv, K->shape[kr]) ||
+        !filter_dim(ki[kr + 1], t, sv, K->shape[kr + 1]))
         return false;
-    const Row *rc = row_of(t, c);
-    if (rc->hi != X->shape[1] || rc->hi != K->shape[nf] ||
-        s->nsums != 1 + (rv >= 0) + (sv >= 0))
+    if (s->nsums != ncs + (rv >= 0) + (sv >= 0))
         return false;
     if (sth != stw || (rv >= 0 && sv >= 0 && dh != dw) || ph > 0 || pw > 0 || pw != ph ||
         s->loops[0].hi != X->shape[0])
         return false;
-    int64_t dil = rv >= 0 ? dh : dw, kh = K->shape[nf + 1], kw = K->shape[nf + 2];
+    int64_t dil = rv >= 0 ? dh : dw, kh = K->shape[kr], kw = K->shape[kr + 1];
     /* The output must be exactly what the library computes. */
     int64_t ho = (X->shape[2] - 2 * ph - dil * (kh - 1) - 1) / sth + 1;
     int64_t wo = (X->shape[3] - 2 * pw - dil * (kw - 1) - 1) / stw + 1;
@@ -371,7 +421,7 @@ static bool match_conv(const Stage *s, const Table *t, const IExpr *ex,
     m->stride = sth;
     m->dilation = dil;
     m->pad = -ph;
-    m->groups = 1;
+    m->groups = groups;
     return true;
 }
 

@@ -97,6 +97,26 @@ static void convs(void)
            m.pad == 1 && m.c == 6 && m.f == 3 && m.r == 4 && m.h == 4, tc);
 }
 
+static void grouped(void)
+{
+    OpMatch m;
+    const char *g = "input x : f32[1, 8, 6, 6]\nweight k : f32[8, 4, 3, 3]\n"
+        "y[n, f, h, w] : [1, 8, 6, 6] += x[n, 4*(f / 4) + c, h + r - 1, w + s - 1] * k[f, c, r, s]\noutput y\n";
+    EXPECT(match_named(g, "y", &m) && m.kind == OPK_CONV2D && m.groups == 2 && m.c == 8 &&
+           m.f == 8 && m.r == 3 && m.pad == 1, g);
+    const char *g4 = "input x : f32[2, 12, 6, 6]\nweight k : f32[6, 3, 3, 3]\n"
+        "y[n, f, h, w] : [2, 6, 6, 6] += x[n, 3*(f / 3)*2 / 2 + c, h + r - 1, w + s - 1] * k[f, c, r, s]\noutput y\n";
+    EXPECT(!match_named(g4, "y", &m) || m.kind != OPK_CONV2D || m.groups == 2, g4);
+    const char *dwc = "input x : f32[1, 8, 6, 6]\nweight dw : f32[8, 3, 3]\n"
+        "d[n, c, h, w] : [1, 8, 6, 6] += x[n, c, h + r - 1, w + s - 1] * dw[c, r, s]\noutput d\n";
+    EXPECT(match_named(dwc, "d", &m) && m.kind == OPK_CONV2D && m.groups == 8 && m.f == 8 &&
+           m.c == 8 && m.r == 3, dwc);
+    /* a channel index that is not a group pattern does not match */
+    const char *bad = "input x : f32[1, 8, 6, 6]\nweight k : f32[8, 4, 3, 3]\n"
+        "y[n, f, h, w] : [1, 8, 6, 6] += x[n, 4*(f / 2) + c, h + r - 1, w + s - 1] * k[f, c, r, s]\noutput y\n";
+    EXPECT(!match_named(bad, "y", &m) || m.kind != OPK_CONV2D, bad);
+}
+
 static void bands(void)
 {
     OpMatch m;
@@ -116,6 +136,7 @@ int main(void)
 {
     gemms();
     convs();
+    grouped();
     bands();
     printf("%s\n", failures ? "test_match: FAILED" : "test_match: ok");
     return failures ? 1 : 0;
