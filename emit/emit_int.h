@@ -58,6 +58,13 @@ typedef struct Emit {
     const char *build_cmd;          /* the command of line 1 */
     unsigned helpers;               /* HELP_* bits the kernels call */
     Sb out;                         /* the file being written */
+    /* Per variable id, for the kernel being built (kernel.c): made once per
+     * file and cleared after each kernel, since a searched program has many
+     * more variables than any one kernel binds. */
+    int64_t *var_lo, *var_hi;
+    const char **var_name;
+    bool *var_used;
+    int nvars;
 } Emit;
 
 /* The helper functions of the generated file, written only when used

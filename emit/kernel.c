@@ -656,14 +656,19 @@ static int64_t expr_mag(const KGen *g, const IExpr *e)
 
 /* ---- the kernel ------------------------------------------------------------- */
 
+/* A C name for v, unique among the variables of this kernel's stage. */
 static const char *var_cname(KGen *g, const IrVar *v)
 {
     Arena *a = g->em->arena;
+    const Stage *st = g->k->st;
     const char *base = emit_sanitize(a, v->name && v->name[0] ? v->name : "i");
     const char *n = arena_printf(a, "v_%s", base);
-    for (int i = 0; i < g->nvars; i++)
-        if (g->vname[i] && strcmp(g->vname[i], n) == 0)
+    for (int i = 0; i < st->nloops + st->nsums; i++) {
+        const IrVar *u = i < st->nloops ? &st->loops[i] : &st->sums[i - st->nloops];
+        const char *un = u->id >= 0 && u->id < g->nvars ? g->vname[u->id] : NULL;
+        if (un && strcmp(un, n) == 0)
             return arena_printf(a, "v_%s_%d", base, v->id);
+    }
     return n;
 }
 
@@ -682,6 +687,9 @@ static void line(Sb *b, int depth, const char *fmt, ...)
     free(s);
 }
 
+static int kernel_build_with(KGen *gp, Emit *em, Kernel *k, const IrTensor *t,
+                             const Stage *st, int index);
+
 int kernel_build(Emit *em, const IrTensor *t, int index, Kernel *k)
 {
     const Stage *st = t->stage;
@@ -696,12 +704,37 @@ int kernel_build(Emit *em, const IrTensor *t, int index, Kernel *k)
         em->helpers |= t->elem == ELEM_F16 ? HELP_ST_F16 : HELP_ST_BF16;
 
     KGen g = {.em = em, .k = k, .out = t};
-    g.nvars = ir_var_count(em->p->cx);
-    g.lo = arena_alloc(a, sizeof *g.lo * (size_t)(g.nvars + 1));
-    g.hi = arena_alloc(a, sizeof *g.hi * (size_t)(g.nvars + 1));
-    g.vname = arena_alloc(a, sizeof *g.vname * (size_t)(g.nvars + 1));
+    if (!em->var_lo) {
+        em->nvars = ir_var_count(em->p->cx);
+        em->var_lo = arena_alloc(a, sizeof *em->var_lo * (size_t)(em->nvars + 1));
+        em->var_hi = arena_alloc(a, sizeof *em->var_hi * (size_t)(em->nvars + 1));
+        em->var_name = arena_alloc(a, sizeof *em->var_name * (size_t)(em->nvars + 1));
+        em->var_used = arena_alloc(a, sizeof *em->var_used * (size_t)(em->nvars + 1));
+    }
+    g.nvars = em->nvars;
+    g.lo = em->var_lo;
+    g.hi = em->var_hi;
+    g.vname = em->var_name;
+    g.used = em->var_used;
     g.reads = arena_alloc(a, sizeof *g.reads * (size_t)(em->p->ntensors + 1));
-    g.used = arena_alloc(a, sizeof *g.used * (size_t)(g.nvars + 1));
+    int rc = kernel_build_with(&g, em, k, t, st, index);
+    /* leave the per-variable tables clean for the next kernel */
+    for (int i = 0; i < st->nloops + st->nsums; i++) {
+        const IrVar *v = i < st->nloops ? &st->loops[i] : &st->sums[i - st->nloops];
+        if (v->id >= 0 && v->id < em->nvars) {
+            em->var_name[v->id] = NULL;
+            em->var_used[v->id] = false;
+        }
+    }
+    return rc;
+}
+
+static int kernel_build_with(KGen *gp, Emit *em, Kernel *k, const IrTensor *t,
+                             const Stage *st, int index)
+{
+    KGen g = *gp;
+    Arena *a = em->arena;
+    (void)index;
 
     if (st->nloops != t->rank) {
         diag_error(t->loc, "internal error: the stage of '%s' has %d loop variables "
