@@ -174,9 +174,13 @@ static void json_op(const PlanOp *o, FILE *fp)
             op_kind_name(m->kind), o->out->name, o->cost * 1e6);
     switch (m->kind) {
     case OPK_MATMUL: case OPK_BATCH_MATMUL:
-        fprintf(fp, ", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"batch\": %lld",
+        fprintf(fp, ", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"batch\": %lld, "
+                    "\"trans_a\": %s, \"trans_b\": %s, \"trans_c\": %s, \"lda\": %lld, "
+                    "\"ldb\": %lld, \"ldc\": %lld",
                 (long long)m->m, (long long)m->n, (long long)m->k,
-                (long long)(m->batch ? m->batch : 1));
+                (long long)(m->batch ? m->batch : 1), m->trans_a ? "true" : "false",
+                m->trans_b ? "true" : "false", m->out_nm ? "true" : "false",
+                (long long)m->lda, (long long)m->ldb, (long long)m->ldc);
         break;
     case OPK_CONV2D: case OPK_CONV_TRANSPOSE2D:
         fprintf(fp, ", \"n\": %lld, \"c\": %lld, \"h\": %lld, \"w\": %lld, \"f\": %lld, "

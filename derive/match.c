@@ -163,6 +163,22 @@ static void view_output(const Stage *s, View *v)
     view_strides(v);
 }
 
+/* Element offset of the first element a view reads. */
+static int64_t view_base(const View *v, const Table *t)
+{
+    int64_t off = 0;
+    for (int d = 0; d < v->rank; d++)
+        off += (v->var[d] < 0 ? v->off[d] : row_of(t, v->var[d])->lo + v->off[d]) * v->stride[d];
+    return off;
+}
+
+/* The leading dimension of a matrix whose rows have stride `rows` (0 for
+ * a single row) and `cols` columns. */
+static int64_t lead(int64_t rows, int64_t cols)
+{
+    return rows > 0 ? rows : (cols > 0 ? cols : 1);
+}
+
 static int dim_of(const View *v, int var)
 {
     for (int d = 0; d < v->rank; d++)
@@ -258,6 +274,14 @@ static bool match_gemm(const Stage *s, const Table *t, const IExpr *ea,
     m->trans_a = !a_mk;
     m->trans_b = !b_kn;
     m->out_nm = !o_mn;
+    m->lda = m->trans_a ? lead(sa[G_K], m->m) : lead(sa[G_M], m->k);
+    m->ldb = m->trans_b ? lead(sb[G_N], m->k) : lead(sb[G_K], m->n);
+    m->ldc = m->out_nm ? lead(so[G_N], m->m) : lead(so[G_M], m->n);
+    m->stride_a = sa[G_BATCH];
+    m->stride_b = sb[G_BATCH];
+    m->stride_c = so[G_BATCH];
+    m->off_a = view_base(&va, t);
+    m->off_b = view_base(&vb, t);
     return true;
 }
 

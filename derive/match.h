@@ -29,6 +29,9 @@ typedef struct OpMatch {
     int64_t m, n, k, batch;
     bool trans_a, trans_b;      /* A stored k-major / B stored n-major */
     bool out_nm;                /* the output is stored [n][m] (C transposed) */
+    int64_t lda, ldb, ldc;      /* leading dimensions, in elements */
+    int64_t stride_a, stride_b, stride_c;   /* between batch matrices */
+    int64_t off_a, off_b;       /* element offset of the first one read */
     /* convolutions: input [cn, c, h, w], filter [f, c/groups, r, s] */
     int64_t cn, c, h, w, f, r, s, stride, dilation, pad, groups;
     /* G2BMM / GBMM: b batches of m rows, band 2*w + 1, inner size k */

@@ -44,7 +44,13 @@ static void gemms(void)
     const char *mm = "input a : f32[6, 5]\ninput b : f32[5, 7]\n"
                      "c[i, j] += a[i, k] * b[k, j]\noutput c\n";
     EXPECT(match_named(mm, "c", &m) && m.kind == OPK_MATMUL && m.m == 6 &&
-           m.n == 7 && m.k == 5 && !m.trans_a && !m.trans_b && !m.out_nm, mm);
+           m.n == 7 && m.k == 5 && !m.trans_a && !m.trans_b && !m.out_nm &&
+           m.lda == 5 && m.ldb == 7 && m.ldc == 7 && m.off_a == 0, mm);
+    /* a window of a bigger matrix: leading dimensions and offsets */
+    const char *win = "input a : f32[10, 8]\ninput b : f32[5, 7]\n"
+                      "c[i, j] : [6, 7] += a[i + 2, k + 1] * b[k, j] where k < 5\noutput c\n";
+    EXPECT(match_named(win, "c", &m) && m.kind == OPK_MATMUL && m.m == 6 && m.k == 5 &&
+           m.lda == 8 && m.off_a == 2 * 8 + 1, win);
     /* operands stored transposed, output transposed */
     const char *tt = "input a : f32[5, 6]\ninput b : f32[7, 5]\n"
                      "c[j, i] += b[j, k] * a[k, i]\noutput c\n";
@@ -54,7 +60,8 @@ static void gemms(void)
     const char *bm = "input q : f32[3, 4, 2, 8]\ninput k : f32[3, 8, 5]\n"
                      "s[b, i, h, j] += q[b, i, h, d] * k[b, d, j]\noutput s\n";
     EXPECT(match_named(bm, "s", &m) && m.kind == OPK_BATCH_MATMUL && m.batch == 3 &&
-           m.m == 8 && m.n == 5 && m.k == 8, bm);
+           m.m == 8 && m.n == 5 && m.k == 8 && m.stride_a == 64 && m.stride_b == 40 &&
+           m.stride_c == 40 && m.lda == 8 && m.ldb == 5, bm);
     /* a 1x1 convolution at batch 1 is a matmul */
     const char *c1 = "input x : f32[1, 8, 4, 4]\nweight k : f32[16, 8]\n"
                      "y[n, f, h, w] += x[n, c, h, w] * k[f, c]\noutput y\n";
