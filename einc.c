@@ -42,7 +42,7 @@ typedef struct Options {
     const char *output;             /* -o; NULL: derived from the input */
     EmitKind emit;
     bool main;
-    bool verify;
+    int verify;                     /* 0 no, 1 chosen plans, 2 every candidate */
     DeriveOptions derive;
     VEC(const char *) defines;
     VEC(const char *) includes;
@@ -71,17 +71,21 @@ static void usage(FILE *fp)
 "      --dot           same as --emit=dot\n"
 "      --main          add a main() harness to C and CUDA output\n"
 "      --explain       write each chosen derivation step by step\n"
-"      --dot=derivation  write the search trees as Graphviz\n"
+"                        (to standard output unless -o is given)\n"
+"      --dot=derivation  write the search trees as Graphviz (standard\n"
+"                        output unless -o is given)\n"
 "\n"
 "Derivation:\n"
 "  -O0                 no derivation: every statement is one kernel\n"
-"  -O1                 match operators, no search\n"
+"  -O1                 fit and match operators and fuse kernels, with the\n"
+"                        guided search phase only\n"
 "  -O2                 search for cheaper derivations (the default)\n"
 "      --search-depth=N   depth of the explicit search phase (default 1)\n"
 "      --search-budget=MS stop searching after MS milliseconds (default 10000)\n"
 "      --device=NAME   cost model of h200 (default), a100, v100 or cpu\n"
-"      --verify        check every chosen derivation with the interpreter on\n"
-"                        random data before writing anything\n"
+"      --verify[=all]  check every chosen derivation (with =all: every\n"
+"                        candidate kept) with the interpreter on random\n"
+"                        data before writing anything\n"
 "\n"
 "Input:\n"
 "  -D NAME=VALUE       override the integer constant NAME\n"
@@ -173,7 +177,7 @@ static const struct { const char *name; int has_arg; int id; } long_opts[] = {
     {"max-errors", 1, 'x'}, {"help", 0, 'h'}, {"version", 0, 'V'},
     {"output", 1, 'o'}, {"define", 1, 'D'}, {"include", 1, 'I'},
     {"explain", 0, 'X'}, {"search-depth", 1, 'S'}, {"search-budget", 1, 'B'},
-    {"device", 1, 'E'}, {"verify", 0, 'v'},
+    {"device", 1, 'E'}, {"verify", 2, 'v'},
 };
 #define NLONG (sizeof long_opts / sizeof *long_opts)
 
@@ -218,7 +222,7 @@ static void handle(Options *o, int id, const char *val, const char *spelled)
         vec_push(arena, &o->includes, val);
         break;
     case 'e':
-        set_emit(o, val, "unknown output kind '%s' (ir, c, cuda, dot)");
+        set_emit(o, val, "unknown output kind '%s' (ir, c, cuda, dot, plan, plan-json)");
         break;
     case 't':
         if (strcmp(val, "c") != 0 && strcmp(val, "cuda") != 0)
@@ -231,7 +235,11 @@ static void handle(Options *o, int id, const char *val, const char *spelled)
         o->emit = val && strcmp(val, "derivation") == 0 ? EMIT_DOT_DERIVATION : EMIT_DOT;
         break;
     case 'X': o->emit = EMIT_EXPLAIN; break;
-    case 'v': o->verify = true; break;
+    case 'v':
+        if (val && strcmp(val, "all") != 0)
+            usage_error("unknown --verify kind '%s' (all)", val);
+        o->verify = val ? 2 : 1;
+        break;
     case 'S': o->derive.search.depth = (int)number(val, 0, 12, "--search-depth"); break;
     case 'B': o->derive.search.budget_ms = (double)number(val, 1, 86400000, "--search-budget"); break;
     case 'E':
@@ -357,6 +365,9 @@ static void resolve_outputs(Options *o)
     }
     if (o->emit == EMIT_DEFAULT)
         o->emit = EMIT_CUDA;
+    /* Explanations and search trees are for reading: stdout by default. */
+    if ((o->emit == EMIT_EXPLAIN || o->emit == EMIT_DOT_DERIVATION) && !o->output)
+        o->output = "-";
     if (!o->output) {
         const char *ext = "";
         for (size_t i = 0; i < NKINDS; i++)
@@ -365,8 +376,6 @@ static void resolve_outputs(Options *o)
         o->output = arena_printf(arena, "%s%s", stem(strcmp(o->input, "-") == 0
                                                      ? "stdin" : o->input), ext);
     }
-    if ((o->emit == EMIT_EXPLAIN || o->emit == EMIT_DOT_DERIVATION) && !o->output)
-        o->output = "-";
     if (o->main && o->emit != EMIT_C && o->emit != EMIT_CUDA)
         usage_error("%s", "--main needs C or CUDA output");
 }
@@ -524,7 +533,7 @@ static char *compile(const Options *o, size_t *len)
     Derived *d = NULL;
     if (o->emit != EMIT_IR) {
         d = derive_program(cx, p, &o->derive);
-        if (o->verify && !derive_verify(cx, d))
+        if (o->verify && !derive_verify(cx, d, o->verify == 2))
             return NULL;
         p = d->plan->prog;
     }

@@ -118,11 +118,62 @@ static void eval_into(const Stage *s, const IrTensor *t, double *const *data, do
     free(tmp);
 }
 
-bool derive_verify(IrCtx *cx, const Derived *d)
+/* Whether plan `pc` computes the value of dv's original definition. */
+static bool verify_plan(const Derivation *dv, const Pieces *pc, double **data,
+                        const double *want, int cand)
+{
+    const IrTensor *t = dv->tensor;
+    size_t n = numel(t);
+    double *got = xmalloc((n ? n : 1) * sizeof *got);
+    double **scratch = xcalloc((size_t)pc->ops.len + 1, sizeof *scratch);
+    /* intermediates that are not in the program get buffers of their own */
+    for (int j = 0; j + 1 < pc->ops.len; j++) {
+        const IrTensor *o = pc->ops.data[j].out;
+        scratch[j] = xmalloc((numel(o) ? numel(o) : 1) * sizeof **scratch);
+    }
+    double **view = xmalloc(sizeof *view * (size_t)(dv->max_id + 1));
+    memcpy(view, data, sizeof *view * (size_t)(dv->max_id + 1));
+    for (int j = 0; j + 1 < pc->ops.len; j++) {
+        const PlanOp *op = &pc->ops.data[j];
+        if (op->out->id >= 0 && op->out->id <= dv->max_id)
+            view[op->out->id] = scratch[j];
+    }
+    for (int j = 0; j + 1 < pc->ops.len; j++) {
+        const PlanOp *op = &pc->ops.data[j];
+        eval_into(op->stage, op->out, view, scratch[j]);
+    }
+    eval_into(pc->ops.data[pc->ops.len - 1].stage, t, view, got);
+    double scale = 0, err = 0;
+    for (size_t i = 0; i < n; i++) {
+        scale = fmax(scale, fabs(want[i]));
+        err = fmax(err, fabs(want[i] - got[i]));
+    }
+    bool ok = err <= 1e-9 * fmax(scale, 1e-300);
+    if (!ok)
+        diag_error(t->loc, "--verify: the derived form of '%s' (candidate %d) differs "
+                   "from its definition (max error %g, max value %g); this is a bug in "
+                   "einc", t->name, cand, err, scale);
+    for (int j = 0; j + 1 < pc->ops.len; j++)
+        free(scratch[j]);
+    free(scratch);
+    free(view);
+    free(got);
+    return ok;
+}
+
+bool derive_verify(IrCtx *cx, const Derived *d, bool all_candidates)
 {
     (void)cx;
     const IrProgram *p = d->plan->prog;
-    double **data = xcalloc((size_t)p->ntensors + 1, sizeof *data);
+    int max_id = p->ntensors;
+    for (int k = 0; k < d->nds; k++)
+        for (int c = 0; c < d->ds[k].res.cands.len; c++) {
+            const Pieces *pc = &d->ds[k].res.cands.data[c].pieces;
+            for (int j = 0; j < pc->ops.len; j++)
+                if (pc->ops.data[j].out->id > max_id)
+                    max_id = pc->ops.data[j].out->id;
+        }
+    double **data = xcalloc((size_t)max_id + 1, sizeof *data);
     uint64_t seed = 0x2545f4914f6cdd1dULL;
     for (int i = 0; i < p->ntensors; i++) {
         size_t n = numel(p->tensors[i]);
@@ -134,32 +185,17 @@ bool derive_verify(IrCtx *cx, const Derived *d)
     }
     bool ok = true;
     for (int k = 0; k < d->nds; k++) {
-        const Derivation *dv = &d->ds[k];
-        const IrTensor *t = dv->tensor;
-        size_t n = numel(t);
+        Derivation *dv = &d->ds[k];
+        dv->max_id = max_id;
+        size_t n = numel(dv->tensor);
         double *want = xmalloc((n ? n : 1) * sizeof *want);
-        eval_into(dv->original, t, data, want);
-        /* the plan: each intermediate in order, then the result */
-        const Pieces *pc = &dv->res.cands.data[dv->res.chosen].pieces;
-        for (int j = 0; j + 1 < pc->ops.len; j++) {
-            const PlanOp *op = &pc->ops.data[j];
-            eval_into(op->stage, op->out, data, data[op->out->id]);
-        }
-        eval_into(pc->ops.data[pc->ops.len - 1].stage, t, data, data[t->id]);
-        double scale = 0, err = 0;
-        for (size_t i = 0; i < n; i++) {
-            scale = fmax(scale, fabs(want[i]));
-            err = fmax(err, fabs(want[i] - data[t->id][i]));
-        }
-        if (!(err <= 1e-9 * fmax(scale, 1e-300))) {
-            diag_error(t->loc, "--verify: the derived form of '%s' differs from its "
-                       "definition (max error %g, max value %g); this is a bug in "
-                       "einc", t->name, err, scale);
-            ok = false;
-        }
+        eval_into(dv->original, dv->tensor, data, want);
+        for (int c = 0; c < dv->res.cands.len; c++)
+            if (all_candidates || c == dv->res.chosen)
+                ok &= verify_plan(dv, &dv->res.cands.data[c].pieces, data, want, c);
         free(want);
     }
-    for (int i = 0; i < p->ntensors; i++)
+    for (int i = 0; i <= max_id; i++)
         free(data[i]);
     free(data);
     return ok;
@@ -170,8 +206,9 @@ bool derive_verify(IrCtx *cx, const Derived *d)
 static void json_op(const PlanOp *o, FILE *fp)
 {
     const OpMatch *m = &o->op;
-    fprintf(fp, "{\"kind\": \"%s\", \"tensor\": \"%s\", \"cost_us\": %.3f",
-            op_kind_name(m->kind), o->out->name, o->cost * 1e6);
+    fprintf(fp, "{\"kind\": \"%s\", \"tensor\": \"%s\", \"cost_us\": %.3f, \"at_load\": %s",
+            op_kind_name(m->kind), o->out->name, o->cost * 1e6,
+            o->out->weight_only ? "true" : "false");
     switch (m->kind) {
     case OPK_MATMUL: case OPK_BATCH_MATMUL:
         fprintf(fp, ", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"batch\": %lld, "

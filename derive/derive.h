@@ -18,6 +18,7 @@ typedef struct Derivation {
     const IrTensor *tensor;
     const Stage *original;      /* its stage before derivation */
     SearchResult res;
+    int max_id;                 /* largest tensor id any candidate uses (verify) */
 } Derivation;
 
 typedef struct Derived {
@@ -40,10 +41,10 @@ int derive_merge_siblings(IrCtx *cx, IrProgram *p, const Device *dev);
  * (fuse.c).  Returns how many tensors went away. */
 int derive_fuse(IrCtx *cx, Plan *pl, const Device *dev);
 
-/* Check every chosen derivation on random data in double precision;
- * reports an error (diag_error at the tensor) for each that differs and
- * returns false. */
-bool derive_verify(IrCtx *cx, const Derived *d);
+/* Check every chosen derivation (every kept candidate with
+ * all_candidates) on random data in double precision; reports an error
+ * (diag_error at the tensor) for each that differs and returns false. */
+bool derive_verify(IrCtx *cx, const Derived *d, bool all_candidates);
 
 void derive_print_json(const IrCtx *cx, const Derived *d, FILE *fp);
 void derive_explain(const IrCtx *cx, const Derived *d, FILE *fp);

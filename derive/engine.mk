@@ -6,3 +6,9 @@ check_PROGRAMS += tests/derive/test_match
 TESTS += tests/derive/test_match
 tests_derive_test_match_LDADD = derive/libderive.a sema/libsema.a \
 	parser/libparser.a lang/liblang.a -lm
+
+# The search showcases (EinNet's four derivations) and --verify on every
+# example; tests/bench/ holds benchmarks that do not run in make check.
+TESTS += tests/derive/showcase.test tests/derive/verify.test
+EXTRA_DIST += tests/derive/showcase.test tests/derive/verify.test \
+	tests/derive/showcase tests/bench/search.sh tests/bench/README.md

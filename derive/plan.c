@@ -61,7 +61,9 @@ static const IrTensor *add_tensor(Flat *f, const Stage *st)
         shape[d] = st->loops[d].hi;
     IrTensor *t = arena_alloc(a, sizeof *t);
     t->id = (*f->next_id)++;
-    t->name = arena_printf(a, "%s.t%d", f->result->name, f->out->ops.len + 1);
+    /* '@' never appears in a name of the source, so no clash with the
+     * "call.local" names of inlined defs */
+    t->name = arena_printf(a, "%s@%d", f->result->name, f->out->ops.len + 1);
     t->kind = IT_STAGE;
     t->elem = ELEM_F32;
     t->rank = st->nloops;

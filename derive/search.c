@@ -347,6 +347,13 @@ static void guide(Search *s, int at, int steps)
     rule_sites_free(&sites);
 }
 
+/* EINC_SEARCH_TRACE=1 (anything but empty or 0) prints every state. */
+static bool trace_on(void)
+{
+    const char *v = getenv("EINC_SEARCH_TRACE");
+    return v && *v && strcmp(v, "0") != 0;
+}
+
 static int cand_cmp(const void *a, const void *b)
 {
     const Candidate *x = a, *y = b;
@@ -359,13 +366,17 @@ void search_tensor(RuleCtx *rc, const IrTensor *result, const SearchOptions *opt
                    int *next_id, SearchResult *out)
 {
     Search s = {rc, rule_ir(rc), result, opt, next_id, out, {0}, now_ms(), {0},
-                getenv("EINC_SEARCH_TRACE") != NULL};
+                trace_on()};
     memset(out, 0, sizeof *out);
     const Stage *root = tighten(&s, result->stage);
     fp_insert(&s.seen, ir_fingerprint(root));
     add_node(&s, root, -1, NULL, 0, false);
 
-    /* explicit phase: breadth first, level by level */
+    /* explicit phase: breadth first, level by level, in at most half of
+     * the states, so that the guided phase always has room */
+    SearchOptions half = *opt;
+    half.max_states = opt->max_states / 2;
+    s.opt = &half;
     int level_begin = 0;
     for (int depth = 0; depth < opt->depth && !out->out_of_budget; depth++) {
         int level_end = out->nodes.len;
@@ -373,6 +384,8 @@ void search_tensor(RuleCtx *rc, const IrTensor *result, const SearchOptions *opt
             expand(&s, i, explicit_rules, N_OF(explicit_rules));
         level_begin = level_end;
     }
+    s.opt = opt;
+    out->out_of_budget = false;
     /* guided phase from every state reached */
     int reached = out->nodes.len;
     for (int i = 0; i < reached && !out_of_budget(&s); i++)

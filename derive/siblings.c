@@ -144,7 +144,7 @@ static void build_group(IrCtx *cx, IrTensor **g, int n, int at, IrTensor **made)
     wshape[0] = n;
     memcpy(wshape + 1, w0->shape, (size_t)w0->rank * sizeof *wshape);
     IrTensor *ws = arena_alloc(a, sizeof *ws);
-    *ws = (IrTensor){0, arena_printf(a, "%s.stacked", g[0]->name), IT_STAGE, w0->elem,
+    *ws = (IrTensor){0, arena_printf(a, "%s@stacked", g[0]->name), IT_STAGE, w0->elem,
                      w0->rank + 1, wshape, g[0]->loc, false, true,
                      ir_stage(cx, RED_NONE, wl, w0->rank + 1, NULL, 0, NULL, 0, v)};
     /* M[j, I] = the first member's form over W'[j, ..] */
@@ -154,7 +154,7 @@ static void build_group(IrCtx *cx, IrTensor **g, int n, int at, IrTensor **made)
     mshape[at] = n;
     memcpy(mshape + at + 1, g[0]->shape + at, (size_t)(g[0]->rank - at) * sizeof *mshape);
     IrTensor *m = arena_alloc(a, sizeof *m);
-    *m = (IrTensor){0, arena_printf(a, "%s.merged", g[0]->name), IT_STAGE, ELEM_F32,
+    *m = (IrTensor){0, arena_printf(a, "%s@merged", g[0]->name), IT_STAGE, ELEM_F32,
                     g[0]->rank + 1, mshape, g[0]->loc, false, false,
                     retarget_stage(cx, g[0]->stage, w0, ws, ix_var(cx, j.id), 0, &j, at)};
     made[0] = ws;
