@@ -498,3 +498,37 @@ const IExpr *ir_map_access(IrCtx *cx, const IExpr *e, IrAccessMap fn, void *arg)
     }
     }
 }
+
+bool ir_stage_uses(const Stage *s, int var)
+{
+    for (int i = 0; i < s->nguards; i++)
+        if (ir_expr_uses(s->guards[i], var))
+            return true;
+    return ir_expr_uses(s->body, var);
+}
+
+bool ir_expr_uses(const IExpr *e, int var)
+{
+    switch (e->kind) {
+    case IE_CONST:
+        return false;
+    case IE_INDEX:
+        return ix_uses(e->ix, var);
+    case IE_ICMP:
+        return ix_uses(e->icmp.ix, var);
+    case IE_ACCESS:
+        for (int k = 0; k < e->access.nidx; k++)
+            if (ix_uses(e->access.idx[k], var))
+                return true;
+        return e->access.stage && ir_stage_uses(e->access.stage, var);
+    case IE_CALL:
+        for (int i = 0; i < e->call.nargs; i++)
+            if (ir_expr_uses(e->call.args[i], var))
+                return true;
+        return false;
+    case IE_NEG: case IE_NOT:
+        return ir_expr_uses(e->bin.a, var);
+    default:
+        return ir_expr_uses(e->bin.a, var) || ir_expr_uses(e->bin.b, var);
+    }
+}

@@ -245,6 +245,11 @@ int ir_expr_compare(const IExpr *a, const IExpr *b);
 typedef const IExpr *(*IrAccessMap)(void *arg, const IExpr *acc);
 const IExpr *ir_map_access(IrCtx *cx, const IExpr *e, IrAccessMap fn, void *arg);
 
+/* Whether variable `var` occurs free in e (through nested stages), or in
+ * a stage's guards or body. */
+bool ir_expr_uses(const IExpr *e, int var);
+bool ir_stage_uses(const Stage *s, int var);
+
 /* Whether a stage reads only weights and weight-only tensors (so it can
  * run once, when weights are loaded). */
 bool ir_stage_weight_only(const Stage *s);

@@ -333,6 +333,28 @@ static bool plain_is(const Ix *ix, const Table *t, int var, bool loop, int pos)
            r->loop == loop && (!loop || r->out_pos == pos) && r->lo == 0;
 }
 
+/* Record a convolution's sizes: input [cn, c, h, w], filter [f, ., r, s]. */
+static void conv_sizes(OpMatch *m, OpKind kind, const IrTensor *X, const IrTensor *K,
+                       int64_t f, int64_t r, int64_t s, int64_t stride, int64_t dil,
+                       int64_t pad, int64_t groups)
+{
+    memset(m, 0, sizeof *m);
+    m->kind = kind;
+    m->in[0] = X;
+    m->in[1] = K;
+    m->cn = X->shape[0];
+    m->c = X->shape[1];
+    m->h = X->shape[2];
+    m->w = X->shape[3];
+    m->f = f;
+    m->r = r;
+    m->s = s;
+    m->stride = stride;
+    m->dilation = dil;
+    m->pad = pad;
+    m->groups = groups;
+}
+
 /* Output loops from 0 over the whole output. */
 static bool loops_from_zero(const Stage *s)
 {
@@ -431,21 +453,7 @@ static bool match_conv(const Stage *s, const Table *t, const IExpr *ex,
     int64_t wo = (X->shape[3] - 2 * pw - dil * (kw - 1) - 1) / stw + 1;
     if (s->loops[nf + 1].hi != ho || s->loops[nf + 2].hi != wo)
         return false;
-    memset(m, 0, sizeof *m);
-    m->kind = OPK_CONV2D;
-    m->in[0] = X;
-    m->in[1] = K;
-    m->cn = X->shape[0];
-    m->c = X->shape[1];
-    m->h = X->shape[2];
-    m->w = X->shape[3];
-    m->f = f;
-    m->r = kh;
-    m->s = kw;
-    m->stride = sth;
-    m->dilation = dil;
-    m->pad = -ph;
-    m->groups = groups;
+    conv_sizes(m, OPK_CONV2D, X, K, f, kh, kw, sth, dil, -ph, groups);
     return true;
 }
 
@@ -510,21 +518,8 @@ static bool match_conv_transpose(const Stage *s, const Table *t, const IExpr *ex
     /* An output one stride larger is the library's output padding; keep exact. */
     if (s->loops[2].hi != ho || s->loops[3].hi != wo)
         return false;
-    memset(m, 0, sizeof *m);
-    m->kind = OPK_CONV_TRANSPOSE2D;
-    m->in[0] = X;
-    m->in[1] = K;
-    m->cn = X->shape[0];
-    m->c = X->shape[1];
-    m->h = X->shape[2];
-    m->w = X->shape[3];
-    m->f = K->shape[1];
-    m->r = K->shape[2];
-    m->s = K->shape[3];
-    m->stride = sth;
-    m->dilation = 1;
-    m->pad = ph;
-    m->groups = 1;
+    conv_sizes(m, OPK_CONV_TRANSPOSE2D, X, K, K->shape[1], K->shape[2], K->shape[3],
+               sth, 1, ph, 1);
     return true;
 }
 

@@ -111,27 +111,6 @@ static const Stage *reorder_shift(Flat *f, const Stage *s, const int *perm, int 
 
 enum { C_BATCH, C_M, C_N, C_K, C_NONE };
 
-static bool expr_uses(const IExpr *e, int var)
-{
-    switch (e->kind) {
-    case IE_CONST: return false;
-    case IE_INDEX: return ix_uses(e->ix, var);
-    case IE_ICMP: return ix_uses(e->icmp.ix, var);
-    case IE_ACCESS:
-        for (int i = 0; i < e->access.nidx; i++)
-            if (ix_uses(e->access.idx[i], var))
-                return true;
-        return false;
-    case IE_CALL:
-        for (int i = 0; i < e->call.nargs; i++)
-            if (expr_uses(e->call.args[i], var))
-                return true;
-        return false;
-    case IE_NEG: case IE_NOT: return expr_uses(e->bin.a, var);
-    default: return expr_uses(e->bin.a, var) || expr_uses(e->bin.b, var);
-    }
-}
-
 /* The relayout of operand `acc` to dims `vars` (in that order). */
 static const IExpr *relayout(Flat *f, const Stage *s, const IExpr *acc, const int *vars, int n)
 {
@@ -171,7 +150,7 @@ static const Stage *fit_gemm(Flat *f, const Stage *s, bool free_output, int *per
     for (int i = 0; i < nv; i++) {
         bool loop = i < s->nloops;
         int v = loop ? s->loops[i].id : s->sums[i - s->nloops].id;
-        bool ia = expr_uses(A, v), ib = expr_uses(B, v);
+        bool ia = ir_expr_uses(A, v), ib = ir_expr_uses(B, v);
         cls[i] = loop ? (ia && ib ? C_BATCH : ia ? C_M : ib ? C_N : C_NONE)
                       : (ia && ib ? C_K : C_NONE);
         if (cls[i] == C_NONE)
@@ -283,8 +262,8 @@ static const Stage *fit_conv(Flat *f, const Stage *s, bool free_output, int *per
         n = xi[0]->t[0].var;
         c = xi[1]->t[0].var;
         int pn = loop_index(s, n), ph = loop_index(s, h), pw = loop_index(s, w);
-        if (pn < 0 || loop_index(s, c) >= 0 || expr_uses(W, n) || expr_uses(W, h) ||
-            expr_uses(W, w) || !expr_uses(W, c) || !expr_uses(W, r) || !expr_uses(W, sv))
+        if (pn < 0 || loop_index(s, c) >= 0 || ir_expr_uses(W, n) || ir_expr_uses(W, h) ||
+            ir_expr_uses(W, w) || !ir_expr_uses(W, c) || !ir_expr_uses(W, r) || !ir_expr_uses(W, sv))
             continue;
         /* the output channels: every other loop, read by the filter only */
         int order_w[MAXR], nw = 0, np = 0;
@@ -294,7 +273,7 @@ static const Stage *fit_conv(Flat *f, const Stage *s, bool free_output, int *per
             int v = s->loops[i].id;
             if (i == pn || i == ph || i == pw)
                 continue;
-            ok = expr_uses(W, v) && !expr_uses(X, v);
+            ok = ir_expr_uses(W, v) && !ir_expr_uses(X, v);
             perm[np++] = i;
             order_w[nw++] = v;
         }
@@ -357,15 +336,6 @@ static const Stage *instantiate_stage(Flat *f, const Stage *s, bool free_output,
     return best < 0 ? s : fits[best](f, s, free_output, perm);
 }
 
-/* Loops of `s` its value does not depend on: the tensor need not store them. */
-static bool loop_used(const Stage *s, int var)
-{
-    for (int g = 0; g < s->nguards; g++)
-        if (expr_uses(s->guards[g], var))
-            return true;
-    return expr_uses(s->body, var);
-}
-
 /* Next permutation of p[0..n) in lexicographic order; false after the last. */
 static bool next_perm(int *p, int n)
 {
@@ -417,7 +387,7 @@ static const Made *materialise(Flat *f, const Stage *s, const Ix *const *idx)
             continue;
         bool ok = true;         /* the dropped loops are in range here too */
         for (int d = 0; d < s->nloops; d++)
-            if (!loop_used(s, s->loops[d].id))
+            if (!ir_stage_uses(s, s->loops[d].id))
                 ok &= within(f, idx[d], s->loops[d].lo, s->loops[d].hi);
         if (ok)
             return m;
@@ -426,7 +396,7 @@ static const Made *materialise(Flat *f, const Stage *s, const Ix *const *idx)
     const Stage *flat = flatten_stage(f, s);
     int keep[MAXR], nkeep = 0;
     for (int d = 0; d < flat->nloops && flat->nloops <= MAXR; d++)
-        if (loop_used(flat, flat->loops[d].id) ||
+        if (ir_stage_uses(flat, flat->loops[d].id) ||
             !within(f, idx[d], flat->loops[d].lo, flat->loops[d].hi))
             keep[nkeep++] = d;
     if (flat->nloops > MAXR)

@@ -42,8 +42,6 @@ void rc_bounds_at(RuleCtx *rc, const Ix *x, int v, int64_t lo, int64_t hi,
 /* ---- stages, variables, expressions -------------------------------------- */
 int rc_loop_pos(const Stage *s, int var);              /* -1 if not a loop */
 int rc_sum_pos(const Stage *s, int var);               /* -1 if not a sum */
-bool rc_uses(const IExpr *e, int var);                 /* free occurrence */
-bool rc_stage_uses(const Stage *s, int var);           /* in guards or body */
 const IExpr *rc_subst_all(RuleCtx *rc, const IExpr *e, int n, const int *vars,
                           const Ix *const *by);
 /* Appends lo <= x < hi to g as guards (with `prove`, only the sides not

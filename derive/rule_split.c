@@ -33,7 +33,7 @@ void split_sites(RuleCtx *rc, const RuleFocus *f, RuleSites *out)
 static bool uses_any(const IExpr *e, const IrVar *v, int n)
 {
     for (int i = 0; i < n; i++)
-        if (rc_uses(e, v[i].id))
+        if (ir_expr_uses(e, v[i].id))
             return true;
     return false;
 }
@@ -73,9 +73,9 @@ const Stage *split_apply(RuleCtx *rc, const RuleFocus *f, const RuleSite *site)
 
     for (int i = 0; i < s->nloops + nout; i++) {
         const IrVar *v = i < s->nloops ? &s->loops[i] : &outs[i - s->nloops];
-        bool used = rc_uses(s->body, v->id);
+        bool used = ir_expr_uses(s->body, v->id);
         for (int j = 0; j < ngin && !used; j++)
-            used = rc_uses(gin[j], v->id);
+            used = ir_expr_uses(gin[j], v->id);
         if (!used)
             continue;
         fresh[k] = rc_fresh(rc, v->name, v->lo, v->hi);

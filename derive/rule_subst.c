@@ -387,7 +387,7 @@ void drop_sites(RuleCtx *rc, const RuleFocus *f, RuleSites *out)
     (void)rc;
     const Stage *s = f->stage;
     for (int i = 0; i < s->nloops; i++)
-        if (!rc_stage_uses(s, s->loops[i].id))
+        if (!ir_stage_uses(s, s->loops[i].id))
             rc_push(out, (RuleSite){.rule = RULE_VAR_DROP, .focus = s, .a = s->loops[i].id});
 }
 
@@ -407,7 +407,7 @@ const Stage *drop_apply(RuleCtx *rc, const RuleFocus *f, const RuleSite *st)
 {
     const Stage *s = f->stage;
     int pos = rc_loop_pos(s, st->a);
-    if (pos < 0 || rc_stage_uses(s, st->a)
+    if (pos < 0 || ir_stage_uses(s, st->a)
         || !rc_reads_within(rc, f, pos, s->loops[pos].lo, s->loops[pos].hi))
         return NULL;
     IrVar *v = splice(s->loops, s->nloops, pos, NULL, 0);

@@ -94,40 +94,6 @@ int rc_sum_pos(const Stage *s, int var)
     return -1;
 }
 
-bool rc_stage_uses(const Stage *s, int var)
-{
-    for (int i = 0; i < s->nguards; i++)
-        if (rc_uses(s->guards[i], var))
-            return true;
-    return rc_uses(s->body, var);
-}
-
-bool rc_uses(const IExpr *e, int var)
-{
-    switch (e->kind) {
-    case IE_CONST:
-        return false;
-    case IE_INDEX:
-        return ix_uses(e->ix, var);
-    case IE_ICMP:
-        return ix_uses(e->icmp.ix, var);
-    case IE_ACCESS:
-        for (int k = 0; k < e->access.nidx; k++)
-            if (ix_uses(e->access.idx[k], var))
-                return true;
-        return e->access.stage && rc_stage_uses(e->access.stage, var);
-    case IE_CALL:
-        for (int i = 0; i < e->call.nargs; i++)
-            if (rc_uses(e->call.args[i], var))
-                return true;
-        return false;
-    case IE_NEG: case IE_NOT:
-        return rc_uses(e->bin.a, var);
-    default:
-        return rc_uses(e->bin.a, var) || rc_uses(e->bin.b, var);
-    }
-}
-
 /* One variable at a time: the replacements never mention the variables
  * replaced (they are fresh, or from an enclosing scope). */
 const IExpr *rc_subst_all(RuleCtx *rc, const IExpr *e, int n, const int *vars,

@@ -599,32 +599,6 @@ static void gen_b(KGen *g, const IExpr *e, Sb *b)
 
 /* ---- walking expressions for facts ---------------------------------------- */
 
-static bool expr_uses(const IExpr *e, int var)
-{
-    switch (e->kind) {
-    case IE_CONST:
-        return false;
-    case IE_INDEX:
-        return ix_uses(e->ix, var);
-    case IE_ACCESS:
-        for (int i = 0; i < e->access.nidx; i++)
-            if (ix_uses(e->access.idx[i], var))
-                return true;
-        return false;
-    case IE_CALL:
-        for (int i = 0; i < e->call.nargs; i++)
-            if (expr_uses(e->call.args[i], var))
-                return true;
-        return false;
-    case IE_ICMP:
-        return ix_uses(e->icmp.ix, var);
-    case IE_NEG: case IE_NOT:
-        return expr_uses(e->bin.a, var);
-    default:
-        return expr_uses(e->bin.a, var) || expr_uses(e->bin.b, var);
-    }
-}
-
 static int64_t expr_mag(const KGen *g, const IExpr *e)
 {
     int64_t m = 0, x;
@@ -860,7 +834,7 @@ static int kernel_build_with(KGen *gp, Emit *em, Kernel *k, const IrTensor *t,
         for (int i = 0; i < st->nguards; i++) {
             level[i] = -1;
             for (int j = 0; j < st->nsums; j++)
-                if (expr_uses(st->guards[i], st->sums[j].id))
+                if (ir_expr_uses(st->guards[i], st->sums[j].id))
                     level[i] = j;
             if (level[i] < 0) {
                 sb_puts(&cond, nc++ ? " && " : "");
