@@ -444,7 +444,7 @@ static bool match_conv(const Stage *s, const Table *t, const IExpr *ex,
         return false;
     if (s->nsums != ncs + (rv >= 0) + (sv >= 0))
         return false;
-    if (sth != stw || (rv >= 0 && sv >= 0 && dh != dw) || ph > 0 || pw > 0 || pw != ph ||
+    if (sth != stw || (rv >= 0 && sv >= 0 && dh != dw) || ph > 0 || pw > 0 ||
         s->loops[0].hi != X->shape[0])
         return false;
     int64_t dil = rv >= 0 ? dh : dw, kh = K->shape[kr], kw = K->shape[kr + 1];
@@ -454,6 +454,7 @@ static bool match_conv(const Stage *s, const Table *t, const IExpr *ex,
     if (s->loops[nf + 1].hi != ho || s->loops[nf + 2].hi != wo)
         return false;
     conv_sizes(m, OPK_CONV2D, X, K, f, kh, kw, sth, dil, -ph, groups);
+    m->pad_w = -pw;             /* 1xk and kx1 kernels pad one side only */
     return true;
 }
 
@@ -515,11 +516,15 @@ static bool match_conv_transpose(const Stage *s, const Table *t, const IExpr *ex
         return false;
     int64_t ho = (X->shape[2] - 1) * sth - 2 * ph + K->shape[2];
     int64_t wo = (X->shape[3] - 1) * stw - 2 * pw + K->shape[3];
-    /* An output one stride larger is the library's output padding; keep exact. */
-    if (s->loops[2].hi != ho || s->loops[3].hi != wo)
+    /* Up to stride - 1 extra rows and columns are the library's output
+     * padding (the same on both axes). */
+    int64_t op = s->loops[2].hi - ho;
+    if (op < 0 || op >= sth || s->loops[3].hi - wo != op)
         return false;
     conv_sizes(m, OPK_CONV_TRANSPOSE2D, X, K, K->shape[1], K->shape[2], K->shape[3],
                sth, 1, ph, 1);
+    m->pad_w = ph;
+    m->out_pad = op;
     return true;
 }
 

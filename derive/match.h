@@ -34,6 +34,8 @@ typedef struct OpMatch {
     int64_t off_a, off_b;       /* element offset of the first one read */
     /* convolutions: input [cn, c, h, w], filter [f, c/groups, r, s] */
     int64_t cn, c, h, w, f, r, s, stride, dilation, pad, groups;
+    int64_t pad_w;              /* padding of the width when it differs from pad */
+    int64_t out_pad;            /* ConvTranspose2d: extra output rows/cols (< stride) */
     /* G2BMM / GBMM: b batches of m rows, band 2*w + 1, inner size k */
     int64_t gb, gm, gw, gk, gdil;
 } OpMatch;

@@ -522,6 +522,10 @@ static void print_op(const PlanOp *o, FILE *fp)
                 (long long)m->h, (long long)m->w, (long long)m->f, (long long)m->r,
                 (long long)m->s, (long long)m->stride, (long long)m->dilation,
                 (long long)m->pad, (long long)m->groups);
+        if (m->pad_w != m->pad)
+            fprintf(fp, " pad_w=%lld", (long long)m->pad_w);
+        if (m->out_pad)
+            fprintf(fp, " output_pad=%lld", (long long)m->out_pad);
         break;
     case OPK_G2BMM: case OPK_GBMM:
         fprintf(fp, " = %s x %s  b=%lld m=%lld w=%lld k=%lld dilation=%lld",

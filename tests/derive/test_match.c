@@ -124,6 +124,22 @@ static void grouped(void)
     EXPECT(!match_named(bad, "y", &m) || m.kind != OPK_CONV2D, bad);
 }
 
+static void padding(void)
+{
+    OpMatch m;
+    /* a 1x7 kernel pads the width only */
+    const char *k17 = "input x : f32[1, 4, 9, 9]\nweight k : f32[6, 4, 1, 7]\n"
+        "y[n, f, h, w] : [1, 6, 9, 9] += x[n, c, h, w + s - 3] * k[f, c, 0, s]\noutput y\n";
+    EXPECT(match_named(k17, "y", &m) && m.kind == OPK_CONV2D && m.r == 1 && m.s == 7 &&
+           m.pad == 0 && m.pad_w == 3, k17);
+    /* FSRCNN's last layer: 9x9, stride 4, padding 3, output padding 1 */
+    const char *op = "input x : f32[1, 8, 5, 5]\nweight k : f32[8, 1, 9, 9]\n"
+        "y[n, f, h, w] : [1, 1, 20, 20] += x[n, c, (h + 3 - r) / 4, (w + 3 - s) / 4] * k[c, f, r, s]\n"
+        "    where (h + 3 - r) % 4 == 0, (w + 3 - s) % 4 == 0\noutput y\n";
+    EXPECT(match_named(op, "y", &m) && m.kind == OPK_CONV_TRANSPOSE2D && m.stride == 4 &&
+           m.pad == 3 && m.out_pad == 1 && m.r == 9, op);
+}
+
 static void bands(void)
 {
     OpMatch m;
@@ -144,6 +160,7 @@ int main(void)
     gemms();
     convs();
     grouped();
+    padding();
     bands();
     printf("%s\n", failures ? "test_match: FAILED" : "test_match: ok");
     return failures ? 1 : 0;
