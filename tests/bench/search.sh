@@ -11,7 +11,7 @@
 #   - the wall time of a whole compile, `einc --emit=c` (median of 3 runs,
 #     measured with date +%s%N, so it includes process start and writing);
 #   - for the showcases, EinNet's search time at depth 7 with fingerprints
-#     (OSDI '23; /work/shared/EINNET.md) and the states it visited.
+#     (OSDI '23, as the project brief quotes it) and the states it visited.
 # The table is Markdown on the standard output.
 #
 # Usage: tests/bench/search.sh [EINC_OPTION]...
