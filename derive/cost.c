@@ -25,14 +25,6 @@ const Device *cost_device(const char *name)
     return NULL;
 }
 
-static double tensor_bytes(const IrTensor *t)
-{
-    double n = 4;
-    for (int i = 0; i < t->rank; i++)
-        n *= (double)t->shape[i];
-    return n;
-}
-
 static double points(const Stage *s)
 {
     double n = 1;
@@ -54,7 +46,7 @@ static void collect_reads(const IExpr *e, const IrTensor **seen, int *n, double 
                     return;
             if (*n < 64)
                 seen[(*n)++] = e->access.tensor;
-            *bytes += tensor_bytes(e->access.tensor);
+            *bytes += 4.0 * (double)ir_tensor_numel(e->access.tensor);
         } else {
             collect_reads(e->access.stage->body, seen, n, bytes);
         }

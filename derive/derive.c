@@ -86,14 +86,6 @@ Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o)
 
 /* ---- verification ---------------------------------------------------------- */
 
-static size_t numel(const IrTensor *t)
-{
-    size_t n = 1;
-    for (int d = 0; d < t->rank; d++)
-        n *= (size_t)t->shape[d];
-    return n;
-}
-
 /* Evaluate `s` into the whole of tensor `t`'s buffer (0 outside its loops). */
 static void eval_into(const Stage *s, const IrTensor *t, double *const *data, double *out)
 {
@@ -102,7 +94,7 @@ static void eval_into(const Stage *s, const IrTensor *t, double *const *data, do
         n *= (size_t)(s->loops[d].hi - s->loops[d].lo);
     double *tmp = xmalloc((n ? n : 1) * sizeof *tmp);
     ir_eval_stage(s, data, tmp);
-    memset(out, 0, numel(t) * sizeof *out);
+    memset(out, 0, ir_tensor_numel(t) * sizeof *out);
     int64_t idx[16] = {0};
     for (size_t k = 0; k < n; k++) {
         size_t rem = k, off = 0;
@@ -123,13 +115,13 @@ static bool verify_plan(const Derivation *dv, const Pieces *pc, double **data,
                         const double *want, int cand)
 {
     const IrTensor *t = dv->tensor;
-    size_t n = numel(t);
+    size_t n = ir_tensor_numel(t);
     double *got = xmalloc((n ? n : 1) * sizeof *got);
     double **scratch = xcalloc((size_t)pc->ops.len + 1, sizeof *scratch);
     /* intermediates that are not in the program get buffers of their own */
     for (int j = 0; j + 1 < pc->ops.len; j++) {
         const IrTensor *o = pc->ops.data[j].out;
-        scratch[j] = xmalloc((numel(o) ? numel(o) : 1) * sizeof **scratch);
+        scratch[j] = xmalloc((ir_tensor_numel(o) ? ir_tensor_numel(o) : 1) * sizeof **scratch);
     }
     double **view = xmalloc(sizeof *view * (size_t)(dv->max_id + 1));
     memcpy(view, data, sizeof *view * (size_t)(dv->max_id + 1));
@@ -176,7 +168,7 @@ bool derive_verify(IrCtx *cx, const Derived *d, bool all_candidates)
     double **data = xcalloc((size_t)max_id + 1, sizeof *data);
     uint64_t seed = 0x2545f4914f6cdd1dULL;
     for (int i = 0; i < p->ntensors; i++) {
-        size_t n = numel(p->tensors[i]);
+        size_t n = ir_tensor_numel(p->tensors[i]);
         data[i] = xmalloc((n ? n : 1) * sizeof **data);
         for (size_t k = 0; k < n; k++) {
             seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -187,7 +179,7 @@ bool derive_verify(IrCtx *cx, const Derived *d, bool all_candidates)
     for (int k = 0; k < d->nds; k++) {
         Derivation *dv = &d->ds[k];
         dv->max_id = max_id;
-        size_t n = numel(dv->tensor);
+        size_t n = ir_tensor_numel(dv->tensor);
         double *want = xmalloc((n ? n : 1) * sizeof *want);
         eval_into(dv->original, dv->tensor, data, want);
         for (int c = 0; c < dv->res.cands.len; c++)
@@ -209,35 +201,13 @@ static void json_op(const PlanOp *o, FILE *fp)
     fprintf(fp, "{\"kind\": \"%s\", \"tensor\": \"%s\", \"cost_us\": %.3f, \"at_load\": %s",
             op_kind_name(m->kind), o->out->name, o->cost * 1e6,
             o->out->weight_only ? "true" : "false");
-    switch (m->kind) {
-    case OPK_MATMUL: case OPK_BATCH_MATMUL:
-        fprintf(fp, ", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"batch\": %lld, "
-                    "\"trans_a\": %s, \"trans_b\": %s, \"trans_c\": %s, \"lda\": %lld, "
-                    "\"ldb\": %lld, \"ldc\": %lld",
-                (long long)m->m, (long long)m->n, (long long)m->k,
-                (long long)(m->batch ? m->batch : 1), m->trans_a ? "true" : "false",
-                m->trans_b ? "true" : "false", m->out_nm ? "true" : "false",
-                (long long)m->lda, (long long)m->ldb, (long long)m->ldc);
-        break;
-    case OPK_CONV2D: case OPK_CONV_TRANSPOSE2D:
-        fprintf(fp, ", \"n\": %lld, \"c\": %lld, \"h\": %lld, \"w\": %lld, \"f\": %lld, "
-                    "\"r\": %lld, \"s\": %lld, \"stride\": %lld, \"dilation\": %lld, "
-                    "\"pad\": %lld, \"groups\": %lld",
-                (long long)m->cn, (long long)m->c, (long long)m->h, (long long)m->w,
-                (long long)m->f, (long long)m->r, (long long)m->s, (long long)m->stride,
-                (long long)m->dilation, (long long)m->pad, (long long)m->groups);
-        if (m->pad_w != m->pad)
-            fprintf(fp, ", \"pad_w\": %lld", (long long)m->pad_w);
-        if (m->out_pad)
-            fprintf(fp, ", \"output_pad\": %lld", (long long)m->out_pad);
-        break;
-    case OPK_G2BMM: case OPK_GBMM:
-        fprintf(fp, ", \"b\": %lld, \"m\": %lld, \"w\": %lld, \"k\": %lld, \"dilation\": %lld",
-                (long long)m->gb, (long long)m->gm, (long long)m->gw, (long long)m->gk,
-                (long long)m->gdil);
-        break;
-    case OPK_KERNEL:
-        break;
+    OpDim d[OP_MAX_DIMS];
+    int nd = match_dims(m, d);
+    for (int i = 0; i < nd; i++) {
+        if (d[i].is_bool)
+            fprintf(fp, ", \"%s\": %s", d[i].name, d[i].value ? "true" : "false");
+        else
+            fprintf(fp, ", \"%s\": %lld", d[i].name, (long long)d[i].value);
     }
     fputc('}', fp);
 }

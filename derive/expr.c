@@ -532,3 +532,11 @@ bool ir_expr_uses(const IExpr *e, int var)
         return ir_expr_uses(e->bin.a, var) || ir_expr_uses(e->bin.b, var);
     }
 }
+
+size_t ir_tensor_numel(const IrTensor *t)
+{
+    size_t n = 1;
+    for (int d = 0; d < t->rank; d++)
+        n *= (size_t)t->shape[d];
+    return n;
+}

@@ -245,6 +245,9 @@ int ir_expr_compare(const IExpr *a, const IExpr *b);
 typedef const IExpr *(*IrAccessMap)(void *arg, const IExpr *acc);
 const IExpr *ir_map_access(IrCtx *cx, const IExpr *e, IrAccessMap fn, void *arg);
 
+/* Elements of a tensor (the product of its shape). */
+size_t ir_tensor_numel(const IrTensor *t);
+
 /* Whether variable `var` occurs free in e (through nested stages), or in
  * a stage's guards or body. */
 bool ir_expr_uses(const IExpr *e, int var);

@@ -30,6 +30,38 @@ const char *op_kind_name(OpKind k)
     return (unsigned)k < sizeof names / sizeof *names ? names[k] : "?";
 }
 
+int match_dims(const OpMatch *m, OpDim *out)
+{
+    int n = 0;
+#define DIM(nm, v) (out[n++] = (OpDim){nm, (int64_t)(v), false})
+#define FLAG(nm, v) (out[n++] = (OpDim){nm, (v) ? 1 : 0, true})
+    switch (m->kind) {
+    case OPK_MATMUL: case OPK_BATCH_MATMUL:
+        DIM("m", m->m); DIM("n", m->n); DIM("k", m->k); DIM("batch", m->batch ? m->batch : 1);
+        FLAG("trans_a", m->trans_a); FLAG("trans_b", m->trans_b); FLAG("trans_c", m->out_nm);
+        DIM("lda", m->lda); DIM("ldb", m->ldb); DIM("ldc", m->ldc);
+        break;
+    case OPK_CONV2D: case OPK_CONV_TRANSPOSE2D:
+        DIM("n", m->cn); DIM("c", m->c); DIM("h", m->h); DIM("w", m->w); DIM("f", m->f);
+        DIM("r", m->r); DIM("s", m->s); DIM("stride", m->stride);
+        DIM("dilation", m->dilation); DIM("pad", m->pad); DIM("groups", m->groups);
+        if (m->pad_w != m->pad)
+            DIM("pad_w", m->pad_w);
+        if (m->out_pad)
+            DIM("output_pad", m->out_pad);
+        break;
+    case OPK_G2BMM: case OPK_GBMM:
+        DIM("b", m->gb); DIM("m", m->gm); DIM("w", m->gw); DIM("k", m->gk);
+        DIM("dilation", m->gdil);
+        break;
+    case OPK_KERNEL:
+        break;
+    }
+#undef DIM
+#undef FLAG
+    return n;
+}
+
 /* ---- the iterator table ---------------------------------------------- */
 
 #define MAXV 16                 /* iterators of one stage we handle */

@@ -40,6 +40,19 @@ typedef struct OpMatch {
     int64_t gb, gm, gw, gk, gdil;
 } OpMatch;
 
+/* The sizes of a matched operator as (name, value) pairs, in the order the
+ * plan views print them (--emit=plan and --emit=plan-json): m n k batch
+ * trans_a trans_b trans_c lda ldb ldc for GEMMs; n c h w f r s stride
+ * dilation pad groups [pad_w] [output_pad] for convolutions; b m w k
+ * dilation for G2BMM/GBMM; none for kernels.  Returns how many. */
+typedef struct OpDim {
+    const char *name;
+    int64_t value;
+    bool is_bool;
+} OpDim;
+#define OP_MAX_DIMS 16
+int match_dims(const OpMatch *m, OpDim *out);
+
 /* Fill *out and return true when the stage is exactly one library
  * operator over tensors (no nested stages). */
 bool match_stage(const Stage *s, OpMatch *out);

@@ -508,33 +508,14 @@ static void print_op(const PlanOp *o, FILE *fp)
     const OpMatch *m = &o->op;
     fprintf(fp, "%-16s %s ", op_kind_name(m->kind), o->out->name);
     print_shape(o->out, fp);
-    switch (m->kind) {
-    case OPK_MATMUL: case OPK_BATCH_MATMUL:
-        fprintf(fp, " = %s x %s  m=%lld n=%lld k=%lld", m->in[0]->name, m->in[1]->name,
-                (long long)m->m, (long long)m->n, (long long)m->k);
-        if (m->kind == OPK_BATCH_MATMUL)
-            fprintf(fp, " batch=%lld", (long long)m->batch);
-        break;
-    case OPK_CONV2D: case OPK_CONV_TRANSPOSE2D:
-        fprintf(fp, " = %s * %s  n=%lld c=%lld h=%lld w=%lld f=%lld r=%lld s=%lld "
-                    "stride=%lld dilation=%lld pad=%lld groups=%lld",
-                m->in[0]->name, m->in[1]->name, (long long)m->cn, (long long)m->c,
-                (long long)m->h, (long long)m->w, (long long)m->f, (long long)m->r,
-                (long long)m->s, (long long)m->stride, (long long)m->dilation,
-                (long long)m->pad, (long long)m->groups);
-        if (m->pad_w != m->pad)
-            fprintf(fp, " pad_w=%lld", (long long)m->pad_w);
-        if (m->out_pad)
-            fprintf(fp, " output_pad=%lld", (long long)m->out_pad);
-        break;
-    case OPK_G2BMM: case OPK_GBMM:
-        fprintf(fp, " = %s x %s  b=%lld m=%lld w=%lld k=%lld dilation=%lld",
-                m->in[0]->name, m->in[1]->name, (long long)m->gb, (long long)m->gm,
-                (long long)m->gw, (long long)m->gk, (long long)m->gdil);
-        break;
-    case OPK_KERNEL:
-        break;
-    }
+    if (m->kind != OPK_KERNEL)
+        fprintf(fp, " = %s %s %s ", m->in[0]->name,
+                m->kind == OPK_CONV2D || m->kind == OPK_CONV_TRANSPOSE2D ? "*" : "x",
+                m->in[1]->name);
+    OpDim d[OP_MAX_DIMS];
+    int nd = match_dims(m, d);
+    for (int i = 0; i < nd; i++)
+        fprintf(fp, " %s=%lld", d[i].name, (long long)d[i].value);
     fprintf(fp, "  %.2f us%s\n", o->cost * 1e6, o->out->weight_only ? " (at load)" : "");
 }
 
