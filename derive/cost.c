@@ -15,8 +15,6 @@ static const Device devices[] = {
     {"cpu",     2e11,    2e10,    2e-6,   2,   0.70, 0.50, 0.20, 0.60},
 };
 
-const char *const cost_device_names[] = {"h200", "a100", "v100", "cpu", NULL};
-
 const Device *cost_device(const char *name)
 {
     for (size_t i = 0; i < sizeof devices / sizeof *devices; i++)

@@ -21,9 +21,8 @@ typedef struct Device {
     double mem_eff;             /* fraction of bandwidth reached */
 } Device;
 
-/* NULL for an unknown name; cost_device_names lists the known ones. */
+/* NULL for an unknown name (h200, a100, v100, cpu are known). */
 const Device *cost_device(const char *name);
-extern const char *const cost_device_names[];   /* NULL-terminated */
 
 /* Estimated seconds for the stage `s`, run as the operator `m` (or as a
  * generated kernel when m is NULL or m->kind == OPK_KERNEL). */

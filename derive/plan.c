@@ -473,28 +473,6 @@ void plan_instantiate(IrCtx *cx, const Device *dev, const IrTensor *result,
         out->cost += !out->ops.data[i].out->weight_only ? out->ops.data[i].cost : 0;
 }
 
-Plan *plan_direct(IrCtx *cx, const Device *dev, const IrProgram *p)
-{
-    Arena *a = ir_arena(cx);
-    Plan *pl = arena_alloc(a, sizeof *pl);
-    pl->prog = (IrProgram *)p;
-    pl->ops = arena_alloc(a, (size_t)(p->ntensors + 1) * sizeof *pl->ops);
-    for (int i = 0; i < p->ntensors; i++) {
-        const IrTensor *t = p->tensors[i];
-        if (t->kind != IT_STAGE)
-            continue;
-        PlanOp *op = &pl->ops[t->id];
-        op->out = t;
-        op->stage = t->stage;
-        if (!match_stage(t->stage, &op->op))
-            op->op.kind = OPK_KERNEL;
-        op->cost = cost_stage(dev, t->stage, &op->op);
-        if (!t->weight_only)
-            pl->cost += op->cost;
-    }
-    return pl;
-}
-
 static void print_shape(const IrTensor *t, FILE *fp)
 {
     fputc('[', fp);

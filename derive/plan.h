@@ -38,9 +38,6 @@ typedef struct Plan {
     double cost;                /* seconds, estimated */
 } Plan;
 
-/* The plan that runs every stage of `p` as it is (-O0). */
-Plan *plan_direct(IrCtx *cx, const Device *dev, const IrProgram *p);
-
 /* Print one operator a line with shapes and estimated cost (--emit=plan). */
 void plan_print(const Plan *pl, FILE *fp);
 
