@@ -85,6 +85,9 @@ static void usage(FILE *fp)
 "      --search-depth=N   depth of the explicit search phase (default 1)\n"
 "      --search-budget=MS stop searching after MS milliseconds (default 10000)\n"
 "      --device=NAME   cost model of h200 (default), a100, v100 or cpu\n"
+"      --precision=P   arithmetic of GEMMs and convolutions: fp32 (the\n"
+"                        default; TF32 off), tf32, fp16 or bf16 (operands\n"
+"                        rounded to that format, f32 accumulation)\n"
 "      --verify[=all]  check every chosen derivation (with =all: every\n"
 "                        candidate kept) with the interpreter on random\n"
 "                        data before writing anything\n"
@@ -179,7 +182,7 @@ static const struct { const char *name; int has_arg; int id; } long_opts[] = {
     {"max-errors", 1, 'x'}, {"help", 0, 'h'}, {"version", 0, 'V'},
     {"output", 1, 'o'}, {"define", 1, 'D'}, {"include", 1, 'I'},
     {"explain", 0, 'X'}, {"search-depth", 1, 'S'}, {"search-budget", 1, 'B'},
-    {"device", 1, 'E'}, {"verify", 2, 'v'},
+    {"device", 1, 'E'}, {"verify", 2, 'v'}, {"precision", 1, 'P'},
 };
 #define NLONG (sizeof long_opts / sizeof *long_opts)
 
@@ -247,6 +250,10 @@ static void handle(Options *o, int id, const char *val, const char *spelled)
     case 'E':
         if (!(o->derive.search.dev = cost_device(val)))
             usage_error("unknown device '%s' (h200, a100, v100, cpu)", val);
+        break;
+    case 'P':
+        if (!cost_precision_parse(val, &o->derive.search.precision))
+            usage_error("unknown precision '%s' (fp32, tf32, fp16, bf16)", val);
         break;
     case 'm': o->main = true; break;
     case 'x':
@@ -552,6 +559,7 @@ static char *compile(const Options *o, size_t *len)
         .main = o->main,
         .out_name = strcmp(o->output, "-") == 0 ? NULL : o->output,
         .src_name = o->input,
+        .precision = o->derive.search.precision,
     };
     switch (o->emit) {
     case EMIT_IR: ir_print_program(p, fp); break;

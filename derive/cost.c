@@ -15,6 +15,23 @@ static const Device devices[] = {
     {"cpu",     2e11,    2e10,    2e-6,   2,   0.70, 0.50, 0.20, 0.60},
 };
 
+static const char *const precision_names[] = {"fp32", "tf32", "fp16", "bf16"};
+
+const char *cost_precision_name(Precision p)
+{
+    return (unsigned)p < 4 ? precision_names[p] : "?";
+}
+
+bool cost_precision_parse(const char *name, Precision *out)
+{
+    for (int i = 0; i < 4; i++)
+        if (strcmp(precision_names[i], name) == 0) {
+            *out = (Precision)i;
+            return true;
+        }
+    return false;
+}
+
 const Device *cost_device(const char *name)
 {
     for (size_t i = 0; i < sizeof devices / sizeof *devices; i++)

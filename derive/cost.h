@@ -9,6 +9,14 @@
 
 #include "match.h"
 
+/* The arithmetic of vendor operators (--precision): fp32 is plain IEEE
+ * single precision (TF32 off, as EinNet's evaluation ran); tf32, fp16 and
+ * bf16 let GEMMs and convolutions round their operands to that format on
+ * tensor cores while keeping f32 storage and accumulation. */
+typedef enum { PREC_FP32, PREC_TF32, PREC_FP16, PREC_BF16 } Precision;
+const char *cost_precision_name(Precision p);       /* "fp32", ... */
+bool cost_precision_parse(const char *name, Precision *out);
+
 typedef struct Device {
     const char *name;
     double flops;               /* fp32 peak, FLOP/s (no tensor cores: TF32 off) */

@@ -30,6 +30,7 @@ void search_default_options(SearchOptions *o)
     o->per_rule = 24;
     o->budget_ms = 10000;
     o->dev = cost_device("h200");
+    o->precision = PREC_FP32;
 }
 
 static double now_ms(void)

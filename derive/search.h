@@ -25,6 +25,7 @@ typedef struct SearchOptions {
     int per_rule;               /* applications of one rule per state */
     double budget_ms;           /* --search-budget: stop expanding after this */
     const Device *dev;
+    Precision precision;        /* --precision: what vendor operators compute in */
 } SearchOptions;
 void search_default_options(SearchOptions *o);
 

@@ -8,7 +8,7 @@
 #define EINC_EMIT_H
 
 #include <stdio.h>
-#include "../derive/ir.h"
+#include "../derive/cost.h"
 
 typedef enum { TARGET_CUDA, TARGET_C } Target;
 
@@ -18,6 +18,7 @@ typedef struct EmitOptions {
     const char *out_name;       /* output file as given with -o (for the
                                    first-line build command); NULL for stdout */
     const char *src_name;       /* the .ein file as named on the command line */
+    Precision precision;        /* --precision: compute type of library calls */
 } EmitOptions;
 
 /* Write the program; returns 0, or reports an error (diag_error) and
