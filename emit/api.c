@@ -47,6 +47,11 @@ static void tpl(Emit *em, const char *text)
     }
 }
 
+void emit_tpl(Emit *em, const char *text)
+{
+    tpl(em, text);
+}
+
 /* Is tensor t computed by the run-time kernels (not at weight load)? */
 static bool runtime_stage(const IrTensor *t)
 {
@@ -313,6 +318,7 @@ static void write_tables(Emit *em)
         sb_puts(o, "    {\"\", 0, 0, 0, NULL, 0, 0, 0},\n");
     sb_puts(o, "};\n\n");
 
+    lib_write_types(em);
     tpl(em,
 "struct $m_ctx {\n"
 "    void *buf[EIN_NT];              /* one per tensor, ");
@@ -321,6 +327,7 @@ static void write_tables(Emit *em)
 "    unsigned char valid[EIN_NT];    /* holds a value */\n"
 "    int weights_changed;            /* the load-time stages must rerun */\n");
     sb_puts(o, cuda ? "    cudaStream_t last_stream;       /* of the latest run */\n" : "");
+    lib_write_ctx_fields(em);
     tpl(em,
 "    char err[512];\n"
 "};\n"
@@ -359,7 +366,11 @@ static void write_tables(Emit *em)
 "        if (ein_e_ != cudaSuccess)                                         \\\n"
 "            return ein_cuda_fail(ctx, ein_e_, #call);                      \\\n"
 "    } while (0)\n"
-"\n"
+"\n");
+    }
+    /* (nvcc warns about an unused static function: only with kernels.) */
+    if (cuda && em->nkernels > 0) {
+        tpl(em,
 "/* A launch fails without a return value: ask for its error at once. */\n"
 "static int ein_launched($m_ctx *ctx, const char *kernel)\n"
 "{\n"
@@ -371,6 +382,7 @@ static void write_tables(Emit *em)
 "}\n"
 "\n");
     }
+    lib_write_support(em);
     tpl(em,
 "static int ein_find($m_ctx *ctx, const char *name)\n"
 "{\n"
@@ -385,15 +397,46 @@ static void write_tables(Emit *em)
 "\n");
 }
 
-/* ---- the stages: launches in program order -------------------------------------- */
+/* ---- the stages: one function per operator, run in program order --------------- */
 
-static void write_stage_runner(Emit *em, const char *fn, bool weight_only)
+/* static int ein_op_<id>(ctx, p [, stream]): computes tensor <id> from the
+ * buffers p[] with its kernel or library call; 0 or an error code. */
+static void write_op(Emit *em, const IrTensor *t)
 {
     Sb *o = &em->out;
     bool cuda = emit_is_cuda(em);
+    bool lib = lib_is_call(em, t);
+    OpKind kind = em->op[t->id].kind;
+    /* CUDA launches and convolutions check through rc; cuBLAS calls and
+     * C code need none. */
+    bool rc = cuda && (!lib || kind == OPK_CONV2D || kind == OPK_CONV_TRANSPOSE2D ||
+                       kind == OPK_G2BMM || kind == OPK_GBMM);
+    sb_printf(o, "/* %s: %s */\nstatic int ein_op_%d(", t->name, lib_call_name(em, t), t->id);
+    tpl(em, "$m_ctx *ctx, void *const *p$S)\n{\n");
+    if (rc)
+        sb_puts(o, "    int rc;\n");
+    if (!cuda)
+        sb_puts(o, "    (void)ctx;\n");
+    if (lib) {
+        lib_write_call(em, t, "    ");
+    } else {
+        const Kernel *k = &em->kernels[em->kernel_of[t->id]];
+        if (cuda)
+            cuda_write_launch(em, k, "    ");
+        else
+            c_write_launch(em, k, "    ");
+    }
+    sb_puts(o, "    return 0;\n}\n\n");
+}
+
+static void write_stage_runner(Emit *em, const char *fn, bool weight_only)
+{
+    const IrProgram *p = em->p;
+    Sb *o = &em->out;
+    bool cuda = emit_is_cuda(em);
     bool any = false;
-    for (int i = 0; i < em->nkernels; i++)
-        any |= em->kernels[i].out->weight_only == weight_only;
+    for (int i = 0; i < p->ntensors; i++)
+        any |= p->tensors[i]->kind == IT_STAGE && p->tensors[i]->weight_only == weight_only;
     sb_printf(o, "static int %s(", fn);
     tpl(em, "$m_ctx *ctx, void *const *p$S)\n{\n");
     if (!any) {
@@ -401,21 +444,22 @@ static void write_stage_runner(Emit *em, const char *fn, bool weight_only)
                   cuda ? "    (void)stream;\n" : "");
         return;
     }
-    if (cuda)
-        sb_puts(o, "    int rc;\n");
-    else
-        sb_puts(o, "    (void)ctx;\n");
-    for (int i = 0; i < em->nkernels; i++) {
-        const Kernel *k = &em->kernels[i];
-        if (k->out->weight_only != weight_only)
+    sb_puts(o, "    int rc;\n");
+    for (int i = 0; i < p->ntensors; i++) {
+        const IrTensor *t = p->tensors[i];
+        if (t->kind != IT_STAGE || t->weight_only != weight_only)
             continue;
-        sb_printf(o, "    /* %s */\n", k->out->name);
-        if (cuda)
-            cuda_write_launch(em, k, "    ");
-        else
-            c_write_launch(em, k, "    ");
+        sb_printf(o, "    if ((rc = ein_op_%d(ctx, p", t->id);
+        tpl(em, "$s)) != 0)\n        return rc;\n");
     }
     sb_puts(o, "    return 0;\n}\n\n");
+}
+
+static void write_ops(Emit *em)
+{
+    for (int i = 0; i < em->p->ntensors; i++)
+        if (em->p->tensors[i]->kind == IT_STAGE)
+            write_op(em, em->p->tensors[i]);
 }
 
 /* ---- the API functions ------------------------------------------------------------ */
@@ -455,8 +499,9 @@ static void write_create_destroy(Emit *em)
 "        if (!ctx->buf[i])\n"
 "            return ein_fail(ctx, $M_ENOMEM, \"cannot allocate %zu bytes for tensor '%s'\",\n"
 "                            bytes, ein_tensors[i].name);\n");
+    tpl(em, "    }\n");
+    lib_write_create(em);
     tpl(em,
-"    }\n"
 "    return $M_OK;\n"
 "}\n"
 "\n"
@@ -464,7 +509,9 @@ static void write_create_destroy(Emit *em)
 "{\n"
 "    int rc = $M_OK;\n"
 "    if (!ctx)\n"
-"        return rc;\n"
+"        return rc;\n");
+    lib_write_destroy(em);
+    tpl(em,
 "    for (int i = 0; i < EIN_NT; i++)\n");
     if (cuda)
         tpl(em,
@@ -750,6 +797,7 @@ void api_write_decls(Emit *em)
 void api_write(Emit *em)
 {
     write_tables(em);
+    write_ops(em);
     write_stage_runner(em, "ein_load_stages", true);
     write_stage_runner(em, "ein_run_stages", false);
     write_create_destroy(em);

@@ -77,6 +77,8 @@ static void write_build_line(Emit *em)
     shell_word(&cmd, src);
     sb_puts(&cmd, " -o ");
     shell_word(&cmd, exe);
+    if (link)
+        lib_write_link_flags(em, &cmd);
     sb_puts(&cmd, cuda || !link ? "" : " -lm");
     em->build_cmd = arena_strdup(em->arena, sb_str(&cmd));
     sb_free(&cmd);
@@ -95,9 +97,10 @@ static void write_head_comment(Emit *em)
     if (em->opt->src_name)
         sb_printf(o, " from %s", em->opt->src_name);
     sb_printf(o, "; do not edit.\n *\n"
-              " * Model '%s': %d tensors, %d generated kernel%s, %s.\n"
+              " * Model '%s': %d tensors, %d generated kernel%s, %d library call%s, %s.\n"
               " * Build (in this file's folder):\n *     %s\n",
               em->model, p->ntensors, em->nkernels, em->nkernels == 1 ? "" : "s",
+              em->nlib, em->nlib == 1 ? "" : "s",
               cuda ? "CUDA (sm_90)" : "C with OpenMP", em->build_cmd);
     if (em->opt->main)
         sb_printf(o, " * Run:\n *     ./%.*s [--weights F] [--inputs F] [--outputs F] "
@@ -106,6 +109,12 @@ static void write_head_comment(Emit *em)
                         em->file_base ? strrchr(em->file_base, '.') - em->file_base
                                       : (ptrdiff_t)strlen(em->file_base)),
                   em->file_base);
+    if (em->libs) {
+        Sb libs = {0};
+        lib_write_link_flags(em, &libs);
+        sb_printf(o, " * Linking its object file takes%s.\n", sb_str(&libs));
+        sb_free(&libs);
+    }
     api_write_header_comment(em);
     sb_puts(o, " */\n");
 }
@@ -340,14 +349,19 @@ int emit_program(const IrProgram *p, const EmitOptions *opt, FILE *out)
     bool cuda = emit_is_cuda(&em);
     int rc = 0;
 
+    /* Library calls first: a stage they compute needs no kernel (whose
+     * helpers would be unused). */
+    lib_plan(&em);
     em.kernels = arena_alloc(em.arena, sizeof *em.kernels * (size_t)(p->ntensors + 1));
+    em.kernel_of = arena_alloc(em.arena, sizeof *em.kernel_of * (size_t)(p->ntensors + 1));
     for (int i = 0; i < p->ntensors; i++) {
         const IrTensor *t = p->tensors[i];
-        if (t->kind != IT_STAGE)
+        em.kernel_of[i] = -1;
+        if (t->kind != IT_STAGE || lib_is_call(&em, t))
             continue;
         if (kernel_build(&em, t, em.nkernels, &em.kernels[em.nkernels]) < 0)
             rc = -1;
-        em.nkernels++;
+        em.kernel_of[i] = em.nkernels++;
     }
     if (rc < 0)
         goto done;
@@ -358,8 +372,9 @@ int emit_program(const IrProgram *p, const EmitOptions *opt, FILE *out)
     api_write_decls(&em);
     sb_printf(&em.out, "#ifndef %s_API_ONLY\n", em.upper);
     sb_puts(&em.out, "#include <math.h>\n#include <stdarg.h>\n#include <stdio.h>\n"
-                     "#include <stdlib.h>\n#include <string.h>\n\n"
-                     "#define EINC_RT_STATIC\n");
+                     "#include <stdlib.h>\n#include <string.h>\n\n");
+    lib_write_includes(&em);
+    sb_puts(&em.out, "#define EINC_RT_STATIC\n");
     static const char *const pieces[] = {"rt.h", "st.h", "st.c"};
     static const char *const main_pieces[] = {"rt.h", "st.h", "harness.h", "st.c",
                                               "harness.c"};

@@ -41,6 +41,16 @@ typedef struct Kernel {
     char *body;                     /* lines, unindented */
     char *comment;                  /* lines, no comment delimiters */
     double work;                    /* elements x terms: OpenMP / launch sizing */
+    /* A reduction split across lanes (CUDA warp and block reductions):
+     * the body of one lane, which binds the sum variables from a flat
+     * term counter `ein_t` running from `ein_lane` by `ein_nlanes` (ints
+     * the dialect declares) and leaves its partial in acc (and any, for
+     * max= and min=); NULL when the stage has no reduction. */
+    char *part;
+    int64_t terms;                  /* terms of one element (part != NULL) */
+    /* Reads that scatter when the innermost output loop / the innermost
+     * sum variable steps by one (coalescing of the two CUDA layouts). */
+    int scatter_out, scatter_sum;
 } Kernel;
 
 /* ---- emitter state ---------------------------------------------------- */
@@ -65,7 +75,21 @@ typedef struct Emit {
     const char **var_name;
     bool *var_used;
     int nvars;
+    /* Vendor operators (lib.c), per tensor id: what computes a stage
+     * (OPK_KERNEL: its generated kernel) and its convolution slot. */
+    OpMatch *op;
+    int *slot;
+    int *kernel_of;                 /* per tensor id: index in kernels, or -1 */
+    int nconv, nlib;
+    unsigned libs;                  /* LIB_* bits */
+    int64_t col_elems;              /* C: im2col buffer, elements */
+    int64_t rnd_elems[2];           /* C: rounded operand copies, elements */
 } Emit;
+
+enum {
+    LIB_CUBLAS = 1 << 0, LIB_CUDNN = 1 << 1, LIB_CBLAS = 1 << 2,
+    LIB_GEMM_C = 1 << 3, LIB_CONV_C = 1 << 4, LIB_CONVT_C = 1 << 5,   /* C helpers used */
+};
 
 /* The helper functions of the generated file, written only when used
  * (nvcc warns about unused static device functions). */
@@ -119,7 +143,24 @@ void c_write_launch(Emit *em, const Kernel *k, const char *indent);
 void cuda_write_kernel(Emit *em, const Kernel *k);
 void cuda_write_launch(Emit *em, const Kernel *k, const char *indent);
 
+/* lib.c: library calls for the stages the plan matched (see its header) */
+void lib_plan(Emit *em);                         /* fills op, slot, libs, ... */
+bool lib_is_call(const Emit *em, const IrTensor *t);
+const char *lib_call_name(const Emit *em, const IrTensor *t);
+void lib_write_link_flags(const Emit *em, Sb *cmd);
+void lib_write_includes(Emit *em);
+void lib_write_types(Emit *em);                 /* before struct M_ctx */
+void lib_write_ctx_fields(Emit *em);            /* inside struct M_ctx */
+void lib_write_support(Emit *em);               /* after ein_fail and EIN_CUDA */
+void lib_write_create(Emit *em);                /* in M_create, after the buffers */
+void lib_write_destroy(Emit *em);               /* in M_destroy; `rc` in scope */
+/* The statements computing t (ctx, p, stream and `int rc` in scope). */
+void lib_write_call(Emit *em, const IrTensor *t, const char *indent);
+
 /* api.c, main.c */
+/* Append text with $m -> model, $M -> MODEL, $S -> ", cudaStream_t stream"
+ * and $s -> ", stream" on CUDA (both empty on C). */
+void emit_tpl(Emit *em, const char *text);
 void api_write_header_comment(Emit *em);
 void api_write_decls(Emit *em);
 void api_write(Emit *em);
@@ -129,5 +170,18 @@ static inline bool emit_is_cuda(const Emit *em)
 {
     return em->opt->target == TARGET_CUDA;
 }
+
+/* ---- band.c: tiled kernels for G2BMM and GBMM (CUDA only) ---------------
+ * band_supported: the stage of t matched as m (OPK_G2BMM or OPK_GBMM) is
+ * f32 throughout, its loops cover its shape from 0 and its sizes fit the
+ * kernel; otherwise the generic kernel is the one to write.  Then
+ * band_write_kernel writes the kernel (named as the generic kernel that
+ * emit.c built for t, when there is one) and band_write_launch its launch
+ * inside a function where ctx, p (void *const *, buffers by tensor id),
+ * stream and int rc exist, checked with ein_launched. */
+#include "../derive/match.h"
+bool band_supported(const IrTensor *t, const OpMatch *m);
+void band_write_kernel(Emit *em, const IrTensor *t, const OpMatch *m);
+void band_write_launch(Emit *em, const IrTensor *t, const OpMatch *m, const char *indent);
 
 #endif

@@ -1,7 +1,8 @@
 # emit/local.mk - the C, CUDA and Graphviz writers, and their tests.
 noinst_LIBRARIES += emit/libemit.a
 emit_libemit_a_SOURCES = emit/emit.h emit/emit_int.h emit/emit.c \
-	emit/kernel.c emit/c.c emit/cuda.c emit/api.c emit/main.c emit/dot.c
+	emit/kernel.c emit/c.c emit/cuda.c emit/api.c emit/main.c emit/dot.c \
+	emit/lib.c
 EXTRA_DIST += emit/README.md
 
 # Hand-built programs written as C and CUDA, built with the command of
