@@ -81,6 +81,18 @@ static bool conv_ok(const Emit *em, const IrTensor *t, const OpMatch *m)
     return t->elem == ELEM_F32 && m->groups == 1;
 }
 
+/* The output's spatial sizes: its last two dims (the output channels may
+ * be several dims, as the filter stores them). */
+static int64_t out_h(const IrTensor *t)
+{
+    return t->shape[t->rank - 2];
+}
+
+static int64_t out_w(const IrTensor *t)
+{
+    return t->shape[t->rank - 1];
+}
+
 /* What computes each stage: a library operator, or OPK_KERNEL. */
 void lib_plan(Emit *em)
 {
@@ -113,7 +125,7 @@ void lib_plan(Emit *em)
             } else if (ok) {
                 em->libs |= LIB_CBLAS | (m->kind == OPK_CONV2D ? LIB_CONV_C : LIB_CONVT_C);
                 int64_t col = m->kind == OPK_CONV2D
-                                  ? m->c * m->r * m->s * t->shape[2] * t->shape[3]
+                                  ? m->c * m->r * m->s * out_h(t) * out_w(t)
                                   : m->f * m->r * m->s * m->h * m->w;
                 if (col > em->col_elems)
                     em->col_elems = col;
@@ -624,8 +636,8 @@ void lib_write_create(Emit *em)
             sb_printf(o, "            static const int64_t w[4] = {%" PRId64 ", %" PRId64
                       ", %" PRId64 ", %" PRId64 "};\n", wk, wc, m->r, m->s);
             sb_printf(o, "            static const int64_t y[4] = {%" PRId64 ", %" PRId64
-                      ", %" PRId64 ", %" PRId64 "};\n", t->shape[0], t->shape[1],
-                      t->shape[2], t->shape[3]);
+                      ", %" PRId64 ", %" PRId64 "};\n", m->cn, m->f,
+                      out_h(t), out_w(t));
             sb_printf(o, "            static const int64_t pad[2] = {%" PRId64 ", %" PRId64
                       "}, st[2] = {%" PRId64 ", %" PRId64 "}, dil[2] = {%" PRId64 ", %"
                       PRId64 "};\n", m->pad, m->pad_w, m->stride, m->stride, m->dilation,
@@ -772,13 +784,13 @@ static void write_conv(Emit *em, const IrTensor *t, const OpMatch *m, const char
                   ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
                   ", %" PRId64 ", %" PRId64 ");\n", in, c_operand(em, m, 0),
                   c_operand(em, m, 1), t->id, in, m->cn, m->c, m->h, m->w, m->f, m->r, m->s,
-                  t->shape[2], t->shape[3], m->stride, m->dilation, m->pad, m->pad_w);
+                  out_h(t), out_w(t), m->stride, m->dilation, m->pad, m->pad_w);
     else
         sb_printf(o, "%sein_conv_t2d(%s, %s, (float *)p[%d], ctx->col,\n"
                   "%s             %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %"
                   PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
                   ", %" PRId64 ");\n", in, c_operand(em, m, 0), c_operand(em, m, 1), t->id,
-                  in, m->cn, m->c, m->h, m->w, m->f, m->r, m->s, t->shape[2], t->shape[3],
+                  in, m->cn, m->c, m->h, m->w, m->f, m->r, m->s, out_h(t), out_w(t),
                   m->stride, m->pad);
 }
 

@@ -18,5 +18,5 @@ tests_emit_test_emit_LDADD = emit/libemit.a derive/libderive.a \
 # Every example that einc accepts: C builds without a warning, output is
 # byte-identical across runs, dot accepts the graph; CUDA builds with nvcc
 # (skipped without $NVCC).
-TESTS += tests/emit/examples.test tests/emit/nvcc.test
-EXTRA_DIST += tests/emit/examples.test tests/emit/nvcc.test
+TESTS += tests/emit/examples.test tests/emit/nvcc.test tests/emit/vendor.test
+EXTRA_DIST += tests/emit/examples.test tests/emit/nvcc.test tests/emit/vendor.test

@@ -23,8 +23,13 @@ at small sizes) this
 It prints one line per case and then `N passed, N failed`; the exit status
 is 0 when nothing failed, 1 otherwise, 2 on a usage error.
 
+With --precision=tf32|fp16|bf16 einc compiles with that precision (its
+library calls round their operands to the format), the reference rounds
+the operands of its GEMMs and convolutions the same way (RoundOperands),
+and the tolerance is 1e-3 (tf32) or 1e-2 (fp16, bf16).
+
 Usage: run.py [--einc PATH] [-j JOBS] [-k PATTERN]... [--exclude PATTERN]... [--keep DIR]
-              [--no-models] [--models-only] [--list] [-v]
+              [--no-models] [--models-only] [--precision P] [--list] [-v]
 EINC, CC and top_srcdir come from the environment as automake's test
 harness sets them.
 """
@@ -58,6 +63,9 @@ TOL_DEFAULT = 1e-5
 TOL_16 = {torch.float16: 1e-3, torch.bfloat16: 1e-2}
 ELEM = {torch.float16: "f16", torch.bfloat16: "bf16"}   # else f32
 RUN_TIMEOUT = 120
+# --precision: GEMM and convolution operands rounded to that format (f32
+# sums); the tolerance of every output grows to the format's
+PRECISION_TOL = {"fp32": TOL_DEFAULT, "tf32": 1e-3, "fp16": 1e-2, "bf16": 1e-2}
 
 
 class Result:
@@ -196,6 +204,50 @@ def build_command(csrc, cc):
     return cmd + " -Wall -Wextra", exe
 
 
+def round_to(x, precision):
+    """x (a float64 tensor) as an f32 value rounded to `precision` the way
+    einc's library calls round their operands (to nearest even)."""
+    x32 = x.to(torch.float32)
+    if precision == "bf16":
+        return x32.to(torch.bfloat16).to(x.dtype)
+    if precision == "fp16":
+        return x32.to(torch.float16).to(x.dtype)
+    u = x32.view(torch.int32).to(torch.int64) & 0xffffffff      # tf32
+    finite = (u & 0x7f800000) != 0x7f800000
+    r = (u + 0xfff + ((u >> 13) & 1)) & ~0x1fff & 0xffffffff
+    u = torch.where(finite, r, u)
+    u = torch.where(u >= 2**31, u - 2**32, u).to(torch.int32)
+    return u.view(torch.float32).to(x.dtype)
+
+
+class RoundOperands(torch.overrides.TorchFunctionMode):
+    """With a reduced --precision, the reference rounds the operands of
+    its GEMMs and convolutions as einc's library calls (and tensor cores)
+    do, and computes the rest exactly: the comparison then measures
+    einc against the same arithmetic, not the format's rounding error."""
+    ROUNDED = {torch.nn.functional.conv2d, torch.nn.functional.conv_transpose2d,
+               torch.nn.functional.linear, torch.matmul, torch.mm, torch.bmm,
+               torch.einsum, torch.Tensor.__matmul__, torch.Tensor.__rmatmul__,
+               torch.Tensor.matmul}
+
+    def __init__(self, precision):
+        super().__init__()
+        self.precision = precision
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if self.precision != "fp32" and func in self.ROUNDED:
+            def rnd(a):
+                if isinstance(a, torch.Tensor) and a.is_floating_point():
+                    return round_to(a, self.precision)
+                if isinstance(a, (list, tuple)):
+                    return type(a)(rnd(b) for b in a)
+                return a
+            args = tuple(rnd(a) for a in args)
+            kwargs = {k: rnd(v) for k, v in kwargs.items()}
+        return func(*args, **kwargs)
+
+
 def compare(name, out, ref, tol):
     """Return (worst error, list of problems)."""
     problems = []
@@ -267,6 +319,8 @@ def run_case(spec, args, root):
         ins, wts = generate(spec)
         check_decls(spec, ins, wts)
         argv = [args.einc, spec.ein, "-o", safe + ".c", "--main"]
+        if args.precision != "fp32":
+            argv.append("--precision=" + args.precision)
         for k, v in spec.defines.items():
             argv += ["-D", "%s=%d" % (k, v)]
         for d in spec.includes:
@@ -304,9 +358,10 @@ def run_case(spec, args, root):
             raise Failure("cannot read the outputs: %s" % e)
         tensors = {k: v.to(torch.float64) for k, v in ins.items()}
         tensors.update({k: v.to(torch.float64) for k, v in wts.items()})
-        with torch.no_grad():
+        with torch.no_grad(), RoundOperands(args.precision):
             ref = spec.ref(**tensors)
-        worst, problems = compare(spec.name, out, ref, spec.tol)
+        tol = max(spec.tol, PRECISION_TOL[args.precision])
+        worst, problems = compare(spec.name, out, ref, tol)
         if problems:
             raise Failure("; ".join(problems))
         return Result(spec.name, True, "max rel err %.2e" % worst,
@@ -334,6 +389,9 @@ def main():
     ap.add_argument("--keep", help="work in this folder and keep it")
     ap.add_argument("--no-models", action="store_true")
     ap.add_argument("--models-only", action="store_true")
+    ap.add_argument("--precision", choices=sorted(PRECISION_TOL), default="fp32",
+                    help="einc --precision (tolerance: %s)" % ", ".join(
+                        "%s %g" % kv for kv in sorted(PRECISION_TOL.items())))
     ap.add_argument("--list", action="store_true")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
