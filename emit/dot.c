@@ -160,8 +160,9 @@ int emit_dot(const IrProgram *p, FILE *out)
         if (t->kind != IT_STAGE)
             continue;
         const char *kname = arena_printf(em.arena, "k%d_%s", nk++, em.cname[i]);
-        /* The operator the plan matched (emitted as a generated kernel
-         * until vendor dispatch), or a plain generated kernel. */
+        /* The operator the plan matched (a library call in the C and
+         * CUDA output, where the library takes it: lib.c), or a plain
+         * generated kernel. */
         OpMatch m;
         bool op = match_stage(t->stage, &m);
         sb_printf(o, "    k%d [shape=box, style=\"rounded,filled\", fillcolor=\"%s\", "
