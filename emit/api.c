@@ -369,7 +369,7 @@ static void write_tables(Emit *em)
 "\n");
     }
     /* (nvcc warns about an unused static function: only with kernels.) */
-    if (cuda && em->nkernels > 0) {
+    if (cuda && (em->nkernels > 0 || (em->libs & LIB_BAND))) {
         tpl(em,
 "/* A launch fails without a return value: ask for its error at once. */\n"
 "static int ein_launched($m_ctx *ctx, const char *kernel)\n"

@@ -1,6 +1,7 @@
 /* c.c - the C dialect of a kernel: the body of kernel.c inside a loop
- * nest over the output's full shape, parallel with OpenMP when the work
- * is large enough to pay for waking the threads.  Buffers are the
+ * nest over the output's full shape, parallel with OpenMP over the outer
+ * loops when the work is large enough to pay for waking the threads; the
+ * innermost loop is left to the compiler's vectorizer.  Buffers are the
  * context's `void *` pointers, which C converts to the parameters' types
  * (float, or uint16_t for f16/bf16) without a cast. */
 #include "config.h"
@@ -11,6 +12,26 @@
 /* Elements x terms below which a kernel runs on one thread: starting an
  * OpenMP team costs a few microseconds, about this many multiply-adds. */
 #define C_PARALLEL_WORK 32768.0
+
+/* Rows of the outer loops that keep every thread of a big machine busy. */
+#define C_PARALLEL_ROWS 32
+
+/* How many outer loops the threads share (OpenMP collapse).  The
+ * innermost loop stays a plain loop in each thread when the outer ones
+ * give enough rows: the compiler can then vectorize it (unit stride over
+ * the output, restrict pointers, a constant trip count), which it cannot
+ * do with a collapsed loop's flat index. */
+static int parallel_loops(const Kernel *k)
+{
+    int r = k->out->rank;
+    int64_t rows = 1;
+    for (int i = 0; i < r - 1; i++) {
+        rows *= k->out->shape[i];
+        if (rows >= C_PARALLEL_ROWS)
+            return i + 1;
+    }
+    return r;
+}
 
 void c_write_kernel(Emit *em, const Kernel *k)
 {
@@ -23,11 +44,19 @@ void c_write_kernel(Emit *em, const Kernel *k)
                   em->cname[k->reads[i]->id]);
     sb_printf(o, "%s *restrict t_%s)\n{\n", emit_ctype(k->out->elem),
               em->cname[k->out->id]);
-    if (r > 0 && k->total > 1 && k->work >= C_PARALLEL_WORK)
+    int n = 0;                          /* loops under omp parallel for */
+    if (r > 0 && k->total > 1 && k->work >= C_PARALLEL_WORK) {
+        n = parallel_loops(k);
         sb_printf(o, "#ifdef _OPENMP\n#pragma omp parallel for%s schedule(static)\n"
-                  "#endif\n", r > 1 ? arena_printf(em->arena, " collapse(%d)", r) : "");
+                  "#endif\n", n > 1 ? arena_printf(em->arena, " collapse(%d)", n) : "");
+    }
     int ind = 4;
     for (int i = 0; i < r; i++) {
+        /* Each thread's innermost loop: OpenMP's outlined loop body loses
+         * what restrict says, which gcc's vectorizer needs; simd gives it
+         * back (iterations write distinct elements). */
+        if (i == r - 1 && i >= n && k->simd && k->out->shape[i] > 1)
+            sb_puts(o, "#ifdef _OPENMP\n#pragma omp simd\n#endif\n");
         sb_printf(o, "%*sfor (%s %s = 0; %s < %" PRId64 "; ++%s)%s\n", ind, "",
                   k->ity, k->loopvar[i], k->loopvar[i], k->out->shape[i],
                   k->loopvar[i], i + 1 == r ? " {" : "");

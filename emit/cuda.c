@@ -1,11 +1,30 @@
-/* cuda.c - the CUDA dialect of a kernel: the body of kernel.c inside a
- * grid-stride loop over the output's elements (one thread per element;
- * consecutive threads write consecutive elements, so stores coalesce),
- * and its launch, checked like every other CUDA call. */
+/* cuda.c - the CUDA dialect of a kernel and its launch, checked like every
+ * other CUDA call.  Three layouts, chosen per kernel from its sizes and
+ * from how its reads walk memory (kernel.c's scatter counts):
+ *
+ *   thread  one thread per output element in a grid-stride loop, the
+ *           kernel.c body as it is; consecutive threads write consecutive
+ *           elements, so stores coalesce, and so do reads that follow the
+ *           innermost output index.
+ *   warp    one warp per output element: lane l takes terms l, l + 32, ...
+ *           of the flattened sum (kernel.c's part), then a shuffle tree
+ *           (offsets 16, 8, 4, 2, 1) combines the partials; reads that
+ *           follow the innermost sum index coalesce.  For reductions with
+ *           many terms whose reads scatter along the output (softmax's
+ *           row max and sum, a row of a matmul), or too few outputs to
+ *           fill the GPU with one thread each.
+ *   block   one block of 256 per output element, the same per warp, then
+ *           warp 0 combines the 8 warp results: very few outputs with very
+ *           many terms (a sum over a whole tensor).
+ *
+ * The order in which a layout adds terms is fixed by the generated code,
+ * so every run gives the same bits.  max= and min= combine partials with
+ * the same rule as the serial body (a NaN wins; no term at all gives 0). */
 #include "config.h"
 #include "emit_int.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 #define CUDA_BLOCK 256
 /* Enough blocks to fill any current GPU many times over; the grid-stride
@@ -13,34 +32,40 @@
  * counter cannot overflow past the total by one grid (2^24 threads). */
 #define CUDA_MAX_BLOCKS 65536
 
+/* Fewer outputs than this leave an H100/H200 (132 SMs x 2048 threads)
+ * mostly idle with one thread per output. */
+#define CUDA_FEW_OUTPUTS 65536
+
+static int lanes(const Kernel *k)
+{
+    if (!k->part || k->terms < 32)
+        return 1;
+    if (k->total <= 1024 && k->terms >= 4096)
+        return CUDA_BLOCK;
+    /* a warp's 5 shuffles pay for themselves over a few terms per lane */
+    if (k->scatter_sum < k->scatter_out && (k->terms >= 128 || k->total < CUDA_FEW_OUTPUTS))
+        return 32;
+    if (k->total < CUDA_FEW_OUTPUTS && k->terms >= 64)
+        return 32;
+    return 1;
+}
+
 static int64_t blocks(const Kernel *k)
 {
-    int64_t b = (k->total + CUDA_BLOCK - 1) / CUDA_BLOCK;
+    int n = lanes(k);
+    int64_t per = n == 1 ? CUDA_BLOCK : n == 32 ? CUDA_BLOCK / 32 : 1;
+    int64_t b = (k->total + per - 1) / per;
     return b < 1 ? 1 : b > CUDA_MAX_BLOCKS ? CUDA_MAX_BLOCKS : b;
 }
 
-void cuda_write_kernel(Emit *em, const Kernel *k)
+/* Each loop variable from the flat index e, row-major; only those the
+ * body reads (nvcc warns about unused ones). */
+static void write_loopvars(Sb *o, const Kernel *k)
 {
-    Sb *o = &em->out;
-    int r = k->out->rank;
-    const char *t = k->ity;
-    emit_block_comment(o, k->comment, 0);
-    sb_printf(o, "static __global__ void __launch_bounds__(%d)\n%s(", CUDA_BLOCK,
-              k->name);
-    for (int i = 0; i < k->nreads; i++)
-        sb_printf(o, "const %s *__restrict__ t_%s, ", emit_ctype(k->reads[i]->elem),
-                  em->cname[k->reads[i]->id]);
-    sb_printf(o, "%s *__restrict__ t_%s)\n{\n", emit_ctype(k->out->elem),
-              em->cname[k->out->id]);
-    sb_printf(o, "    const %s stride = (%s)gridDim.x * (%s)blockDim.x;\n", t, t, t);
-    sb_printf(o, "    for (%s e = (%s)blockIdx.x * (%s)blockDim.x + (%s)threadIdx.x; "
-              "e < %" PRId64 "; e += stride) {\n", t, t, t, t, k->total);
-    /* Each loop variable from the flat index, row-major; only those the
-     * body reads (nvcc warns about unused ones). */
     int64_t below = 1;                  /* elements of the dims after i */
-    for (int i = r - 1; i >= 0; i--) {
+    for (int i = k->out->rank - 1; i >= 0; i--) {
         if (k->loopused[i]) {
-            sb_printf(o, "        const %s %s = e", t, k->loopvar[i]);
+            sb_printf(o, "        const %s %s = e", k->ity, k->loopvar[i]);
             if (below > 1)
                 sb_printf(o, " / %" PRId64, below);
             if (i > 0)
@@ -49,10 +74,111 @@ void cuda_write_kernel(Emit *em, const Kernel *k)
         }
         below *= k->out->shape[i];
     }
-    sb_indent(o, k->body, 8);
-    sb_printf(o, "        t_%s[e] = ", em->cname[k->out->id]);
+}
+
+/* Combine each lane's partial with the one `off` lanes up (shuffle down)
+ * for off = first, first/2, .. 1: lane 0 ends with all of lanes 0 ..
+ * 2*first - 1, in a fixed order.  A sum adds; max and min keep the serial
+ * body's rule. */
+static void write_combine(Sb *o, const Kernel *k, int ind, int first)
+{
+    Reduce red = k->st->red;
+    sb_printf(o, "#pragma unroll\n%*sfor (int ein_o = %d; ein_o > 0; ein_o /= 2)", ind, "",
+              first);
+    if (red == RED_SUM) {
+        sb_printf(o, "\n%*s    acc += __shfl_down_sync(0xffffffffu, acc, ein_o);\n", ind, "");
+        return;
+    }
+    sb_printf(o, " {\n"
+              "%*s    const float ein_v = __shfl_down_sync(0xffffffffu, acc, ein_o);\n"
+              "%*s    const int ein_a = __shfl_down_sync(0xffffffffu, any, ein_o);\n"
+              "%*s    if (ein_a && (!any || ein_v %c acc || isnan(ein_v))) {\n"
+              "%*s        acc = ein_v;\n"
+              "%*s        any = 1;\n"
+              "%*s    }\n"
+              "%*s}\n", ind, "", ind, "", ind, "", red == RED_MAX ? '>' : '<', ind, "",
+              ind, "", ind, "", ind, "");
+}
+
+static void write_store(Emit *em, Sb *o, const Kernel *k, int ind)
+{
+    sb_printf(o, "%*st_%s[e] = ", ind, "", em->cname[k->out->id]);
     emit_store_value(em, o, k->out->elem, "acc");
-    sb_puts(o, ";\n    }\n}\n\n");
+    sb_puts(o, ";\n");
+}
+
+void cuda_write_kernel(Emit *em, const Kernel *k)
+{
+    Sb *o = &em->out;
+    const char *t = k->ity;
+    int n = lanes(k);
+    bool maxmin = k->st->red == RED_MAX || k->st->red == RED_MIN;
+    emit_block_comment(o, k->comment, 0);
+    if (n > 1)
+        sb_printf(o, "/* one %s per element, %" PRId64 " terms split across its lanes */\n",
+                  n == 32 ? "warp" : "block", k->terms);
+    sb_printf(o, "static __global__ void __launch_bounds__(%d)\n%s(", CUDA_BLOCK,
+              k->name);
+    for (int i = 0; i < k->nreads; i++)
+        sb_printf(o, "const %s *__restrict__ t_%s, ", emit_ctype(k->reads[i]->elem),
+                  em->cname[k->reads[i]->id]);
+    sb_printf(o, "%s *__restrict__ t_%s)\n{\n", emit_ctype(k->out->elem),
+              em->cname[k->out->id]);
+    if (n == 1) {
+        sb_printf(o, "    const %s stride = (%s)gridDim.x * (%s)blockDim.x;\n", t, t, t);
+        sb_printf(o, "    for (%s e = (%s)blockIdx.x * (%s)blockDim.x + (%s)threadIdx.x; "
+                  "e < %" PRId64 "; e += stride) {\n", t, t, t, t, k->total);
+        write_loopvars(o, k);
+        sb_indent(o, k->body, 8);
+        write_store(em, o, k, 8);
+        sb_puts(o, "    }\n}\n\n");
+        return;
+    }
+    if (n == 32) {
+        /* e is the same across a warp: the shuffles see all 32 lanes. */
+        sb_puts(o, "    const int ein_lane = (int)threadIdx.x % 32, ein_nlanes = 32;\n");
+        sb_printf(o, "    const %s stride = (%s)gridDim.x * %d;\n", t, t, CUDA_BLOCK / 32);
+        sb_printf(o, "    for (%s e = (%s)blockIdx.x * %d + (%s)threadIdx.x / 32; "
+                  "e < %" PRId64 "; e += stride) {\n", t, t, CUDA_BLOCK / 32, t, k->total);
+    } else {
+        sb_printf(o, "    __shared__ float ein_red[%d];\n", CUDA_BLOCK / 32);
+        if (maxmin)
+            sb_printf(o, "    __shared__ int ein_red_any[%d];\n", CUDA_BLOCK / 32);
+        sb_printf(o, "    const int ein_lane = (int)threadIdx.x, ein_nlanes = %d;\n",
+                  CUDA_BLOCK);
+        /* e is the same across the block: every thread meets the barriers. */
+        sb_printf(o, "    for (%s e = (%s)blockIdx.x; e < %" PRId64 "; e += (%s)gridDim.x) {\n",
+                  t, t, k->total, t);
+    }
+    write_loopvars(o, k);
+    sb_indent(o, k->part, 8);
+    write_combine(o, k, 8, 16);
+    if (n == 32) {
+        sb_puts(o, "        if (ein_lane == 0)\n");
+        write_store(em, o, k, 12);
+        sb_puts(o, "    }\n}\n\n");
+        return;
+    }
+    /* block: lane 0 of each warp leaves its warp's partial; warp 0
+     * combines them in lane order */
+    sb_puts(o, "        if (ein_lane % 32 == 0) {\n"
+               "            ein_red[ein_lane / 32] = acc;\n");
+    if (maxmin)
+        sb_puts(o, "            ein_red_any[ein_lane / 32] = any;\n");
+    sb_puts(o, "        }\n"
+               "        __syncthreads();\n"
+               "        if (ein_lane < 32) {\n");
+    sb_printf(o, "            acc = ein_lane < %d ? ein_red[ein_lane] : 0.0f;\n",
+              CUDA_BLOCK / 32);
+    if (maxmin)
+        sb_printf(o, "            any = ein_lane < %d ? ein_red_any[ein_lane] : 0;\n",
+                  CUDA_BLOCK / 32);
+    write_combine(o, k, 12, CUDA_BLOCK / 64);
+    sb_puts(o, "            if (ein_lane == 0)\n");
+    write_store(em, o, k, 16);
+    sb_puts(o, "        }\n"
+               "        __syncthreads();   /* ein_red is read before the next element */\n"
+               "    }\n}\n\n");
 }
 
 void cuda_write_launch(Emit *em, const Kernel *k, const char *indent)

@@ -392,6 +392,7 @@ int emit_program(const IrProgram *p, const EmitOptions *opt, FILE *out)
         else
             c_write_kernel(&em, &em.kernels[i]);
     }
+    lib_write_kernels(&em);
     api_write(&em);
     if (opt->main)
         main_write(&em);

@@ -51,6 +51,9 @@ typedef struct Kernel {
     /* Reads that scatter when the innermost output loop / the innermost
      * sum variable steps by one (coalescing of the two CUDA layouts). */
     int scatter_out, scatter_sum;
+    /* A plain map of arithmetic on f32 reads inside their shapes: the C
+     * dialect marks its innermost loop `omp simd`. */
+    bool simd;
 } Kernel;
 
 /* ---- emitter state ---------------------------------------------------- */
@@ -89,6 +92,7 @@ typedef struct Emit {
 enum {
     LIB_CUBLAS = 1 << 0, LIB_CUDNN = 1 << 1, LIB_CBLAS = 1 << 2,
     LIB_GEMM_C = 1 << 3, LIB_CONV_C = 1 << 4, LIB_CONVT_C = 1 << 5,   /* C helpers used */
+    LIB_BAND = 1 << 6,              /* tiled G2BMM/GBMM kernels (band.c) */
 };
 
 /* The helper functions of the generated file, written only when used
@@ -156,6 +160,7 @@ void lib_write_create(Emit *em);                /* in M_create, after the buffer
 void lib_write_destroy(Emit *em);               /* in M_destroy; `rc` in scope */
 /* The statements computing t (ctx, p, stream and `int rc` in scope). */
 void lib_write_call(Emit *em, const IrTensor *t, const char *indent);
+void lib_write_kernels(Emit *em);               /* the band kernels */
 
 /* api.c, main.c */
 /* Append text with $m -> model, $M -> MODEL, $S -> ", cudaStream_t stream"
@@ -183,5 +188,8 @@ static inline bool emit_is_cuda(const Emit *em)
 bool band_supported(const IrTensor *t, const OpMatch *m);
 void band_write_kernel(Emit *em, const IrTensor *t, const OpMatch *m);
 void band_write_launch(Emit *em, const IrTensor *t, const OpMatch *m, const char *indent);
+
+/* tuner.c: main() of --emit=tuner, for opt->tune_keys (after api_write) */
+void tuner_write_main(Emit *em);
 
 #endif

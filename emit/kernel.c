@@ -664,6 +664,193 @@ static void line(Sb *b, int depth, const char *fmt, ...)
 static int kernel_build_with(KGen *gp, Emit *em, Kernel *k, const IrTensor *t,
                              const Stage *st, int index);
 
+/* ---- a reduction split across lanes ------------------------------------------
+ * For the CUDA dialect's warp and block reductions: the terms of one
+ * output element flattened into one counter (the last sum variable the
+ * fastest, as the loop nest runs them), lane ein_lane of ein_nlanes taking
+ * every ein_nlanes-th term into its own partial acc (and any, for max and
+ * min).  The dialect combines the partials in a fixed order. */
+static void build_part(KGen *g, Kernel *k, const char *cond, const int *level)
+{
+    const Stage *st = k->st;
+    Arena *a = g->em->arena;
+    double terms = 1;
+    for (int j = 0; j < st->nsums; j++)
+        terms *= (double)(st->sums[j].hi - st->sums[j].lo);
+    if (terms < 2 || terms > 4e18)
+        return;
+    k->terms = (int64_t)terms;
+    const int64_t limit = INT32_MAX - (INT64_C(1) << 25);
+    const char *tty = k->terms > limit ? "int64_t" : k->ity;
+    bool cast = strcmp(tty, k->ity) != 0;
+    bool maxmin = st->red == RED_MAX || st->red == RED_MIN;
+
+    /* guards and body first: they decide which variables are bound */
+    Sb in = {0};
+    for (int i = 0; i < st->nguards; i++) {
+        if (level[i] < 0)
+            continue;
+        Sb gc = {0};
+        gen_b(g, st->guards[i], &gc);
+        line(&in, 0, "if (!%s)", sb_str(&gc));
+        line(&in, 1, "continue;");
+        sb_free(&gc);
+    }
+    Sb body = {0};
+    gen_f(g, st->body, &body);
+    if (st->red == RED_SUM) {
+        line(&in, 0, "acc += %s;", sb_str(&body));
+    } else {
+        line(&in, 0, "float v = %s;", sb_str(&body));
+        line(&in, 0, "if (!any || v %c acc || isnan(v))", st->red == RED_MAX ? '>' : '<');
+        line(&in, 1, "acc = v;");
+        line(&in, 0, "any = 1;");
+    }
+    sb_free(&body);
+
+    Sb b = {0};
+    line(&b, 0, "float acc = 0.0f;");
+    if (maxmin)
+        line(&b, 0, "int any = 0;     /* no term at all gives 0 */");
+    int depth = 0;
+    if (cond && *cond)
+        line(&b, depth++, "if (%s) {", cond);
+    line(&b, depth++, "for (%s ein_t = ein_lane; ein_t < %" PRId64 "; ein_t += ein_nlanes) {",
+         tty, k->terms);
+    int64_t below = 1;
+    for (int j = st->nsums - 1; j >= 0; j--) {
+        const IrVar *v = &st->sums[j];
+        int64_t ext = v->hi - v->lo;
+        if (g->used[v->id]) {
+            Sb x = {0};
+            sb_puts(&x, "ein_t");
+            if (below > 1)
+                sb_printf(&x, " / %" PRId64, below);
+            if (j > 0)
+                sb_printf(&x, " %% %" PRId64, ext);
+            if (v->lo)
+                sb_printf(&x, " %c %" PRId64, v->lo < 0 ? '-' : '+',
+                          v->lo < 0 ? -v->lo : v->lo);
+            if (cast)
+                line(&b, depth, "const %s %s = (%s)(%s);", k->ity, g->vname[v->id], k->ity,
+                     sb_str(&x));
+            else
+                line(&b, depth, "const %s %s = %s;", k->ity, g->vname[v->id], sb_str(&x));
+            sb_free(&x);
+        }
+        below *= ext;
+    }
+    sb_indent(&b, sb_str(&in), 4 * depth);
+    sb_free(&in);
+    while (depth > 0)
+        line(&b, --depth, "}");
+    k->part = arena_strdup(a, sb_str(&b));
+    sb_free(&b);
+}
+
+/* How many reads of the body (and guards) step through memory by more
+ * than one element when variable `var` steps by one: 0 for a read that
+ * does not move or moves to the next element.  A variable inside a
+ * floor division or modulo by less than a warp counts as scattered. */
+static int scattered(const IExpr *e, int var)
+{
+    if (var < 0)
+        return 0;
+    int n = 0;
+    switch (e->kind) {
+    case IE_CONST: case IE_INDEX: case IE_ICMP:
+        return 0;
+    case IE_ACCESS: {
+        if (!e->access.tensor)
+            return 0;
+        const IrTensor *t = e->access.tensor;
+        int64_t stride = 0, rs = 1;
+        bool odd = false;
+        for (int d = e->access.nidx - 1; d >= 0 && d < t->rank; d--) {
+            const Ix *ix = e->access.idx[d];
+            for (int i = 0; i < ix->n; i++) {
+                const IxTerm *x = &ix->t[i];
+                if (x->kind == IX_VAR) {
+                    if (x->var == var)
+                        stride += x->coef * rs;
+                } else if (ix_uses(x->arg, var)) {
+                    int64_t c = ix_coef(x->arg, var);
+                    if (x->d < 32 || c == 0)
+                        odd = true;
+                    else if (x->kind == IX_MOD)
+                        stride += x->coef * c * rs;
+                }
+            }
+            if (t->shape[d] > 0 && rs < (INT64_C(1) << 40))
+                rs *= t->shape[d];
+        }
+        return odd || stride > 1 || stride < -1;
+    }
+    case IE_CALL:
+        for (int i = 0; i < e->call.nargs; i++)
+            n += scattered(e->call.args[i], var);
+        return n;
+    case IE_NEG: case IE_NOT:
+        return scattered(e->bin.a, var);
+    default:
+        return scattered(e->bin.a, var) + scattered(e->bin.b, var);
+    }
+}
+
+/* Whether a plain map's value is arithmetic a vectorizer takes as it is:
+ * reads of f32 tensors that stay inside their shapes (no select of a
+ * zero) through affine indices, + - * /, and relu, fabsf, sqrtf.  The C
+ * dialect marks the innermost loop of such a kernel `omp simd`. */
+static bool vec_ix(const Ix *ix)
+{
+    for (int i = 0; i < ix->n; i++)
+        if (ix->t[i].kind != IX_VAR)
+            return false;
+    return true;
+}
+
+static bool vec_expr(const KGen *g, const IExpr *e)
+{
+    switch (e->kind) {
+    case IE_CONST:
+        return true;
+    case IE_ACCESS: {
+        const IrTensor *t = e->access.tensor;
+        if (!t || t->elem != ELEM_F32 || e->access.nidx != t->rank)
+            return false;
+        for (int d = 0; d < t->rank; d++) {
+            int64_t mn, mx;
+            if (!vec_ix(e->access.idx[d]))
+                return false;
+            bounds(g, e->access.idx[d], &mn, &mx);
+            if (mn < 0 || mx >= t->shape[d])
+                return false;
+        }
+        return true;
+    }
+    case IE_ADD: case IE_SUB: case IE_MUL: case IE_DIV:
+        return vec_expr(g, e->bin.a) && vec_expr(g, e->bin.b);
+    case IE_NEG:
+        return vec_expr(g, e->bin.a);
+    case IE_CALL:
+        if (e->call.nargs != 1 || (e->call.fn != FN_RELU && e->call.fn != FN_ABS &&
+                                   e->call.fn != FN_SQRT))
+            return false;
+        return vec_expr(g, e->call.args[0]);
+    default:
+        return false;
+    }
+}
+
+/* The innermost variable of a list that takes more than one value. */
+static int innermost(const IrVar *v, int n)
+{
+    for (int i = n - 1; i >= 0; i--)
+        if (v[i].hi - v[i].lo > 1)
+            return v[i].id;
+    return -1;
+}
+
 int kernel_build(Emit *em, const IrTensor *t, int index, Kernel *k)
 {
     const Stage *st = t->stage;
@@ -796,12 +983,14 @@ static int kernel_build_with(KGen *gp, Emit *em, Kernel *k, const IrTensor *t,
     k->ity = g.wide ? "int64_t" : "int";
 
     Sb b = {0};
+    const char *part_cond = NULL;
     bool maxmin = st->red == RED_MAX || st->red == RED_MIN;
     bool padded = false;
     for (int i = 0; i < st->nloops; i++)
         padded |= st->loops[i].lo > 0 || st->loops[i].hi < t->shape[i];
     if (!empty && st->red == RED_NONE && !padded && st->nguards == 0) {
         /* A plain map: the element is the body. */
+        k->simd = t->elem == ELEM_F32 && vec_expr(&g, st->body);
         Sb body = {0};
         gen_f(&g, st->body, &body);
         line(&b, 0, "const float acc = %s;", sb_str(&body));
@@ -845,6 +1034,8 @@ static int kernel_build_with(KGen *gp, Emit *em, Kernel *k, const IrTensor *t,
         if (nc) {
             line(&b, depth++, "if (%s) {", sb_str(&cond));
         }
+        if (st->red != RED_NONE)
+            part_cond = arena_strdup(a, sb_str(&cond));
         sb_free(&cond);
         for (int j = 0; j < st->nsums; j++) {
             const IrVar *v = &st->sums[j];
@@ -883,8 +1074,19 @@ static int kernel_build_with(KGen *gp, Emit *em, Kernel *k, const IrTensor *t,
         sb_free(&body);
         while (depth > 0)
             line(&b, --depth, "}");
+        if (st->red != RED_NONE)
+            build_part(&g, k, part_cond, level);
     }
     k->body = arena_strdup(a, sb_str(&b));
+    if (!empty) {
+        int vo = innermost(st->loops, st->nloops), vs = innermost(st->sums, st->nsums);
+        k->scatter_out = scattered(st->body, vo);
+        k->scatter_sum = scattered(st->body, vs);
+        for (int i = 0; i < st->nguards; i++) {
+            k->scatter_out += scattered(st->guards[i], vo);
+            k->scatter_sum += scattered(st->guards[i], vs);
+        }
+    }
     k->loopused = arena_alloc(a, sizeof *k->loopused * (size_t)(t->rank + 1));
     for (int i = 0; i < st->nloops; i++)
         k->loopused[i] = g.used[st->loops[i].id];

@@ -9,7 +9,7 @@
  *                       (heuristics, first engine that finalizes and keeps
  *                       the precision); a transposed convolution is the
  *                       backward-data operation
- *         G2BMM, GBMM   tiled generated kernels (band.c)
+ *         G2BMM, GBMM   tiled generated kernels (band.c), f32
  *   C     GEMMs         cblas_sgemm (OpenBLAS), a batch as a loop
  *         convolutions  im2col + cblas_sgemm per image (one group);
  *                       transposed: cblas_sgemm + col2im
@@ -132,7 +132,9 @@ void lib_plan(Emit *em)
             }
             break;
         case OPK_G2BMM: case OPK_GBMM:
-            ok = false;         /* generated kernels until band.c lands */
+            ok = emit_is_cuda(em) && band_supported(t, m);
+            if (ok)
+                em->libs |= LIB_BAND;
             break;
         case OPK_KERNEL:
             break;
@@ -805,8 +807,21 @@ void lib_write_call(Emit *em, const IrTensor *t, const char *indent)
         write_conv(em, t, m, indent);
         break;
     case OPK_G2BMM: case OPK_GBMM:
+        band_write_launch(em, t, m, indent);
+        break;
     case OPK_KERNEL:
         break;
+    }
+}
+
+/* The kernels of the library operators that are generated: the tiled band
+ * kernels. */
+void lib_write_kernels(Emit *em)
+{
+    for (int i = 0; i < em->p->ntensors; i++) {
+        const OpMatch *m = &em->op[i];
+        if (m->kind == OPK_G2BMM || m->kind == OPK_GBMM)
+            band_write_kernel(em, em->p->tensors[i], m);
     }
 }
 

@@ -1,7 +1,8 @@
 # emit/local.mk - the C, CUDA and Graphviz writers, and their tests.
 noinst_LIBRARIES += emit/libemit.a
 emit_libemit_a_SOURCES = emit/emit.h emit/emit_int.h emit/emit.c \
-	emit/kernel.c emit/c.c emit/cuda.c emit/api.c emit/main.c emit/dot.c \
+	emit/kernel.c emit/c.c emit/cuda.c emit/band.c emit/api.c emit/main.c \
+	emit/dot.c \
 	emit/lib.c
 EXTRA_DIST += emit/README.md
 
@@ -20,3 +21,13 @@ tests_emit_test_emit_LDADD = emit/libemit.a derive/libderive.a \
 # (skipped without $NVCC).
 TESTS += tests/emit/examples.test tests/emit/nvcc.test tests/emit/vendor.test
 EXTRA_DIST += tests/emit/examples.test tests/emit/nvcc.test tests/emit/vendor.test
+
+# The CUDA kernels (band.c's tiled band kernels, cuda.c's thread, warp and
+# block layouts) compiled as C++ over an emulation of CUDA's threads,
+# barriers and shuffles, run on the CPU against the IR interpreter; and
+# built with nvcc where $NVCC is set (tests/emit/test_kern.c).
+check_PROGRAMS += tests/emit/test_kern
+TESTS += tests/emit/test_kern
+tests_emit_test_kern_SOURCES = tests/emit/test_kern.c
+tests_emit_test_kern_LDADD = emit/libemit.a derive/libderive.a sema/libsema.a \
+	parser/libparser.a runtime/libruntime_embed.a lang/liblang.a $(LIBS)
