@@ -20,14 +20,16 @@
 #include "sema/sema.h"
 #include "derive/ir.h"
 #include "derive/derive.h"
+#include "derive/tune.h"
 #include "emit/emit.h"
 
 typedef enum {
     EMIT_DEFAULT, EMIT_IR, EMIT_C, EMIT_CUDA, EMIT_DOT, EMIT_PLAN, EMIT_PLAN_JSON,
-    EMIT_EXPLAIN, EMIT_DOT_DERIVATION,
+    EMIT_EXPLAIN, EMIT_DOT_DERIVATION, EMIT_TUNER,
 } EmitKind;
 
 static const struct { const char *name; EmitKind kind; const char *ext; } emit_kinds[] = {
+    {"tuner", EMIT_TUNER, ".cu"},     /* before cuda: -o x.cu means cuda */
     {"ir", EMIT_IR, ".ir"},
     {"c", EMIT_C, ".c"},
     {"cuda", EMIT_CUDA, ".cu"},
@@ -42,6 +44,7 @@ typedef struct Options {
     const char *output;             /* -o; NULL: derived from the input */
     EmitKind emit;
     bool main;
+    const char *tune_db;            /* --tune-db */
     int verify;                     /* 0 no, 1 chosen plans, 2 every candidate */
     DeriveOptions derive;
     VEC(const char *) defines;
@@ -66,7 +69,9 @@ static void usage(FILE *fp)
 "                        default: the input's stem with the kind's extension\n"
 "      --emit=KIND     what to write: ir (the lowered program as text),\n"
 "                        c, cuda, dot, plan (the chosen operators),\n"
-"                        plan-json (every candidate, as JSON); default:\n"
+"                        plan-json (every candidate, as JSON), tuner (a\n"
+"                        CUDA program that times every operator of every\n"
+"                        candidate and writes a --tune-db file); default:\n"
 "                        from -o's extension (.ir .c .cu .dot .plan\n"
 "                        .json), else cuda\n"
 "      --target=T      same as --emit=T for T in c, cuda\n"
@@ -88,6 +93,8 @@ static void usage(FILE *fp)
 "      --precision=P   arithmetic of GEMMs and convolutions: fp32 (the\n"
 "                        default; TF32 off), tf32, fp16 or bf16 (operands\n"
 "                        rounded to that format, f32 accumulation)\n"
+"      --tune-db=FILE  use the operator times measured in FILE (by the\n"
+"                        program of --emit=tuner) for the operators it holds\n"
 "      --verify[=all]  check every chosen derivation (with =all: every\n"
 "                        candidate kept) with the interpreter on random\n"
 "                        data before writing anything\n"
@@ -183,6 +190,7 @@ static const struct { const char *name; int has_arg; int id; } long_opts[] = {
     {"output", 1, 'o'}, {"define", 1, 'D'}, {"include", 1, 'I'},
     {"explain", 0, 'X'}, {"search-depth", 1, 'S'}, {"search-budget", 1, 'B'},
     {"device", 1, 'E'}, {"verify", 2, 'v'}, {"precision", 1, 'P'},
+    {"tune-db", 1, 'T'},
 };
 #define NLONG (sizeof long_opts / sizeof *long_opts)
 
@@ -227,7 +235,7 @@ static void handle(Options *o, int id, const char *val, const char *spelled)
         vec_push(arena, &o->includes, val);
         break;
     case 'e':
-        set_emit(o, val, "unknown output kind '%s' (ir, c, cuda, dot, plan, plan-json)");
+        set_emit(o, val, "unknown output kind '%s' (ir, c, cuda, dot, plan, plan-json, tuner)");
         break;
     case 't':
         if (strcmp(val, "c") != 0 && strcmp(val, "cuda") != 0)
@@ -251,6 +259,7 @@ static void handle(Options *o, int id, const char *val, const char *spelled)
         if (!(o->derive.search.dev = cost_device(val)))
             usage_error("unknown device '%s' (h200, a100, v100, cpu)", val);
         break;
+    case 'T': o->tune_db = val; break;
     case 'P':
         if (!cost_precision_parse(val, &o->derive.search.precision))
             usage_error("unknown precision '%s' (fp32, tf32, fp16, bf16)", val);
@@ -527,6 +536,11 @@ static char *compile(const Options *o, size_t *len)
     Ast *ast = parse_file(o->input, &popt, arena);
     if (!ast || diag_error_count())
         return NULL;
+    /* read after the program's files: make dependencies name it last */
+    DeriveOptions dopt = o->derive;
+    if (o->tune_db &&
+        !(dopt.search.tune_db = tune_db_load(arena, o->tune_db, dopt.search.dev->name)))
+        return NULL;
     SemaOptions sopt = {o->defines.data, o->defines.len, model_name(o->input)};
     CProgram *cp = sema_check(ast, &sopt, arena);
     if (!cp || diag_error_count())
@@ -541,7 +555,7 @@ static char *compile(const Options *o, size_t *len)
         return NULL;
     Derived *d = NULL;
     if (o->emit != EMIT_IR) {
-        d = derive_program(cx, p, &o->derive);
+        d = derive_program(cx, p, &dopt);
         if (o->verify && !derive_verify(cx, d, o->verify == 2))
             return NULL;
         p = d->plan->prog;
@@ -568,6 +582,16 @@ static char *compile(const Options *o, size_t *len)
     case EMIT_PLAN_JSON: derive_print_json(cx, d, fp); break;
     case EMIT_EXPLAIN: derive_explain(cx, d, fp); break;
     case EMIT_DOT_DERIVATION: derive_dot(cx, d, fp); break;
+    case EMIT_TUNER: {
+        CostModel cm = {dopt.search.dev, dopt.search.precision, NULL};
+        const char *const *keys;
+        IrProgram *tp = tune_program(cx, d, &cm, &keys);
+        eo.main = true;
+        eo.tune_keys = keys;
+        eo.tune_device = dopt.search.dev->name;
+        rc = emit_program(tp, &eo, fp);
+        break;
+    }
     default: rc = emit_program(p, &eo, fp); break;
     }
     fclose(fp);

@@ -1,9 +1,14 @@
-/* cost.h - the first cost model: time of one operator on a named device
- * as launch cost + max(compute, memory), where compute is FLOPs over the
- * device's peak rate scaled by an efficiency that falls for shapes too
- * small to fill the machine, and memory is bytes over bandwidth.  Vendor
- * operators run near peak when they have enough tiles; generated kernels
- * (eOperators) reach a fixed fraction of it.  Prefix: cost_. */
+/* cost.h - the cost model: time of one operator on a named device, as
+ * launch cost + max(compute, memory).  Compute is FLOPs over the peak
+ * rate of the operator's arithmetic (tensor cores for GEMMs and
+ * convolutions at --precision tf32/fp16/bf16) scaled by an efficiency
+ * that follows the shape: output tiles, waves of tiles over the units,
+ * padding of partial tiles, and a k too short to amortise a tile's
+ * prologue and epilogue.  Memory is the bytes a kernel moves from DRAM
+ * and from the L2 cache (partly used sectors of strided reads, operands
+ * re-read per tile or per term) over the bandwidths.  A tuning database
+ * (--tune-db) replaces the estimate by a measured time for every
+ * operator it holds.  Prefix: cost_ (tune_ for the database). */
 #ifndef EINC_COST_H
 #define EINC_COST_H
 
@@ -14,26 +19,78 @@
  * bf16 let GEMMs and convolutions round their operands to that format on
  * tensor cores while keeping f32 storage and accumulation. */
 typedef enum { PREC_FP32, PREC_TF32, PREC_FP16, PREC_BF16 } Precision;
+#define PREC_COUNT 4
 const char *cost_precision_name(Precision p);       /* "fp32", ... */
 bool cost_precision_parse(const char *name, Precision *out);
 
 typedef struct Device {
     const char *name;
-    double flops;               /* fp32 peak, FLOP/s (no tensor cores: TF32 off) */
-    double bandwidth;           /* memory, bytes/s */
+    double flops;               /* fp32 peak on the FMA units, FLOP/s */
+    double peak[PREC_COUNT];    /* GEMM/convolution peak per Precision (dense,
+                                   tensor cores; flops where there are none) */
+    double bandwidth;           /* DRAM, bytes/s */
     double launch;              /* seconds per kernel or library call */
     int units;                  /* SMs (or cores) that tiles spread over */
-    double lib_eff;             /* GEMM efficiency at full occupancy */
-    double conv_eff;            /* convolution efficiency at full occupancy */
-    double kernel_eff;          /* generated kernels: fraction of peak FLOP/s */
-    double mem_eff;             /* fraction of bandwidth reached */
+    double lib_eff;             /* vendor GEMM: fraction of peak, big shapes */
+    double conv_eff;            /* vendor convolution: the same */
+    double kernel_eff;          /* generated kernels: fraction of fp32 peak */
+    double mem_eff;             /* fraction of DRAM bandwidth reached */
 } Device;
 
 /* NULL for an unknown name (h200, a100, v100, cpu are known). */
 const Device *cost_device(const char *name);
 
+/* Measured operator times, by operator key (tune.c). */
+typedef struct TuneDb TuneDb;
+
+/* What prices an operator: the device, the arithmetic of library calls,
+ * and measured times (db NULL: the model only). */
+typedef struct CostModel {
+    const Device *dev;
+    Precision precision;
+    const TuneDb *db;
+} CostModel;
+
 /* Estimated seconds for the stage `s`, run as the operator `m` (or as a
- * generated kernel when m is NULL or m->kind == OPK_KERNEL). */
-double cost_stage(const Device *d, const Stage *s, const OpMatch *m);
+ * generated kernel when m is NULL or m->kind == OPK_KERNEL): the measured
+ * time when cm->db holds the operator's key, the model's otherwise.
+ * *measured (when not NULL) says which. */
+double cost_stage(const CostModel *cm, const Stage *s, const OpMatch *m);
+double cost_stage_ex(const CostModel *cm, const Stage *s, const OpMatch *m, bool *measured);
+/* The model alone. */
+double cost_model(const Device *d, Precision prec, const Stage *s, const OpMatch *m);
+
+/* ---- operator keys and the tuning database ------------------------------
+ * The key of an operator is one line of printable ASCII without leading
+ * or trailing blanks that says what the operator computes, independent of
+ * the names and ids of its tensors and variables, so that the same
+ * operator compiled again (from any program) gets the same key:
+ *   library calls:  KIND PRECISION OUT<-IN,IN NAME=VALUE...  (match_dims)
+ *     e.g. "matmul fp32 f32<-f32,f32 m=49 n=4608 k=512 batch=1 ..."
+ *   generated kernels: "kernel " and a canonical text of the stage, its
+ *     variables named by position and its tensors by first use with
+ *     their element types and shapes.
+ * (A generated G2BMM/GBMM is a library call here: its sizes say it all.)
+ * m NULL or OPK_KERNEL: a kernel.  Allocated in a (NULL: malloc'ed, the
+ * caller frees it). */
+char *cost_op_key(Arena *a, const Stage *s, const OpMatch *m, Precision prec);
+
+/* A tuning database in memory.  The file format (documented in einc(1)):
+ *   einc-tune 1
+ *   device NAME
+ *   US KEY          one measured operator a line: median microseconds
+ * with blank lines and lines starting with '#' ignored.  Loading reports
+ * every problem at its place (FILE:LINE:COL: error: ..., through diag_error)
+ * and returns NULL when there was one; a device line that is not `device`
+ * (when not NULL) is one.  The file is read as a source file (src_load),
+ * so make dependencies (-M, -MD) name it. */
+TuneDb *tune_db_load(Arena *a, const char *path, const char *device);
+/* The same from text in memory (tests); `path` names it in messages. */
+TuneDb *tune_db_parse(Arena *a, const char *path, const char *text, size_t len,
+                      const char *device);
+const char *tune_db_device(const TuneDb *db);       /* the device line */
+int tune_db_count(const TuneDb *db);                /* operators held */
+/* The measured seconds of `key`, or a negative number when absent. */
+double tune_db_lookup(const TuneDb *db, const char *key);
 
 #endif

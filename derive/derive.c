@@ -24,19 +24,21 @@ Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o)
     VEC(IrTensor *) order = {0};
     VEC(PlanOp) ops = {0};
     SearchOptions so = o->search;
+    CostModel cm = {so.dev, so.precision, so.tune_db};
+    d->precision = so.precision;
     if (o->level < 2)
         so.depth = 0;
     else
-        derive_merge_siblings(cx, p, so.dev);
+        derive_merge_siblings(cx, p, &cm);
     for (int i = 0; i < p->ntensors; i++) {
         IrTensor *t = p->tensors[i];
         if (o->level == 0 || !searchable(t)) {
             vec_push(a, &order, t);
             if (t->kind == IT_STAGE) {
-                PlanOp op = {t, t->stage, {0}, 0};
+                PlanOp op = {t, t->stage, {0}, 0, false};
                 if (!match_stage(t->stage, &op.op))
                     op.op.kind = OPK_KERNEL;
-                op.cost = cost_stage(so.dev, t->stage, &op.op);
+                op.cost = cost_stage_ex(&cm, t->stage, &op.op, &op.measured);
                 vec_push(a, &ops, op);
             }
             continue;
@@ -80,7 +82,7 @@ Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o)
     }
     d->plan = pl;
     if (o->level >= 1)
-        derive_fuse(cx, pl, so.dev);
+        derive_fuse(cx, pl, &cm);
     return d;
 }
 
@@ -195,12 +197,21 @@ bool derive_verify(IrCtx *cx, const Derived *d, bool all_candidates)
 
 /* ---- showing plans and derivations ----------------------------------------- */
 
-static void json_op(const PlanOp *o, FILE *fp)
+static void json_op(const PlanOp *o, Precision prec, FILE *fp)
 {
     const OpMatch *m = &o->op;
     fprintf(fp, "{\"kind\": \"%s\", \"tensor\": \"%s\", \"cost_us\": %.3f, \"at_load\": %s",
             op_kind_name(m->kind), o->out->name, o->cost * 1e6,
             o->out->weight_only ? "true" : "false");
+    if (o->measured)
+        fputs(", \"measured\": true", fp);
+    /* what a tuning database (--tune-db) holds the operator's time under */
+    char *key = cost_op_key(NULL, o->stage, m, prec);
+    fputs(", \"key\": \"", fp);
+    for (const char *c = key; *c; c++)
+        fprintf(fp, *c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
+    fputc('"', fp);
+    free(key);
     OpDim d[OP_MAX_DIMS];
     int nd = match_dims(m, d);
     for (int i = 0; i < nd; i++) {
@@ -250,7 +261,7 @@ static void json_candidate(const Derived *d, int j, FILE *fp)
         const Pieces *alt = k >= 0 ? nth_plan(&d->ds[k], j) : NULL;
         for (int o = 0; o < (alt ? alt->ops.len : 1); o++) {
             fputs(first ? "\n      " : ",\n      ", fp);
-            json_op(alt ? &alt->ops.data[o] : &d->plan->ops[t->id], fp);
+            json_op(alt ? &alt->ops.data[o] : &d->plan->ops[t->id], d->precision, fp);
             first = false;
         }
     }

@@ -27,6 +27,7 @@ typedef struct Derived {
     int nds;
     long states;                /* in all searches */
     double ms;
+    Precision precision;        /* of the search: operator keys (cost.h) */
 } Derived;
 
 /* Derive `p` (whose tensors it takes over: their stages and ids change). */
@@ -35,11 +36,11 @@ Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o);
 /* Inter-expression merging: expressions of one form over the same input
  * that differ in one weight become one over the stacked weights, where the
  * cost model says that is cheaper (siblings.c).  Returns how many groups. */
-int derive_merge_siblings(IrCtx *cx, IrProgram *p, const Device *dev);
+int derive_merge_siblings(IrCtx *cx, IrProgram *p, const CostModel *cm);
 
 /* Inter-expression fusion: substitute maps read by one other map into it
  * (fuse.c).  Returns how many tensors went away. */
-int derive_fuse(IrCtx *cx, Plan *pl, const Device *dev);
+int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm);
 
 /* Check every chosen derivation (every kept candidate with
  * all_candidates) on random data in double precision; reports an error

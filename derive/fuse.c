@@ -111,7 +111,7 @@ static IrTensor *single_reader(const IrProgram *p, const IrTensor *t)
     return reader;
 }
 
-int derive_fuse(IrCtx *cx, Plan *pl, const Device *dev)
+int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm)
 {
     IrProgram *p = pl->prog;
     int fused = 0, nv = ir_var_count(cx);
@@ -165,7 +165,7 @@ int derive_fuse(IrCtx *cx, Plan *pl, const Device *dev)
             ops[n].stage = t->stage;
             if (!match_stage(t->stage, &ops[n].op))
                 ops[n].op.kind = OPK_KERNEL;
-            ops[n].cost = cost_stage(dev, t->stage, &ops[n].op);
+            ops[n].cost = cost_stage_ex(cm, t->stage, &ops[n].op, &ops[n].measured);
             if (!t->weight_only)
                 pl->cost += ops[n].cost;
         }

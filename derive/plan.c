@@ -16,7 +16,7 @@ typedef struct Made {
 
 typedef struct Flat {
     IrCtx *cx;
-    const Device *dev;
+    const CostModel *cm;
     const IrTensor *result;
     int *next_id;
     Pieces *out;
@@ -71,10 +71,10 @@ static const IrTensor *add_tensor(Flat *f, const Stage *st)
     t->loc = f->result->loc;
     t->stage = st;
     t->weight_only = ir_stage_weight_only(st);
-    PlanOp op = {t, st, {0}, 0};
+    PlanOp op = {t, st, {0}, 0, false};
     if (!match_stage(st, &op.op))
         op.op.kind = OPK_KERNEL;
-    op.cost = cost_stage(f->dev, st, &op.op);
+    op.cost = cost_stage_ex(f->cm, st, &op.op, &op.measured);
     vec_push(a, &f->out->ops, op);
     return t;
 }
@@ -192,7 +192,7 @@ static const Stage *fit_gemm(Flat *f, const Stage *s, bool free_output, int *per
         if (pass == 4)
             return t;
         if (match_stage(r, &m)) {
-            double c = cost_stage(f->dev, r, &m);
+            double c = cost_stage(f->cm, r, &m);
             for (int i = before; i < f->out->ops.len; i++)
                 if (!f->out->ops.data[i].out->weight_only)
                     c += f->out->ops.data[i].cost;
@@ -315,7 +315,7 @@ static const Stage *instantiate_stage(Flat *f, const Stage *s, bool free_output,
     if (match_stage(s, &m) || s->nloops > MAXR)
         return s;
     int best = -1, p2[MAXR];
-    double best_cost = cost_stage(f->dev, s, NULL);
+    double best_cost = cost_stage(f->cm, s, NULL);
     for (int i = 0; i < (int)(sizeof fits / sizeof *fits); i++) {
         int before = f->out->ops.len;
         const Stage *g = fits[i](f, s, free_output, p2);
@@ -325,7 +325,7 @@ static const Stage *instantiate_stage(Flat *f, const Stage *s, bool free_output,
                 if (!f->out->ops.data[j].out->weight_only)
                     c += f->out->ops.data[j].cost;
             const Stage *r = reorder_shift(f, g, p2, s->nloops);
-            c += cost_stage(f->dev, r, match_stage(r, &m) ? &m : NULL);
+            c += cost_stage(f->cm, r, match_stage(r, &m) ? &m : NULL);
             if (c < best_cost) {
                 best = i;
                 best_cost = c;
@@ -454,17 +454,17 @@ static const Stage *flatten_stage(Flat *f, const Stage *s)
                     s->nguards, body);
 }
 
-void plan_instantiate(IrCtx *cx, const Device *dev, const IrTensor *result,
+void plan_instantiate(IrCtx *cx, const CostModel *cm, const IrTensor *result,
                       const Stage *s, int *next_id, Pieces *out)
 {
-    Flat f = {cx, dev, result, next_id, out, {0}, NULL, NULL, 0};
+    Flat f = {cx, cm, result, next_id, out, {0}, NULL, NULL, 0};
     int perm[MAXR];
     const Stage *flat = flatten_stage(&f, s);
     flat = instantiate_stage(&f, flat, false, perm);
-    PlanOp op = {result, flat, {0}, 0};
+    PlanOp op = {result, flat, {0}, 0, false};
     if (!match_stage(flat, &op.op))
         op.op.kind = OPK_KERNEL;
-    op.cost = cost_stage(dev, flat, &op.op);
+    op.cost = cost_stage_ex(cm, flat, &op.op, &op.measured);
     vec_push(ir_arena(cx), &out->ops, op);
     free(f.lo);
     free(f.hi);
@@ -494,7 +494,8 @@ static void print_op(const PlanOp *o, FILE *fp)
     int nd = match_dims(m, d);
     for (int i = 0; i < nd; i++)
         fprintf(fp, " %s=%lld", d[i].name, (long long)d[i].value);
-    fprintf(fp, "  %.2f us%s\n", o->cost * 1e6, o->out->weight_only ? " (at load)" : "");
+    fprintf(fp, "  %.2f us%s%s\n", o->cost * 1e6, o->measured ? " (measured)" : "",
+            o->out->weight_only ? " (at load)" : "");
 }
 
 void plan_print(const Plan *pl, FILE *fp)

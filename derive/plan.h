@@ -17,6 +17,7 @@ typedef struct PlanOp {
                                    derivation: its flattened expression) */
     OpMatch op;                 /* op.kind == OPK_KERNEL: a generated kernel */
     double cost;                /* seconds, estimated */
+    bool measured;              /* cost is a time from the tuning database */
 } PlanOp;
 
 /* The pieces of one expression: intermediates first, the result last. */
@@ -29,7 +30,7 @@ typedef struct Pieces {
  * new tensors are named "<result>.tN" and get ids from *next_id.  The last
  * piece computes `result` itself: its stage is `s` with every nested stage
  * replaced by an access to its tensor.  Nothing existing is changed. */
-void plan_instantiate(IrCtx *cx, const Device *dev, const IrTensor *result,
+void plan_instantiate(IrCtx *cx, const CostModel *cm, const IrTensor *result,
                       const Stage *s, int *next_id, Pieces *out);
 
 typedef struct Plan {

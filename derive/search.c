@@ -31,6 +31,7 @@ void search_default_options(SearchOptions *o)
     o->budget_ms = 10000;
     o->dev = cost_device("h200");
     o->precision = PREC_FP32;
+    o->tune_db = NULL;
 }
 
 static double now_ms(void)
@@ -247,7 +248,8 @@ static int add_node(Search *s, const Stage *e, int parent, const RuleSite *via,
     /* Instantiate; keep what that built only when the plan is new. */
     Candidate c = {{{0}, 0}, s->out->nodes.len, 0};
     IrMark mark = ir_ctx_mark(s->cx);
-    plan_instantiate(s->cx, s->opt->dev, s->result, e, s->next_id, &c.pieces);
+    CostModel cm = {s->opt->dev, s->opt->precision, s->opt->tune_db};
+    plan_instantiate(s->cx, &cm, s->result, e, s->next_id, &c.pieces);
     n.cost = c.pieces.cost;
     c.key = plan_key(&c.pieces);
     bool keep = keep_candidate(s, &c);

@@ -26,6 +26,7 @@ typedef struct SearchOptions {
     double budget_ms;           /* --search-budget: stop expanding after this */
     const Device *dev;
     Precision precision;        /* --precision: what vendor operators compute in */
+    const TuneDb *tune_db;      /* --tune-db: measured times, or NULL */
 } SearchOptions;
 void search_default_options(SearchOptions *o);
 

@@ -108,12 +108,12 @@ static uint64_t form_key(IrCtx *cx, const IrTensor *t, const IrTensor *w, IrTens
     return ir_fingerprint(retarget_stage(cx, t->stage, w, hole, NULL, 0, NULL, 0));
 }
 
-static double group_cost(IrCtx *cx, const Device *dev, IrTensor *const *g, int n, int *next_id)
+static double group_cost(IrCtx *cx, const CostModel *cm, IrTensor *const *g, int n, int *next_id)
 {
     double c = 0;
     for (int i = 0; i < n; i++) {
         Pieces pc = {{0}, 0};
-        plan_instantiate(cx, dev, g[i], g[i]->stage, next_id, &pc);
+        plan_instantiate(cx, cm, g[i], g[i]->stage, next_id, &pc);
         c += pc.cost;
     }
     return c;
@@ -187,7 +187,7 @@ static void apply_group(IrCtx *cx, IrProgram *p, IrTensor **g, int n, const IrTe
     }
 }
 
-int derive_merge_siblings(IrCtx *cx, IrProgram *p, const Device *dev)
+int derive_merge_siblings(IrCtx *cx, IrProgram *p, const CostModel *cm)
 {
     Arena *a = ir_arena(cx);
     int n = p->ntensors, merged = 0, next_id = n + 1000000;
@@ -221,11 +221,11 @@ int derive_merge_siblings(IrCtx *cx, IrProgram *p, const Device *dev)
             continue;
         }
         /* the merged loop goes where the cost model likes it best */
-        double best = group_cost(cx, dev, g, ng, &next_id);
+        double best = group_cost(cx, cm, g, ng, &next_id);
         int at = -1;
         for (int pos = 0; pos <= t->rank; pos++) {
             build_group(cx, g, ng, pos, made);
-            double c = group_cost(cx, dev, made + 1, 1, &next_id);
+            double c = group_cost(cx, cm, made + 1, 1, &next_id);
             if (c < best) {
                 best = c;
                 at = pos;

@@ -186,6 +186,46 @@ static void write_16bit_helpers(Emit *em)
                        : "st_f32_to_bf16(x)");
 }
 
+/* --precision=tf32|fp16|bf16: ein_rnd rounds the operand of a summed
+ * product (library calls in C, generated kernels on both targets) to the
+ * format, to nearest even, keeping it a float.  tf32 and bf16 clear the
+ * low 13 or 16 bits of the f32 pattern (infinities and NaN as they are);
+ * fp16 goes through a real conversion for its range. */
+static void write_rnd_helper(Emit *em)
+{
+    Sb *o = &em->out;
+    bool cuda = emit_is_cuda(em);
+    Precision pr = em->opt->precision;
+    if (!(em->helpers & HELP_RND) || pr == PREC_FP32)
+        return;
+    const char *fn = cuda ? "static __device__ __forceinline__" : "static inline";
+    sb_printf(o, "/* --precision=%s: a product's operand rounded to that format (to\n"
+                 "   nearest even), as tensor cores read it. */\n",
+              cost_precision_name(pr));
+    if (pr == PREC_FP16) {
+        if (cuda)
+            sb_printf(o, "#include <cuda_fp16.h>\n\n%s float ein_rnd(float x)\n{\n"
+                      "    return __half2float(__float2half_rn(x));\n}\n\n", fn);
+        else
+            sb_printf(o, "%s float ein_rnd(float x)\n{\n"
+                      "    return st_f16_to_f32(st_f32_to_f16(x));\n}\n\n", fn);
+        return;
+    }
+    int bits = pr == PREC_TF32 ? 13 : 16;
+    unsigned half = (1u << (bits - 1)) - 1, mask = (1u << bits) - 1;
+    sb_printf(o, "%s float ein_rnd(float x)\n{\n", fn);
+    if (cuda)
+        sb_puts(o, "    unsigned u = __float_as_uint(x);\n");
+    else
+        sb_puts(o, "    uint32_t u;\n    memcpy(&u, &x, 4);\n");
+    sb_printf(o, "    if ((u & 0x7f800000u) != 0x7f800000u)\n"
+                 "        u = (u + 0x%xu + ((u >> %d) & 1u)) & ~0x%xu;\n", half, bits, mask);
+    if (cuda)
+        sb_puts(o, "    return __uint_as_float(u);\n}\n\n");
+    else
+        sb_puts(o, "    memcpy(&x, &u, 4);\n    return x;\n}\n\n");
+}
+
 static void write_helpers(Emit *em)
 {
     const char *fn = emit_is_cuda(em) ? "static __device__ __forceinline__" : "static inline";
@@ -231,6 +271,7 @@ static void write_helpers(Emit *em)
         sb_printf(o, "%s float ein_min(float a, float b)\n{\n"
                   "    return (a < b || isnan(a)) ? a : b;\n}\n\n", fn);
     write_16bit_helpers(em);
+    write_rnd_helper(em);
 }
 
 static int paste_piece(Emit *em, const char *name)
@@ -394,7 +435,9 @@ int emit_program(const IrProgram *p, const EmitOptions *opt, FILE *out)
     }
     lib_write_kernels(&em);
     api_write(&em);
-    if (opt->main)
+    if (opt->tune_keys)
+        tuner_write_main(&em);
+    else if (opt->main)
         main_write(&em);
     sb_printf(&em.out, "#endif /* %s_API_ONLY */\n", em.upper);
     if (fwrite(em.out.s, 1, em.out.len, out) != em.out.len) {

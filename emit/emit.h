@@ -19,6 +19,11 @@ typedef struct EmitOptions {
                                    first-line build command); NULL for stdout */
     const char *src_name;       /* the .ein file as named on the command line */
     Precision precision;        /* --precision: compute type of library calls */
+    /* --emit=tuner: per tensor id, the tuning-database key of the operator
+     * that computes it (NULL: not timed); the file then gets the tuner's
+     * main (emit/tuner.c) instead of the harness */
+    const char *const *tune_keys;
+    const char *tune_device;    /* the device line of the database it writes */
 } EmitOptions;
 
 /* Write the program; returns 0, or reports an error (diag_error) and

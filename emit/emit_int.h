@@ -105,6 +105,8 @@ enum {
     /* f16/bf16 storage: widen a stored element, round a value to store */
     HELP_LD_F16 = 1 << 9, HELP_ST_F16 = 1 << 10,
     HELP_LD_BF16 = 1 << 11, HELP_ST_BF16 = 1 << 12,
+    /* --precision below fp32: round a product's operand to the format */
+    HELP_RND = 1 << 13,
 };
 
 /* The C type of a tensor's elements in buffers and kernel parameters:

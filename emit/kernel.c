@@ -233,6 +233,10 @@ typedef struct KGen {
     bool *reads;                    /* by tensor id */
     bool *used;                     /* by var id: appears in the body */
     int errors;
+    /* --precision below fp32 and a summed body: the tensor operands of
+     * its products are rounded to the format (ein_rnd), as library calls
+     * round theirs, so a contraction computes the same wherever it runs */
+    bool rnd;
 } KGen;
 
 /* Largest magnitude an index expression or any partial sum of it can
@@ -509,6 +513,22 @@ bad:
     sb_puts(b, "0.0f");
 }
 
+static void gen_f(KGen *g, const IExpr *e, Sb *b);
+
+/* A factor of a product in a summed body at a reduced precision: an f32
+ * tensor read is rounded to the format. */
+static void gen_factor(KGen *g, const IExpr *e, Sb *b)
+{
+    if (e->kind != IE_ACCESS || !e->access.tensor || e->access.tensor->elem != ELEM_F32) {
+        gen_f(g, e, b);
+        return;
+    }
+    g->em->helpers |= HELP_RND;
+    sb_puts(b, "ein_rnd(");
+    gen_f(g, e, b);
+    sb_putc(b, ')');
+}
+
 /* A real-valued expression. */
 static void gen_f(KGen *g, const IExpr *e, Sb *b)
 {
@@ -525,7 +545,17 @@ static void gen_f(KGen *g, const IExpr *e, Sb *b)
     case IE_ACCESS:
         gen_access(g, e, b);
         return;
-    case IE_ADD: case IE_SUB: case IE_MUL: case IE_DIV:
+    case IE_MUL:
+        if (g->rnd) {
+            sb_putc(b, '(');
+            gen_factor(g, e->bin.a, b);
+            sb_puts(b, " * ");
+            gen_factor(g, e->bin.b, b);
+            sb_putc(b, ')');
+            return;
+        }
+        /* fall through */
+    case IE_ADD: case IE_SUB: case IE_DIV:
         sb_putc(b, '(');
         gen_f(g, e->bin.a, b);
         sb_printf(b, " %c ", ops[e->kind]);
@@ -697,7 +727,9 @@ static void build_part(KGen *g, Kernel *k, const char *cond, const int *level)
         sb_free(&gc);
     }
     Sb body = {0};
+    g->rnd = st->red == RED_SUM && g->em->opt->precision != PREC_FP32;
     gen_f(g, st->body, &body);
+    g->rnd = false;
     if (st->red == RED_SUM) {
         line(&in, 0, "acc += %s;", sb_str(&body));
     } else {
@@ -1053,7 +1085,9 @@ static int kernel_build_with(KGen *gp, Emit *em, Kernel *k, const IrTensor *t,
             }
         }
         Sb body = {0};
+        g.rnd = st->red == RED_SUM && em->opt->precision != PREC_FP32;
         gen_f(&g, st->body, &body);
+        g.rnd = false;
         switch (st->red) {
         case RED_NONE:
             line(&b, depth, "acc = %s;", sb_str(&body));

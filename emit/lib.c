@@ -22,9 +22,10 @@
  * type 32F, cuDNN engines without tensor cores).  tf32, fp16 and bf16 let
  * the library round f32 operands to that format on tensor cores (cuBLAS
  * 32F_FAST_*; cuDNN engines with tensor cores).  The C target rounds the
- * operands of its library calls the same way (to nearest even) into
- * scratch buffers, so it computes what tensor cores would; generated
- * kernels compute in f32 on both targets. */
+ * operands of its library calls the same way (ein_rnd, to nearest even)
+ * into scratch buffers, and generated kernels round the operands of their
+ * summed products (kernel.c), so a contraction computes the same wherever
+ * it runs. */
 #include "config.h"
 #include "emit_int.h"
 
@@ -145,10 +146,13 @@ void lib_plan(Emit *em)
         }
         em->nlib++;
         /* C with reduced precision: scratch for the rounded operands */
-        if (!emit_is_cuda(em) && em->opt->precision != PREC_FP32)
+        if (!emit_is_cuda(em) && em->opt->precision != PREC_FP32 &&
+            m->kind != OPK_G2BMM && m->kind != OPK_GBMM) {
+            em->helpers |= HELP_RND;
             for (int j = 0; j < 2; j++)
                 if ((int64_t)ir_tensor_numel(m->in[j]) > em->rnd_elems[j])
                     em->rnd_elems[j] = (int64_t)ir_tensor_numel(m->in[j]);
+        }
     }
 }
 
@@ -572,27 +576,16 @@ static void write_c_support(Emit *em)
 "    }\n"
 "}\n"
 "\n");
-    if (em->rnd_elems[0] || em->rnd_elems[1]) {
-        Precision pr = em->opt->precision;
-        sb_printf(o,
-"/* --precision=%s: a library operand rounded as tensor cores round it\n"
-"   (to nearest even; the result stays a float). */\n"
+    if (em->rnd_elems[0] || em->rnd_elems[1])
+        sb_puts(o,
+"/* A library operand rounded as a whole (ein_rnd) into a scratch buffer. */\n"
 "static const float *ein_round(float *dst, const float *src, int64_t n)\n"
 "{\n"
-"    for (int64_t i = 0; i < n; i++) {\n", cost_precision_name(pr));
-        if (pr == PREC_FP16)
-            sb_puts(o, "        dst[i] = st_f16_to_f32(st_f32_to_f16(src[i]));\n");
-        else
-            sb_printf(o,
-"        uint32_t u;\n"
-"        memcpy(&u, &src[i], 4);\n"
-"        if ((u & 0x7f800000u) != 0x7f800000u)     /* finite: round the low %d bits */\n"
-"            u = (u + 0x%xu + ((u >> %d) & 1u)) & ~0x%xu;\n"
-"        memcpy(&dst[i], &u, 4);\n",
-                      pr == PREC_TF32 ? 13 : 16, pr == PREC_TF32 ? 0xfff : 0x7fff,
-                      pr == PREC_TF32 ? 13 : 16, pr == PREC_TF32 ? 0x1fff : 0xffff);
-        sb_puts(o, "    }\n    return dst;\n}\n\n");
-    }
+"    for (int64_t i = 0; i < n; i++)\n"
+"        dst[i] = ein_rnd(src[i]);\n"
+"    return dst;\n"
+"}\n"
+"\n");
 }
 
 void lib_write_support(Emit *em)

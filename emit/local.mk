@@ -3,7 +3,7 @@ noinst_LIBRARIES += emit/libemit.a
 emit_libemit_a_SOURCES = emit/emit.h emit/emit_int.h emit/emit.c \
 	emit/kernel.c emit/c.c emit/cuda.c emit/band.c emit/api.c emit/main.c \
 	emit/dot.c \
-	emit/lib.c
+	emit/lib.c emit/tuner.c
 EXTRA_DIST += emit/README.md
 
 # Hand-built programs written as C and CUDA, built with the command of

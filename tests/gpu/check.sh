@@ -9,21 +9,44 @@
 # the file's first line (nvcc, -arch set to this GPU's), regenerates the
 # inputs and weights that prepare.sh gave the C target (stgen, checksums
 # compared), runs the program, compares its outputs with the C target's
-# (stcmp: max |gpu - c| / max |c| < 1e-4), times it (--bench ITERS: the
-# median ms), and where python3 has PyTorch with CUDA, times the PyTorch
-# model of the example on the same inputs too.  Prints a table and exits 0
-# when every example built, ran and matched; 1 when one did not; 77 when
-# there is no nvcc or no GPU; 2 when the bundle is missing.
-# Environment: NVCC, NVCC_ARCH (e.g. sm_90), ITERS (20), JOBS (nproc),
-# RUN_TIMEOUT (s, 120), TOL (1e-4), NO_TORCH=1 to skip the PyTorch column.
+# (stcmp: max |gpu - c| / max |c| < 1e-4), and times it (--bench ITERS: the
+# median ms; SLOW_ITERS runs where one run took SLOW seconds or more, 1
+# from 4 SLOW).
+# The batch variants of the models (NAME_b16, prepare.sh -B) have no C
+# reference: their outputs are checked against PyTorch's (rel err <
+# TORCH_TOL) where python3 has PyTorch with CUDA.
+# Then, in one python3 process (torchbench.py), the PyTorch model of each
+# example that has one (bundle's models/) runs on the same inputs on the
+# same GPU, f32 with TF32 off: eager, then torch.compile (n/a where it is
+# missing, fails, or the compile budget is spent).
+# Prints a table of every example and a Markdown table of the models
+# against PyTorch, and exits 0 when every example built, ran and matched; 1
+# when one did not; 77 when there is no nvcc or no GPU; 2 when the bundle
+# is missing.
+# Environment: NVCC, NVCC_ARCH (e.g. sm_90), ITERS (20), SLOW (s, 5),
+# SLOW_ITERS (5), JOBS (nproc), RUN_TIMEOUT (s, 120), TOL (1e-4),
+# TORCH_TOL (1e-3), NO_TORCH=1 to skip PyTorch, TORCH_COMPILE=0 to skip
+# torch.compile, COMPILE_BUDGET (s spent in torch.compile in all, 150),
+# COMPILE_TIMEOUT (s for one model's compile, 90), TORCH_TIMEOUT (s for
+# the whole PyTorch part, 300 + COMPILE_BUDGET), PYTHON (python3),
+# TORCH_DEVICE (cuda; cpu runs the PyTorch part on the CPU, to try this
+# script without a GPU, see README.md).
 
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 bundle=$(cd "${1:-$here}" 2>/dev/null && pwd) || { echo "check.sh: no folder '${1:-}'" >&2; exit 2; }
 ITERS=${ITERS:-20}
+SLOW=${SLOW:-5}
+SLOW_ITERS=${SLOW_ITERS:-5}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 RUN_TIMEOUT=${RUN_TIMEOUT:-120}
 TOL=${TOL:-1e-4}
+TORCH_TOL=${TORCH_TOL:-1e-3}
+COMPILE_BUDGET=${COMPILE_BUDGET:-150}
+COMPILE_TIMEOUT=${COMPILE_TIMEOUT:-90}
+TORCH_TIMEOUT=${TORCH_TIMEOUT:-$((300 + COMPILE_BUDGET))}
+PYTHON=${PYTHON:-python3}
+TORCH_DEVICE=${TORCH_DEVICE:-cuda}
 t_start=$(date +%s)
 
 if [ ! -f "$bundle/MANIFEST" ]; then
@@ -72,7 +95,8 @@ build_one() {
     eval "$cmd" >>"$n.build.log" 2>&1
 }
 echo "check.sh: $gpu_name${NVCC_ARCH:+ ($NVCC_ARCH)}; building $(echo $names | wc -w) programs with $NVCC"
-for n in $names; do
+# the biggest .cu first: they take longest
+for n in $(cd "$bundle" && for m in $names; do echo "$(wc -c 2>/dev/null <"$m.cu" || echo 0) $m"; done | sort -rn | awk '{ print $2 }'); do
     ( build_one "$n"; echo $? >"$n.build.rc" ) &
     while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n 2>/dev/null || sleep 0.2; done
 done
@@ -80,83 +104,173 @@ wait
 t_built=$(date +%s)
 
 have_torch=0
-if [ -z "${NO_TORCH:-}" ] && command -v python3 >/dev/null 2>&1 &&
-   python3 -c 'import torch, numpy, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+if [ -z "${NO_TORCH:-}" ] && command -v "$PYTHON" >/dev/null 2>&1 &&
+   "$PYTHON" -c 'import torch, numpy, sys; sys.exit(0 if sys.argv[1] != "cuda" or torch.cuda.is_available() else 1)' "$TORCH_DEVICE" 2>/dev/null; then
     have_torch=1
 fi
 
 # ---- run, compare, time -----------------------------------------------------------
-fmt="%-16s %-14s %12s %10s %10s %11s  %s\n"
-rows=$(printf "$fmt" example sizes "max rel err" "median ms" "torch ms" "torch err" status)
-nok=0 nfail=0
-details=
-# fail WHAT LOG: mark the current example failed, keep LOG's tail
-fail() {
-    status="FAIL: $1"
-    details="$details
-== $n: $1
-$(tail -20 "$2" 2>/dev/null)"
+# the model of an example: NAME.model (a batch variant) or NAME itself
+model_of() {
+    if [ -f "$bundle/$1.model" ]; then cat "$bundle/$1.model"; else echo "$1"; fi
 }
+now() { date +%s.%N; }
+torch_names=
 for n in $names; do
     defs=$(awk -v n="$n" '$1 == n { $1 = ""; sub(/^ /, ""); print; exit }' "$bundle/MANIFEST")
-    sizes=${defs:-(as declared)}
-    err=- ms=- tms=- terr=- status=ok
+    err=- ms=- status=ok
+    : >"$n.detail"
     if [ "$(cat "$n.build.rc")" != 0 ]; then
-        fail "nvcc" "$n.build.log"
+        status="FAIL: nvcc"
+        tail -20 "$n.build.log" >"$n.detail"
     else
-        ./stgen "$bundle/$n.spec" input 1 in.st >sum.txt &&
-        ./stgen "$bundle/$n.spec" weight 1 wt.st >>sum.txt
-        run_rc=0
+        ./stgen "$bundle/$n.spec" input 1 "$n.in.st" >sum.txt &&
+        ./stgen "$bundle/$n.spec" weight 1 "$n.wt.st" >>sum.txt
+        run_rc=0 run_s=0
         if cmp -s sum.txt "$bundle/$n.sum"; then
-            timeout "$RUN_TIMEOUT" "./$n" --inputs in.st --weights wt.st --outputs gpu.st >"$n.run.log" 2>&1
+            t0=$(now)
+            timeout "$RUN_TIMEOUT" "./$n" --inputs "$n.in.st" --weights "$n.wt.st" --outputs "$n.gpu.st" >"$n.run.log" 2>&1
             run_rc=$?
+            run_s=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
         fi
         if ! cmp -s sum.txt "$bundle/$n.sum"; then
-            echo "stgen made other bytes here than in prepare.sh" >sum.log
-            fail "inputs differ from prepare.sh's (checksums)" sum.log
+            status="FAIL: inputs differ from prepare.sh's (checksums)"
+            echo "stgen made other bytes here than in prepare.sh" >"$n.detail"
         elif [ $run_rc -ne 0 ]; then
-            fail "run (exit $run_rc$([ $run_rc = 124 ] && echo ", timed out"))" "$n.run.log"
+            status="FAIL: run (exit $run_rc$([ $run_rc = 124 ] && echo ", timed out"))"
+            tail -20 "$n.run.log" >"$n.detail"
         else
-            ./stcmp "$bundle/$n.ref.safetensors" gpu.st "$TOL" >"$n.cmp.log" 2>&1
-            rc=$?
-            err=$(awk '$1 == "max" { print $2 }' "$n.cmp.log")
-            [ -n "$err" ] || err=-
-            if [ $rc -eq 1 ]; then
-                fail "rel err >= $TOL" "$n.cmp.log"
-            elif [ $rc -ne 0 ]; then
-                fail "compare" "$n.cmp.log"
+            if [ -f "$bundle/$n.ref.safetensors" ]; then
+                ./stcmp "$bundle/$n.ref.safetensors" "$n.gpu.st" "$TOL" >"$n.cmp.log" 2>&1
+                rc=$?
+                err=$(awk '$1 == "max" { print $2 }' "$n.cmp.log")
+                [ -n "$err" ] || err=-
+                if [ $rc -eq 1 ]; then
+                    status="FAIL: rel err >= $TOL"
+                    tail -20 "$n.cmp.log" >"$n.detail"
+                elif [ $rc -ne 0 ]; then
+                    status="FAIL: compare"
+                    tail -20 "$n.cmp.log" >"$n.detail"
+                fi
+            else
+                err="no C ref"
             fi
-            timeout "$RUN_TIMEOUT" "./$n" --inputs in.st --weights wt.st --bench "$ITERS" >"$n.bench.log" 2>&1
+            # fewer timed runs for a slow program (the run's wall time, process
+            # start and loading included): SLOW_ITERS from SLOW s, 1 from 4 SLOW
+            it=$ITERS
+            awk -v s="$run_s" -v l="$SLOW" 'BEGIN { exit !(s >= l) }' && it=$SLOW_ITERS
+            awk -v s="$run_s" -v l="$SLOW" 'BEGIN { exit !(s >= 4 * l) }' && it=1
+            timeout "$RUN_TIMEOUT" "./$n" --inputs "$n.in.st" --weights "$n.wt.st" --bench "$it" >"$n.bench.log" 2>&1
             bench_rc=$?
             if [ $bench_rc -eq 0 ]; then
                 ms=$(sed -n 's/.*median \([0-9.][0-9.]*\) ms.*/\1/p' "$n.bench.log" | head -1)
                 if [ -n "$ms" ]; then ms=$(printf "%.3f" "$ms"); else ms="?"; fi
+                [ "$it" = "$ITERS" ] || ms="$ms ($it)"
             elif [ "$status" = ok ]; then
-                fail "--bench (exit $bench_rc)" "$n.bench.log"
+                status="FAIL: --bench (exit $bench_rc)"
+                tail -20 "$n.bench.log" >"$n.detail"
             fi
-            if [ $have_torch = 1 ]; then
-                if tb=$(timeout "$RUN_TIMEOUT" python3 "$bundle/torchbench.py" "$bundle" "$n" in.st wt.st gpu.st "$ITERS" 2>"$n.torch.log"); then
-                    tms=$(echo "$tb" | awk '{ print $1 }')
-                    terr=$(echo "$tb" | awk '{ print $2 }')
-                elif [ -s "$n.torch.log" ]; then
-                    tms="error"
-                fi
+            if [ $have_torch = 1 ] && [ -f "$bundle/models/$(model_of "$n").py" ]; then
+                torch_names="$torch_names $n"
             fi
         fi
     fi
-    if [ "$status" = ok ]; then nok=$((nok + 1)); else nfail=$((nfail + 1)); fi
-    row=$(printf "$fmt" "$n" "$sizes" "$err" "$ms" "$tms" "$terr" "$status")
-    echo "$row"
+    echo "$err" >"$n.err"
+    echo "$ms" >"$n.ms"
+    echo "$status" >"$n.status"
+    printf "  %-16s %-12s %-22s %s\n" "$n" "$ms" "${defs:-(as declared)}" "$status"
+    case " $torch_names " in *" $n "*) ;; *) rm -f "$n.in.st" "$n.wt.st" "$n.gpu.st" ;; esac
+done
+t_ran=$(date +%s)
+
+# ---- PyTorch: eager, then torch.compile, in one process ----------------------
+if [ -n "$torch_names" ]; then
+    copt=
+    [ "${TORCH_COMPILE:-1}" = 0 ] && copt="--compile-budget 0"
+    echo "check.sh: PyTorch on$torch_names (compile budget ${COMPILE_BUDGET} s)"
+    # shellcheck disable=SC2086
+    timeout "$TORCH_TIMEOUT" "$PYTHON" "$bundle/torchbench.py" --device "$TORCH_DEVICE" --iters "$ITERS" \
+        --compile-budget "$COMPILE_BUDGET" --compile-timeout "$COMPILE_TIMEOUT" $copt \
+        "$bundle" "$work" $torch_names >torch.out 2>torch.log
+    trc=$?
+    [ $trc -eq 124 ] && echo "check.sh: the PyTorch part timed out after $TORCH_TIMEOUT s" >>torch.log
+    sed 's/^/  /' torch.out
+    [ -s torch.log ] && sed 's/^/  torch: /' torch.log | tail -30
+fi
+t_end=$(date +%s)
+
+# torch_field NAME eager|compile FIELD: a field of torchbench's line, or
+# the n/a reason; "-" for an example that has no PyTorch model, "n/a" when
+# torchbench printed no line for it (it stopped or timed out first)
+torch_field() {
+    case " $torch_names " in *" $1 "*) ;; *) echo -; return ;; esac
+    [ -f torch.out ] || { echo n/a; return; }
+    awk -v n="$1" -v w="$2" -v f="$3" '
+        $1 == n && $2 == w { found = 1
+            if ($3 == "n/a") { $1 = $2 = ""; sub(/^ */, ""); print; exit }
+            print $(f + 2); exit }
+        END { if (!found) print "n/a" }' torch.out
+}
+ratio() {
+    awk -v t="$1" -v e="$2" 'BEGIN {
+        if (t + 0 > 0 && e + 0 > 0 && t ~ /^[0-9.]+$/ && e ~ /^[0-9.]+$/) printf "%.2f", t / e
+        else print "-" }'
+}
+
+# the batch variants: einc against PyTorch where there is no C reference
+nok=0 nfail=0
+fmt="%-16s %-22s %12s %14s %10s %10s  %s\n"
+rows=$(printf "$fmt" example sizes "rel err (C)" "median ms" "torch ms" "torch err" status)
+for n in $names; do
+    defs=$(awk -v n="$n" '$1 == n { $1 = ""; sub(/^ /, ""); print; exit }' "$bundle/MANIFEST")
+    status=$(cat "$n.status") err=$(cat "$n.err") ms=$(cat "$n.ms")
+    tms=$(torch_field "$n" eager 1) terr=$(torch_field "$n" eager 2)
+    case $tms in "n/a"*) terr=-; tms=n/a ;; esac
+    case $terr in "n/a"*) terr=- ;; esac
+    if [ "$status" = ok ] && [ "$err" = "no C ref" ]; then
+        if [ "$terr" = - ]; then
+            status="ok (ran; no reference here)"
+        elif ! awk -v e="$terr" -v t="$TORCH_TOL" 'BEGIN { exit !(e ~ /^[0-9.]+(e[-+][0-9]+)?$/ && e + 0 < t + 0) }'; then
+            status="FAIL: rel err against PyTorch >= $TORCH_TOL"
+        fi
+    fi
+    case $status in ok*) nok=$((nok + 1)) ;; *) nfail=$((nfail + 1)) ;; esac
     rows="$rows
-$row"
-    rm -f in.st wt.st gpu.st
+$(printf "$fmt" "$n" "${defs:-(as declared)}" "$err" "$ms" "$tms" "$terr" "$status")"
 done
 
-t_end=$(date +%s)
 echo
-echo "== einc on $gpu_name: the CUDA target against the C target (rel err < $TOL), median of $ITERS runs"
+echo "== einc on $gpu_name: the CUDA target against the C target (rel err < $TOL), median ms of $ITERS runs"
 echo "$rows"
-[ -n "$details" ] && echo "$details"
+for n in $names; do
+    if [ -s "$n.detail" ]; then
+        echo "== $n: $(cat "$n.status")"
+        cat "$n.detail"
+    fi
+done
+
+# ---- the models against PyTorch --------------------------------------------
+if [ -n "$torch_names" ]; then
+    echo
+    echo "== the models against PyTorch $("$PYTHON" -c 'import torch; print(torch.__version__)' 2>/dev/null) on $gpu_name, f32, TF32 off"
+    echo "   median ms of $ITERS runs (einc: of N runs where it says (N)), each between CUDA events;"
+    echo "   ratio = PyTorch ms / einc ms (> 1: einc faster); compile s: torch.compile's first call"
+    echo
+    echo "| model | batch | einc ms | PyTorch eager ms | torch.compile ms | eager / einc | compile / einc | einc vs PyTorch rel err | compile s |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+    # one row per model and batch, the batches of a model together
+    for n in $torch_names; do
+        echo "$(model_of "$n") $(tr ' ' '\n' <"$bundle/$n.cfg" | sed -n 's/^B=//p') $n"
+    done | sort -k1,1 -k2,2n | while read -r _ b n; do
+        ms=$(cat "$n.ms") e=$(torch_field "$n" eager 1) terr=$(torch_field "$n" eager 2)
+        c=$(torch_field "$n" compile 1) cs=$(torch_field "$n" compile 3)
+        case $e in "n/a"*) terr=- ;; esac
+        case $terr in "n/a"*) terr=- ;; esac
+        case $c in "n/a"*) cs=- ;; esac
+        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$(model_of "$n")" "${b:--}" \
+            "$ms" "$e" "$c" "$(ratio "$e" "${ms%% *}")" "$(ratio "$c" "${ms%% *}")" "$terr" "$cs"
+    done
+fi
 echo
-echo "$nok ok, $nfail failed; build $((t_built - t_start)) s, total $((t_end - t_start)) s"
+echo "$nok ok, $nfail failed; build $((t_built - t_start)) s, einc runs $((t_ran - t_built)) s, PyTorch $((t_end - t_ran)) s, total $((t_end - t_start)) s"
 [ "$nfail" -eq 0 ]

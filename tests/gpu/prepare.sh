@@ -3,7 +3,7 @@
 # machine with an NVIDIA GPU (which need have neither einc nor re2c, Bison
 # or PyTorch).  Run it here, where einc is built:
 #
-#   tests/gpu/prepare.sh [-o DIR] [-j JOBS] [NAME...]
+#   tests/gpu/prepare.sh [-o DIR] [-j JOBS] [-B BATCH] [NAME...]
 #
 # For each example NAME (default: every examples/*.ein with an `output`),
 # with the -D options of tests/gpu/sizes.txt:
@@ -15,7 +15,13 @@
 #   DIR/NAME.ref.safetensors  the C target's outputs on them (big outputs
 #                        sampled, see bundle.py), the reference
 #   DIR/NAME.cfg         the constants after -D, for the PyTorch timing
-# and DIR/MANIFEST, check.sh, stgen.c, stcmp.c, torchbench.py, stio.py and
+# and, for each NAME with a PyTorch model (tests/models/NAME.py) and a
+# batch constant `const B`, a batch variant NAME_bBATCH (-B, default 16;
+# -B 0: none) compiled with -D B=BATCH: NAME_bBATCH.cu, .spec, .sum, .cfg
+# and NAME_bBATCH.model (the model's name), but no C run and no .ref
+# (the C target at batch 16 would take minutes): check.sh times it and
+# compares its outputs with PyTorch's.
+# Then DIR/MANIFEST, check.sh, stgen.c, stcmp.c, torchbench.py, stio.py and
 # the PyTorch models.  DIR defaults to gpu-bundle/ in the source tree (git
 # ignores it).  Environment: EINC, top_srcdir, CC, PYTHON (/usr/bin/python3).
 
@@ -27,13 +33,15 @@ gpu=$top_srcdir/tests/gpu
 
 out=$top_srcdir/gpu-bundle
 jobs=2
+batch=16
 one=
 while [ $# -gt 0 ]; do
     case $1 in
     -o) out=$2; shift 2 ;;
     -j) jobs=$2; shift 2 ;;
+    -B) batch=$2; shift 2 ;;
     --one) one=$2; shift 2 ;;         # internal: prepare one example
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     -*) echo "prepare.sh: unknown option '$1'" >&2; exit 2 ;;
     *) break ;;
     esac
@@ -54,8 +62,15 @@ if [ -n "$one" ]; then
     n=$one
     work=$out/.work/$n
     mkdir -p "$work" || exit 1
-    src=$top_srcdir/examples/$n.ein
-    defs=$(sed -n "s/^${n}[[:space:]][[:space:]]*//p" "$gpu/sizes.txt")
+    base=$n variant=
+    if [ ! -f "$top_srcdir/examples/$n.ein" ]; then
+        # NAME_bBATCH: the batch variant of NAME
+        base=${n%_b*}
+        variant=${n##*_b}
+    fi
+    src=$top_srcdir/examples/$base.ein
+    defs=$(sed -n "s/^${base}[[:space:]][[:space:]]*//p" "$gpu/sizes.txt")
+    [ -n "$variant" ] && defs="${defs:+$defs }-D B=$variant"
     log=$work/log
     : >"$log"
     step() {
@@ -64,12 +79,16 @@ if [ -n "$one" ]; then
     }
     # shellcheck disable=SC2086
     step "$EINC" $defs --main "$src" -o "$out/$n.cu"
-    # shellcheck disable=SC2086
-    step "$EINC" $defs --main "$src" -o "$work/$n.c"
-    cmd=$(sed -n '1s|^/\* build: \(.*\) \*/[[:space:]]*$|\1|p' "$work/$n.c")
-    [ -n "$cmd" ] || { echo "FAIL $n: no '/* build: ... */' line in $n.c"; exit 1; }
-    case $cmd in "cc "*) cmd="$CC ${cmd#cc }" ;; esac
-    step sh -c "cd '$work' && $cmd"
+    if [ -z "$variant" ]; then
+        # shellcheck disable=SC2086
+        step "$EINC" $defs --main "$src" -o "$work/$n.c"
+        cmd=$(sed -n '1s|^/\* build: \(.*\) \*/[[:space:]]*$|\1|p' "$work/$n.c")
+        [ -n "$cmd" ] || { echo "FAIL $n: no '/* build: ... */' line in $n.c"; exit 1; }
+        case $cmd in "cc "*) cmd="$CC ${cmd#cc }" ;; esac
+        step sh -c "cd '$work' && $cmd"
+    else
+        echo "$base" >"$out/$n.model"
+    fi
     # shellcheck disable=SC2086
     "$PYTHON" "$gpu/bundle.py" spec $defs "$src" >"$out/$n.spec" 2>>"$log" ||
         { echo "FAIL $n: bundle.py spec"; exit 1; }
@@ -86,6 +105,12 @@ print(" ".join("%s=%d" % kv for kv in p.consts.items()))' \
         "$work/../stgen" "$out/$n.spec" input 1 "$work/in.st" &&
         "$work/../stgen" "$out/$n.spec" weight 1 "$work/wt.st"
     } >"$out/$n.sum" || { echo "FAIL $n: stgen"; exit 1; }
+    if [ -n "$variant" ]; then
+        echo "$n $defs" >"$work/manifest"
+        echo "ok   $n ($defs) no C run: checked against PyTorch on the GPU"
+        rm -f "$work/in.st" "$work/wt.st"
+        exit 0
+    fi
     t0=$(date +%s)
     step "$work/$n" --inputs "$work/in.st" --weights "$work/wt.st" --outputs "$work/out.st"
     t1=$(date +%s)
@@ -103,6 +128,13 @@ if [ $# -eq 0 ]; then
     set -- $(cd "$top_srcdir/examples" && grep -l '^[[:space:]]*output\b' *.ein | sed 's/\.ein$//')
 fi
 names=$*
+if [ "$batch" != 0 ]; then
+    for n in $names; do
+        [ -f "$top_srcdir/tests/models/$n.py" ] &&
+        grep -Eq '^const B = ' "$top_srcdir/examples/$n.ein" 2>/dev/null &&
+        names="$names ${n}_b$batch"
+    done
+fi
 echo "prepare.sh: $names -> $out"
 rm -f "$out/MANIFEST"
 printf '%s\n' $names | xargs -P "$jobs" -I{} sh "$0" -o "$out" --one {}

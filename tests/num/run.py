@@ -222,13 +222,16 @@ def round_to(x, precision):
 
 class RoundOperands(torch.overrides.TorchFunctionMode):
     """With a reduced --precision, the reference rounds the operands of
-    its GEMMs and convolutions as einc's library calls (and tensor cores)
-    do, and computes the rest exactly: the comparison then measures
-    einc against the same arithmetic, not the format's rounding error."""
-    ROUNDED = {torch.nn.functional.conv2d, torch.nn.functional.conv_transpose2d,
-               torch.nn.functional.linear, torch.matmul, torch.mm, torch.bmm,
-               torch.einsum, torch.Tensor.__matmul__, torch.Tensor.__rmatmul__,
-               torch.Tensor.matmul}
+    its GEMMs and convolutions as einc does (its library calls and the
+    summed products of its generated kernels, as tensor cores read them),
+    and computes the rest exactly: the comparison then measures einc
+    against the same arithmetic, not the format's rounding error."""
+    # input and weight only: a bias is added after the product, unrounded
+    INPUT_WEIGHT = {torch.nn.functional.conv2d, torch.nn.functional.conv_transpose2d,
+                    torch.nn.functional.linear}
+    ROUNDED = INPUT_WEIGHT | {torch.matmul, torch.mm, torch.bmm, torch.einsum,
+                              torch.Tensor.__matmul__, torch.Tensor.__rmatmul__,
+                              torch.Tensor.matmul}
 
     def __init__(self, precision):
         super().__init__()
@@ -243,8 +246,10 @@ class RoundOperands(torch.overrides.TorchFunctionMode):
                 if isinstance(a, (list, tuple)):
                     return type(a)(rnd(b) for b in a)
                 return a
-            args = tuple(rnd(a) for a in args)
-            kwargs = {k: rnd(v) for k, v in kwargs.items()}
+            n = 2 if func in self.INPUT_WEIGHT else len(args)
+            args = tuple(rnd(a) if i < n else a for i, a in enumerate(args))
+            if func not in self.INPUT_WEIGHT:
+                kwargs = {k: rnd(v) for k, v in kwargs.items()}
         return func(*args, **kwargs)
 
 

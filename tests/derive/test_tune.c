@@ -1,0 +1,237 @@
+/* test_tune.c - the tuning database (derive/tune.c): the parser on good
+ * and bad files (every error located, never a crash), operator keys (the
+ * same operator gets the same key whatever its tensors and variables are
+ * called or numbered; another size, another key) and cost_stage taking a
+ * measured time over the model. */
+#include "config.h"
+#include "parser/parser.h"
+#include "sema/sema.h"
+#include "derive/ir.h"
+#include "derive/cost.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+
+static Arena *arena;
+
+/* Parse `text` as a database; *msgs receives the diagnostics (malloc'ed). */
+static TuneDb *parse_db(const char *text, const char *device, char **msgs)
+{
+    size_t len;
+    FILE *fp = open_memstream(msgs, &len);
+    diag_set_stream(fp);
+    diag_reset();
+    TuneDb *db = tune_db_parse(arena, "t.tune", text, strlen(text), device);
+    fclose(fp);
+    diag_set_stream(stderr);
+    return db;
+}
+
+/* A database that must fail with `want` (a substring of the messages). */
+static void bad(const char *text, const char *want)
+{
+    char *msgs = NULL;
+    TuneDb *db = parse_db(text, "h200", &msgs);
+    if (db || !strstr(msgs, want)) {
+        fprintf(stderr, "bad database accepted or wrong message\n--- input:\n%s--- got:\n%s"
+                "--- want: %s\n", text, msgs, want);
+        failures++;
+    }
+    free(msgs);
+}
+
+static void test_parser(void)
+{
+    char *msgs = NULL;
+    TuneDb *db = parse_db("# measured by hand\n"
+                          "einc-tune 1\r\n"
+                          "device h200\n"
+                          "\n"
+                          "  12.5   matmul fp32 f32,f32 m=2 n=3 k=4  \n"
+                          "# a comment\n"
+                          "0 kernel t0=f32[4] = L<0:4> S<> t0[0+1*l0]\n",
+                          "h200", &msgs);
+    CHECK(db != NULL);
+    CHECK_STR(msgs, "");
+    free(msgs);
+    if (!db)
+        return;
+    CHECK(tune_db_count(db) == 2);
+    CHECK_STR(tune_db_device(db), "h200");
+    CHECK_NEAR(tune_db_lookup(db, "matmul fp32 f32,f32 m=2 n=3 k=4"), 12.5e-6, 1e-12);
+    CHECK_NEAR(tune_db_lookup(db, "kernel t0=f32[4] = L<0:4> S<> t0[0+1*l0]"), 0, 1e-12);
+    CHECK(tune_db_lookup(db, "matmul fp32 f32,f32 m=2 n=3 k=5") < 0);
+    CHECK(tune_db_lookup(db, "matmul fp32 f32,f32 m=2 n=3") < 0);
+
+    /* many entries: the table grows */
+    char *big = NULL;
+    size_t blen;
+    FILE *fp = open_memstream(&big, &blen);
+    fputs("einc-tune 1\ndevice a100\n", fp);
+    for (int i = 0; i < 1000; i++)
+        fprintf(fp, "%d.25 op %d\n", i, i * 7);
+    fclose(fp);
+    db = parse_db(big, NULL, &msgs);
+    CHECK(db && tune_db_count(db) == 1000);
+    for (int i = 0; db && i < 1000; i += 37) {
+        char key[32];
+        snprintf(key, sizeof key, "op %d", i * 7);
+        CHECK_NEAR(tune_db_lookup(db, key), (i + 0.25) * 1e-6, 1e-9);
+    }
+    free(msgs);
+    free(big);
+
+    bad("", "t.tune:1:1: error: empty tuning database");
+    bad("# only a comment\n", "empty tuning database");
+    bad("einc-tune\n", "t.tune:1:1: error: expected a version number");
+    bad("einc-tune 2\ndevice h200\n", "t.tune:1:11: error: unsupported tuning database "
+        "version '2'");
+    bad("device h200\neinc-tune 1\n", "t.tune:1:1: error: expected 'einc-tune 1'");
+    bad("einc-tune 1\ndevice h200\n1.5x kernel\n", "t.tune:3:1: error: expected "
+        "'MICROSECONDS KEY' or 'device NAME', not '1.5x'");
+    bad("einc-tune 1\ndevice h200\nfoo bar\n", "t.tune:3:1: error: expected");
+    bad("einc-tune 1\ndevice h200\n-3 kernel\n", "t.tune:3:1: error: the time '-3' is not");
+    bad("einc-tune 1\ndevice h200\nnan kernel\n", "t.tune:3:1: error: the time 'nan'");
+    bad("einc-tune 1\ndevice h200\n7\n", "t.tune:3:1: error: missing the operator key");
+    bad("einc-tune 1\ndevice h200\n1 k a\n2 k a\n", "t.tune:4:3: error: a second time for "
+        "the same operator");
+    bad("einc-tune 1\ndevice h200\n1 k a\n2 k a\n", "t.tune:3:3: note: the first is here");
+    bad("einc-tune 1\n1 k a\ndevice h200\n", "t.tune:2:1: error: an operator before the "
+        "'device' line");
+    bad("einc-tune 1\ndevice a100\n1 k a\n", "t.tune:2:8: error: these times were measured "
+        "for the device 'a100', not 'h200'");
+    bad("einc-tune 1\ndevice h200\ndevice h200\n", "t.tune:3:1: error: a second 'device' line");
+    bad("einc-tune 1\ndevice\n", "expected one device name");
+    bad("einc-tune 1\ndevice a b\n", "t.tune:2:8: error: expected one device name");
+    bad("einc-tune 1\n1 k\n", "an operator before the 'device' line");
+    bad("einc-tune 1\n", "no 'device NAME' line");
+    /* several errors in one file are all reported */
+    msgs = NULL;
+    CHECK(!parse_db("einc-tune 1\ndevice h200\nx a\ny b\n", "h200", &msgs));
+    CHECK(strstr(msgs, "t.tune:3:1:") && strstr(msgs, "t.tune:4:1:"));
+    free(msgs);
+}
+
+/* The stage of tensor `name` in `src`, lowered with a context of its own. */
+static const Stage *stage_of(const char *src, const char *name)
+{
+    ParseOptions po = {0};
+    Ast *ast = parse_buffer("t.ein", src, strlen(src), &po, arena);
+    SemaOptions so = {0};
+    so.model_name = "t";
+    CProgram *cp = ast ? sema_check(ast, &so, arena) : NULL;
+    IrProgram *p = cp ? ir_lower(ir_ctx_new(arena), cp) : NULL;
+    for (int i = 0; p && i < p->ntensors; i++)
+        if (strcmp(p->tensors[i]->name, name) == 0 && p->tensors[i]->stage)
+            return p->tensors[i]->stage;
+    fprintf(stderr, "no stage '%s' in:\n%s\n", name, src);
+    failures++;
+    return NULL;
+}
+
+static const char *kernel_key(const char *src, const char *name)
+{
+    const Stage *s = stage_of(src, name);
+    return s ? cost_op_key(arena, s, NULL, PREC_FP32) : "";
+}
+
+static void test_keys(void)
+{
+    const char *a = "input x : f32[8, 16]\n"
+                    "y[i] : [8] += relu(x[i, j]) * 2\n"
+                    "output y\n";
+    /* other names, another tensor declared first (ids move), another
+     * variable spelling: the same operator */
+    const char *b = "input unused : f32[3]\n"
+                    "input q : f32[8, 16]\n"
+                    "z[r] : [8] += relu(q[r, s]) * 2\n"
+                    "w[i] = unused[i]\n"
+                    "output z, w\n";
+    const char *c = "input x : f32[8, 17]\n"
+                    "y[i] : [8] += relu(x[i, j]) * 2\n"
+                    "output y\n";
+    const char *ka = kernel_key(a, "y"), *kb = kernel_key(b, "z"), *kc = kernel_key(c, "y");
+    CHECK_STR(ka, kb);
+    CHECK(strcmp(ka, kc) != 0);
+    CHECK(strncmp(ka, "kernel t0=f32[8,16] ", 20) == 0);
+    CHECK(!strchr(ka, '\n'));
+    /* the same file lowered twice */
+    CHECK_STR(kernel_key(a, "y"), ka);
+
+    /* a library operator: its kind, precision, types and sizes */
+    const char *mm = "input a : f32[4, 6]\ninput b : f32[6, 5]\n"
+                     "c[i, j] : [4, 5] += a[i, k] * b[k, j]\noutput c\n";
+    const Stage *s = stage_of(mm, "c");
+    OpMatch m;
+    CHECK(s && match_stage(s, &m) && m.kind == OPK_MATMUL);
+    if (!s)
+        return;
+    const char *k32 = cost_op_key(arena, s, &m, PREC_FP32);
+    CHECK(strncmp(k32, "matmul fp32 f32,f32 m=4 n=5 k=6 batch=1 ", 40) == 0);
+    CHECK(strcmp(k32, cost_op_key(arena, s, &m, PREC_TF32)) != 0);
+    /* as a generated kernel it is another operator */
+    CHECK(strncmp(cost_op_key(arena, s, NULL, PREC_FP32), "kernel ", 7) == 0);
+
+    /* cost_stage: the measured time when the database holds the key */
+    char *text = NULL;
+    size_t len;
+    FILE *fp = open_memstream(&text, &len);
+    fprintf(fp, "einc-tune 1\ndevice h200\n1234.5 %s\n", k32);
+    fclose(fp);
+    char *msgs = NULL;
+    TuneDb *db = parse_db(text, "h200", &msgs);
+    CHECK(db != NULL);
+    free(msgs);
+    free(text);
+    CostModel plain = {cost_device("h200"), PREC_FP32, NULL};
+    CostModel tuned = {cost_device("h200"), PREC_FP32, db};
+    CostModel other = {cost_device("h200"), PREC_FP16, db};
+    bool measured = true;
+    double model = cost_stage_ex(&plain, s, &m, &measured);
+    CHECK(!measured && model > 0 && model < 1e-3);
+    CHECK_NEAR(cost_stage_ex(&tuned, s, &m, &measured), 1234.5e-6, 1e-12);
+    CHECK(measured);
+    cost_stage_ex(&other, s, &m, &measured);
+    CHECK(!measured);
+    CHECK_NEAR(cost_stage(&tuned, s, NULL), cost_stage(&plain, s, NULL), 1e-15);
+}
+
+/* The model: every device and precision gives a positive finite time,
+ * and tensor cores make a big GEMM faster. */
+static void test_model(void)
+{
+    const char *mm = "input a : f32[1024, 1024]\ninput b : f32[1024, 1024]\n"
+                     "c[i, j] : [1024, 1024] += a[i, k] * b[k, j]\noutput c\n";
+    const Stage *s = stage_of(mm, "c");
+    OpMatch m;
+    if (!s || !match_stage(s, &m))
+        return;
+    const char *devs[] = {"h200", "a100", "v100", "cpu"};
+    for (int i = 0; i < 4; i++) {
+        const Device *d = cost_device(devs[i]);
+        CHECK(d != NULL);
+        for (int p = 0; d && p < PREC_COUNT; p++) {
+            double t = cost_model(d, (Precision)p, s, &m), k = cost_model(d, (Precision)p, s, NULL);
+            CHECK(isfinite(t) && t > 0 && isfinite(k) && k > 0);
+        }
+    }
+    const Device *h = cost_device("h200");
+    CHECK(cost_model(h, PREC_FP16, s, &m) < cost_model(h, PREC_FP32, s, &m) / 3);
+    CHECK(cost_model(h, PREC_FP32, s, &m) < cost_model(h, PREC_FP32, s, NULL));
+    CHECK(cost_device("tpu") == NULL);
+}
+
+int main(void)
+{
+    arena = arena_new();
+    test_parser();
+    test_keys();
+    test_model();
+    if (failures)
+        fprintf(stderr, "%d failure(s)\n", failures);
+    return failures != 0;
+}
