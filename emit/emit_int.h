@@ -93,6 +93,7 @@ enum {
     LIB_CUBLAS = 1 << 0, LIB_CUDNN = 1 << 1, LIB_CBLAS = 1 << 2,
     LIB_GEMM_C = 1 << 3, LIB_CONV_C = 1 << 4, LIB_CONVT_C = 1 << 5,   /* C helpers used */
     LIB_BAND = 1 << 6,              /* tiled G2BMM/GBMM kernels (band.c) */
+    LIB_G2BMM_C = 1 << 7, LIB_GBMM_C = 1 << 8,                        /* C helpers used */
 };
 
 /* The helper functions of the generated file, written only when used

@@ -13,6 +13,8 @@
  *   C     GEMMs         cblas_sgemm (OpenBLAS), a batch as a loop
  *         convolutions  im2col + cblas_sgemm per image (one group);
  *                       transposed: cblas_sgemm + col2im
+ *         G2BMM, GBMM   cblas_sgemm per block of rows of one residue class
+ *                       against the key rows its band covers
  *
  * What a library cannot take as it is stays a generated kernel: mixed
  * element types, sizes beyond int, an output the stage does not cover
@@ -94,6 +96,20 @@ static int64_t out_w(const IrTensor *t)
     return t->shape[t->rank - 1];
 }
 
+/* C: a banded product runs as dense products of BAND_C_ROWS rows of one
+ * residue class against the key rows their band covers. */
+#define BAND_C_ROWS 64
+
+static bool band_c_ok(const OpMatch *m)
+{
+    int64_t v[] = {m->gb, m->gm, m->gw, m->gk, m->gdil, m->gk * m->gdil,
+                   BAND_C_ROWS + 2 * m->gw, BAND_C_ROWS * (BAND_C_ROWS + 2 * m->gw)};
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++)
+        if (!fits_int(v[i]))
+            return false;
+    return m->gdil >= 1;
+}
+
 /* What computes each stage: a library operator, or OPK_KERNEL. */
 void lib_plan(Emit *em)
 {
@@ -133,9 +149,19 @@ void lib_plan(Emit *em)
             }
             break;
         case OPK_G2BMM: case OPK_GBMM:
-            ok = emit_is_cuda(em) && band_supported(t, m);
-            if (ok)
-                em->libs |= LIB_BAND;
+            if (emit_is_cuda(em)) {
+                ok = band_supported(t, m);
+                if (ok)
+                    em->libs |= LIB_BAND;
+            } else {
+                ok = same && t->elem == ELEM_F32 && band_c_ok(m);
+                if (ok) {
+                    em->libs |= LIB_CBLAS | (m->kind == OPK_G2BMM ? LIB_G2BMM_C : LIB_GBMM_C);
+                    int64_t tile = BAND_C_ROWS * (BAND_C_ROWS + 2 * m->gw);
+                    if (tile > em->col_elems)
+                        em->col_elems = tile;
+                }
+            }
             break;
         case OPK_KERNEL:
             break;
@@ -146,8 +172,7 @@ void lib_plan(Emit *em)
         }
         em->nlib++;
         /* C with reduced precision: scratch for the rounded operands */
-        if (!emit_is_cuda(em) && em->opt->precision != PREC_FP32 &&
-            m->kind != OPK_G2BMM && m->kind != OPK_GBMM) {
+        if (!emit_is_cuda(em) && em->opt->precision != PREC_FP32) {
             em->helpers |= HELP_RND;
             for (int j = 0; j < 2; j++)
                 if ((int64_t)ir_tensor_numel(m->in[j]) > em->rnd_elems[j])
@@ -576,6 +601,86 @@ static void write_c_support(Emit *em)
 "    }\n"
 "}\n"
 "\n");
+    if (em->libs & (LIB_G2BMM_C | LIB_GBMM_C))
+        sb_puts(o,
+"/* Banded products, b batches of m rows, band 2w + 1, inner size k, dilation\n"
+"   d.  Row i = r + d*t (residue r) meets key rows r + d*u, u = t + j - w: a\n"
+"   block of rows of one residue and the key rows of that residue its band\n"
+"   covers make one dense product, whose band is the result (a block of T\n"
+"   rows computes T (T + 2w) entries for T (2w + 1): little waste for a\n"
+"   wide band).  Rows are d*k floats apart, a leading dimension as any.\n"
+"   Key rows outside the sequence are zero. */\n");
+    if (em->libs & LIB_G2BMM_C)
+        sb_printf(o,
+"/* s[b, i, j] = sum_c q[b, i, c] k[b, i + d (j - w), c] */\n"
+"static void ein_g2bmm(const float *q, const float *k, float *s, float *tmp, int64_t nb,\n"
+"                      int64_t m, int64_t w, int64_t kk, int64_t d)\n"
+"{\n"
+"    int64_t band = 2 * w + 1;\n"
+"    for (int64_t b = 0; b < nb; b++)\n"
+"        for (int64_t r = 0; r < d && r < m; r++) {\n"
+"            int64_t nr = (m - r + d - 1) / d;\n"
+"            const float *qr = q + (b * m + r) * kk, *kr = k + (b * m + r) * kk;\n"
+"            float *sr = s + (b * m + r) * band;\n"
+"            for (int64_t t0 = 0; t0 < nr; t0 += %d) {\n"
+"                int64_t tn = nr - t0 < %d ? nr - t0 : %d;\n"
+"                int64_t v0 = t0 - w > 0 ? t0 - w : 0;\n"
+"                int64_t v1 = t0 + tn + w < nr ? t0 + tn + w : nr;\n"
+"                int64_t len = v1 - v0;\n"
+"                if (len > 0)\n"
+"                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)tn, (int)len,\n"
+"                                (int)kk, 1.0f, qr + t0 * d * kk, (int)(d * kk),\n"
+"                                kr + v0 * d * kk, (int)(d * kk), 0.0f, tmp, (int)len);\n"
+"                for (int64_t t = 0; t < tn; t++) {\n"
+"                    float *row = sr + (t0 + t) * d * band;\n"
+"                    for (int64_t j = 0; j < band; j++) {\n"
+"                        int64_t u = t0 + t + j - w;\n"
+"                        row[j] = u >= v0 && u < v1 ? tmp[t * len + (u - v0)] : 0.0f;\n"
+"                    }\n"
+"                }\n"
+"            }\n"
+"        }\n"
+"}\n"
+"\n", BAND_C_ROWS, BAND_C_ROWS, BAND_C_ROWS);
+    if (em->libs & LIB_GBMM_C)
+        sb_printf(o,
+"/* o[b, i, c] = sum_j s[b, i, j] v[b, i + d (j - w), c] */\n"
+"static void ein_gbmm(const float *s, const float *v, float *o, float *tmp, int64_t nb,\n"
+"                     int64_t m, int64_t w, int64_t kk, int64_t d)\n"
+"{\n"
+"    int64_t band = 2 * w + 1;\n"
+"    for (int64_t b = 0; b < nb; b++)\n"
+"        for (int64_t r = 0; r < d && r < m; r++) {\n"
+"            int64_t nr = (m - r + d - 1) / d;\n"
+"            const float *sr = s + (b * m + r) * band, *vr = v + (b * m + r) * kk;\n"
+"            float *orow = o + (b * m + r) * kk;\n"
+"            for (int64_t t0 = 0; t0 < nr; t0 += %d) {\n"
+"                int64_t tn = nr - t0 < %d ? nr - t0 : %d;\n"
+"                int64_t v0 = t0 - w > 0 ? t0 - w : 0;\n"
+"                int64_t v1 = t0 + tn + w < nr ? t0 + tn + w : nr;\n"
+"                int64_t len = v1 - v0;\n"
+"                if (len <= 0) {\n"
+"                    for (int64_t t = 0; t < tn; t++)\n"
+"                        memset(orow + (t0 + t) * d * kk, 0, sizeof(float) * (size_t)kk);\n"
+"                    continue;\n"
+"                }\n"
+"                /* the block's band as dense rows over the key rows v0 .. v1 */\n"
+"                memset(tmp, 0, sizeof(float) * (size_t)(tn * len));\n"
+"                for (int64_t t = 0; t < tn; t++) {\n"
+"                    const float *row = sr + (t0 + t) * d * band;\n"
+"                    for (int64_t j = 0; j < band; j++) {\n"
+"                        int64_t u = t0 + t + j - w;\n"
+"                        if (u >= v0 && u < v1)\n"
+"                            tmp[t * len + (u - v0)] = row[j];\n"
+"                    }\n"
+"                }\n"
+"                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)tn, (int)kk,\n"
+"                            (int)len, 1.0f, tmp, (int)len, vr + v0 * d * kk, (int)(d * kk),\n"
+"                            0.0f, orow + t0 * d * kk, (int)(d * kk));\n"
+"            }\n"
+"        }\n"
+"}\n"
+"\n", BAND_C_ROWS, BAND_C_ROWS, BAND_C_ROWS);
     if (em->rnd_elems[0] || em->rnd_elems[1])
         sb_puts(o,
 "/* A library operand rounded as a whole (ein_rnd) into a scratch buffer. */\n"
@@ -800,7 +905,13 @@ void lib_write_call(Emit *em, const IrTensor *t, const char *indent)
         write_conv(em, t, m, indent);
         break;
     case OPK_G2BMM: case OPK_GBMM:
-        band_write_launch(em, t, m, indent);
+        if (emit_is_cuda(em))
+            band_write_launch(em, t, m, indent);
+        else
+            sb_printf(&em->out, "%sein_%s(%s, %s, (float *)p[%d], ctx->col, %"
+                      PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ");\n",
+                      indent, m->kind == OPK_G2BMM ? "g2bmm" : "gbmm", c_operand(em, m, 0),
+                      c_operand(em, m, 1), t->id, m->gb, m->gm, m->gw, m->gk, m->gdil);
         break;
     case OPK_KERNEL:
         break;
@@ -811,6 +922,8 @@ void lib_write_call(Emit *em, const IrTensor *t, const char *indent)
  * kernels. */
 void lib_write_kernels(Emit *em)
 {
+    if (!emit_is_cuda(em))
+        return;
     for (int i = 0; i < em->p->ntensors; i++) {
         const OpMatch *m = &em->op[i];
         if (m->kind == OPK_G2BMM || m->kind == OPK_GBMM)
@@ -832,7 +945,7 @@ const char *lib_call_name(const Emit *em, const IrTensor *t)
     case OPK_CONV_TRANSPOSE2D:
         return emit_is_cuda(em) ? "cuDNN convolution backward data" : "cblas_sgemm + col2im";
     case OPK_G2BMM: case OPK_GBMM:
-        return "tiled band kernel";
+        return emit_is_cuda(em) ? "tiled band kernel" : "banded cblas_sgemm";
     case OPK_KERNEL:
         break;
     }

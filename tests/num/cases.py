@@ -102,6 +102,15 @@ def g2bmm(q, kt, p, v):
     return {"s": s, "o": o}
 
 
+# Long enough for several blocks of rows per residue class (the C target
+# multiplies 64 rows of one residue at a time), L not a multiple of 4.
+CASES.append(Case("g2bmm_long", lambda q, kt, p, v: {
+    "s": torch.einsum("bid,bijd->bij", q, band(kt, 9, 4)),
+    "o": torch.einsum("bij,bijd->bid", p, band(v, 9, 4))},
+    {"q": (1, 599, 5), "kt": (1, 599, 5), "p": (1, 599, 19), "v": (1, 599, 5)},
+    defines={"B": 1, "L": 599, "K": 9}, ein="g2bmm.ein"))
+
+
 # ---- convolutions --------------------------------------------------------
 
 @case({"x": (2, 5, 9, 7)}, {"w1": (6, 5, 3, 3), "b1": (6,)})
