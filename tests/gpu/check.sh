@@ -30,7 +30,13 @@
 # COMPILE_TIMEOUT (s for one model's compile, 90), TORCH_TIMEOUT (s for
 # the whole PyTorch part, 300 + COMPILE_BUDGET), PYTHON (python3),
 # TORCH_DEVICE (cuda; cpu runs the PyTorch part on the CPU, to try this
-# script without a GPU, see README.md).
+# script without a GPU, see README.md), TUNE_OUT (folder for the tuning
+# databases, default BUNDLE/tune), TUNE=0 to skip the tuners.
+#
+# Tuning: for each model the bundle holds NAME.tune.cu (einc --emit=tuner),
+# which is built with the programs and run after them; it times every
+# operator of every candidate plan and writes TUNE_OUT/NAME.db, the file
+# for `einc --tune-db` (back where einc is; see README.md).
 
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -79,6 +85,12 @@ cd "$work" || exit 2
 
 names=$(grep -v '^#' "$bundle/MANIFEST" | awk 'NF { print $1 }')
 [ -n "$names" ] || { echo "check.sh: the MANIFEST lists no example" >&2; exit 2; }
+tuners=
+if [ "${TUNE:-1}" != 0 ]; then
+    for n in $names; do
+        [ -f "$bundle/$n.tune.cu" ] && tuners="$tuners $n.tune"
+    done
+fi
 
 # ---- build every program, in parallel ----------------------------------------
 build_one() {
@@ -96,7 +108,7 @@ build_one() {
 }
 echo "check.sh: $gpu_name${NVCC_ARCH:+ ($NVCC_ARCH)}; building $(echo $names | wc -w) programs with $NVCC"
 # the biggest .cu first: they take longest
-for n in $(cd "$bundle" && for m in $names; do echo "$(wc -c 2>/dev/null <"$m.cu" || echo 0) $m"; done | sort -rn | awk '{ print $2 }'); do
+for n in $(cd "$bundle" && for m in $names $tuners; do echo "$(wc -c 2>/dev/null <"$m.cu" || echo 0) $m"; done | sort -rn | awk '{ print $2 }'); do
     ( build_one "$n"; echo $? >"$n.build.rc" ) &
     while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n 2>/dev/null || sleep 0.2; done
 done
@@ -181,6 +193,27 @@ for n in $names; do
     printf "  %-16s %-12s %-22s %s\n" "$n" "$ms" "${defs:-(as declared)}" "$status"
     case " $torch_names " in *" $n "*) ;; *) rm -f "$n.in.st" "$n.wt.st" "$n.gpu.st" ;; esac
 done
+# ---- the tuners ---------------------------------------------------------------------
+if [ -n "$tuners" ]; then
+    tune_dir=${TUNE_OUT:-$bundle/tune}
+    mkdir -p "$tune_dir" || exit 2
+    echo
+    echo "== tuning databases (einc --emit=tuner) -> $tune_dir"
+    for t in $tuners; do
+        n=${t%.tune}
+        if [ "$(cat "$t.build.rc")" != 0 ]; then
+            echo "FAIL $n: the tuner did not build"; tail -5 "$t.build.log"
+            continue
+        fi
+        timeout "$RUN_TIMEOUT" "./$t" "$tune_dir/$n.db" >"$t.run.log" 2>&1
+        rc=$?
+        if [ $rc -eq 0 ]; then
+            echo "ok   $n: $(grep -cv '^#\|^einc-tune\|^device\|^$' "$tune_dir/$n.db") operators timed"
+        else
+            echo "FAIL $n: the tuner exited $rc"; tail -5 "$t.run.log"
+        fi
+    done
+fi
 t_ran=$(date +%s)
 
 # ---- PyTorch: eager, then torch.compile, in one process ----------------------

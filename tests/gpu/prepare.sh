@@ -81,6 +81,8 @@ if [ -n "$one" ]; then
     step "$EINC" $defs --main "$src" -o "$out/$n.cu"
     if [ -z "$variant" ]; then
         # shellcheck disable=SC2086
+        step "$EINC" $defs --emit=tuner "$src" -o "$out/$n.tune.cu"
+        # shellcheck disable=SC2086
         step "$EINC" $defs --main "$src" -o "$work/$n.c"
         cmd=$(sed -n '1s|^/\* build: \(.*\) \*/[[:space:]]*$|\1|p' "$work/$n.c")
         [ -n "$cmd" ] || { echo "FAIL $n: no '/* build: ... */' line in $n.c"; exit 1; }
