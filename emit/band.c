@@ -165,7 +165,7 @@ static const char *band_name(Emit *em, const IrTensor *t)
 }
 
 static void write_g2bmm(Sb *o, const BandGeo *g, const char *q, const char *kk,
-                        const char *s)
+                        const char *s, const char *rf)
 {
     int64_t tj = 16 * g->cw, cw = g->cw, krows = 63 + tj;
     sb_printf(o,
@@ -196,14 +196,14 @@ static void write_g2bmm(Sb *o, const BandGeo *g, const char *q, const char *kk,
 "        for (int x = (int)threadIdx.x; x < 64 * 32; x += 256) {\n"
 "            const int row = x / 32, dd = x %% 32, ip = i0 + row, d = d0 + dd;\n"
 "            qs[row][dd] = ip < nr && d < %" PRId64 "\n"
-"                ? %s[base + ((int64_t)%" PRId64 " * ip + r) * %" PRId64 " + d] : 0.0f;\n"
+"                ? %s(%s[base + ((int64_t)%" PRId64 " * ip + r) * %" PRId64 " + d]) : 0.0f;\n"
 "        }\n"
 "        for (int x = (int)threadIdx.x; x < %" PRId64 " * 32; x += 256) {\n"
 "            const int row = x / 32, dd = x %% 32, d = d0 + dd;\n"
 "            const int64_t kr = (int64_t)%" PRId64 " * (i0 + j0 - %" PRId64 " + row) + r;\n"
 "            /* keys outside [0, %" PRId64 ") read as zero */\n"
 "            ks[row][dd] = kr >= 0 && kr < %" PRId64 " && d < %" PRId64 "\n"
-"                ? %s[base + kr * %" PRId64 " + d] : 0.0f;\n"
+"                ? %s(%s[base + kr * %" PRId64 " + d]) : 0.0f;\n"
 "        }\n"
 "        __syncthreads();\n"
 "#pragma unroll\n"
@@ -223,7 +223,7 @@ static void write_g2bmm(Sb *o, const BandGeo *g, const char *q, const char *kk,
 "        }\n"
 "        __syncthreads();\n"
 "    }\n",
-              g->k, g->k, q, g->dil, g->k, krows, g->dil, g->w, g->m, g->m, g->k, kk,
+              g->k, g->k, rf, q, g->dil, g->k, krows, g->dil, g->w, g->m, g->m, g->k, rf, kk,
               g->k, 3 + cw, 3 + cw, cw);
     sb_printf(o,
 "#pragma unroll\n"
@@ -244,7 +244,7 @@ static void write_g2bmm(Sb *o, const BandGeo *g, const char *q, const char *kk,
 }
 
 static void write_gbmm(Sb *o, const BandGeo *g, const char *sname, const char *v,
-                       const char *out)
+                       const char *out, const char *rf)
 {
     int64_t td = 16 * g->cw, cw = g->cw, jc = g->jc, vrows = 63 + jc;
     sb_printf(o,
@@ -275,14 +275,14 @@ static void write_gbmm(Sb *o, const BandGeo *g, const char *sname, const char *v
 "        for (int x = (int)threadIdx.x; x < 64 * %" PRId64 "; x += 256) {\n"
 "            const int row = x / %" PRId64 ", jj = x %% %" PRId64 ", ip = i0 + row, j = j0 + jj;\n"
 "            ss[row][jj] = ip < nr && j < %" PRId64 "\n"
-"                ? %s[(brow + (int64_t)%" PRId64 " * ip + r) * %" PRId64 " + j] : 0.0f;\n"
+"                ? %s(%s[(brow + (int64_t)%" PRId64 " * ip + r) * %" PRId64 " + j]) : 0.0f;\n"
 "        }\n"
 "        for (int x = (int)threadIdx.x; x < %" PRId64 " * %" PRId64 "; x += 256) {\n"
 "            const int row = x / %" PRId64 ", dd = x %% %" PRId64 ", d = dz + dd;\n"
 "            const int64_t vr = (int64_t)%" PRId64 " * (i0 + j0 - %" PRId64 " + row) + r;\n"
 "            /* values outside [0, %" PRId64 ") read as zero */\n"
 "            vs[row][dd] = vr >= 0 && vr < %" PRId64 " && d < %" PRId64 "\n"
-"                ? %s[(brow + vr) * %" PRId64 " + d] : 0.0f;\n"
+"                ? %s(%s[(brow + vr) * %" PRId64 " + d]) : 0.0f;\n"
 "        }\n"
 "        __syncthreads();\n"
 "        /* Past the band's end in the last chunk: no term (a value may be\n"
@@ -316,8 +316,8 @@ static void write_gbmm(Sb *o, const BandGeo *g, const char *sname, const char *v
 "        }\n"
 "        __syncthreads();\n"
 "    }\n",
-              g->w2, jc, jc, jc, jc, g->w2, sname, g->dil, g->w2, vrows, td, td, td,
-              g->dil, g->w, g->m, g->m, g->k, v, g->k, g->w2, cw, cw, jc, cw, cw, cw);
+              g->w2, jc, jc, jc, jc, g->w2, rf, sname, g->dil, g->w2, vrows, td, td, td,
+              g->dil, g->w, g->m, g->m, g->k, rf, v, g->k, g->w2, cw, cw, jc, cw, cw, cw);
     sb_printf(o,
 "#pragma unroll\n"
 "    for (int a = 0; a < 4; ++a) {\n"
@@ -358,6 +358,10 @@ void band_write_kernel(Emit *em, const IrTensor *t, const OpMatch *m)
      * the second named as no tensor can be. */
     if (m->in[0] == m->in[1])
         b = "ein_second";
+    /* --precision below fp32: operands rounded as they are loaded (ein_rnd,
+     * which lib.c asked emit.c to write), as every summed product rounds
+     * them; else a plain parenthesis */
+    const char *rf = em->opt->precision != PREC_FP32 ? "ein_rnd" : "";
     sb_printf(o, "/* %s, b %" PRId64 ", m %" PRId64 ", w %" PRId64 ", k %" PRId64
               ", dilation %" PRId64 ": tiled band kernel, %" PRId64 " blocks */\n",
               g.g2 ? "G2BMM" : "GBMM", g.nb, g.m, g.w, g.k, g.dil, g.tiles);
@@ -365,9 +369,9 @@ void band_write_kernel(Emit *em, const IrTensor *t, const OpMatch *m)
               "%s, const float *__restrict__ %s, float *__restrict__ %s)\n",
               band_name(em, t), a, b, out);
     if (g.g2)
-        write_g2bmm(o, &g, a, b, out);
+        write_g2bmm(o, &g, a, b, out, rf);
     else
-        write_gbmm(o, &g, a, b, out);
+        write_gbmm(o, &g, a, b, out, rf);
 }
 
 void band_write_launch(Emit *em, const IrTensor *t, const OpMatch *m, const char *indent)

@@ -153,6 +153,8 @@ void lib_plan(Emit *em)
                 ok = band_supported(t, m);
                 if (ok)
                     em->libs |= LIB_BAND;
+                if (ok && em->opt->precision != PREC_FP32)
+                    em->helpers |= HELP_RND;       /* band.c rounds its loads */
             } else {
                 ok = same && t->elem == ELEM_F32 && band_c_ok(m);
                 if (ok) {
