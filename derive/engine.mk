@@ -23,3 +23,4 @@ tests_derive_test_tune_LDADD = derive/libderive.a sema/libsema.a \
 # Measured times (--tune-db) change the chosen plan; the tuner builds.
 TESTS += tests/derive/tune.test
 EXTRA_DIST += tests/derive/tune.test
+include tests/fuzz/tune.mk

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 /* ---- a growing malloc'ed string ------------------------------------------ */
@@ -337,6 +338,24 @@ static bool word_is(const char *p, const char *e, const char *w)
     return (size_t)(e - p) == strlen(w) && strncmp(p, w, (size_t)(e - p)) == 0;
 }
 
+
+/* A word of the file as a message quotes it: at most 40 bytes (then
+ * "..."), bytes that are not printable ASCII as \xNN. */
+static const char *shown(Arena *a, const char *p, const char *e)
+{
+    size_t n = (size_t)(e - p), cut = n > 40 ? 40 : n;
+    char *out = arena_alloc(a, cut * 4 + 4), *o = out;
+    for (size_t i = 0; i < cut; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if (c >= 0x20 && c < 0x7f)
+            *o++ = (char)c;
+        else
+            o += sprintf(o, "\\x%02x", c);
+    }
+    strcpy(o, n > cut ? "..." : "");
+    return out;
+}
+
 static TuneDb *parse(Arena *a, int file, const char *device)
 {
     const SrcFile *sf = src_get(file);
@@ -373,10 +392,19 @@ static TuneDb *parse(Arena *a, int file, const char *device)
             }
             if (!word_is(v, ve, "1") || ve != stop) {
                 diag_error(span(file, text, v, stop), "unsupported tuning database version "
-                           "'%.*s' (einc reads version 1)", (int)(stop - v), v);
+                           "'%s' (einc reads version 1)", shown(a, v, stop));
                 return NULL;
             }
             header = true;
+            line = next;
+            continue;
+        }
+        /* A NUL would cut the key or the device name short where they are
+         * copied as C strings. */
+        const char *nul = memchr(p, 0, (size_t)(stop - p));
+        if (nul) {
+            diag_error(span(file, text, nul, nul + 1), "a NUL byte in a line of a tuning "
+                       "database");
             line = next;
             continue;
         }
@@ -393,28 +421,32 @@ static TuneDb *parse(Arena *a, int file, const char *device)
                 db->device = arena_printf(a, "%.*s", (int)(ve - v), v);
                 if (device && strcmp(db->device, device) != 0)
                     diag_error(device_loc, "these times were measured for the device '%s', "
-                               "not '%s' (use --device=%s)", db->device, device, db->device);
+                               "not '%s' (use --device=%s)", shown(a, v, ve), device,
+                               shown(a, v, ve));
             }
             line = next;
             continue;
         }
+        /* The whole word is the number: a long one is copied whole, not
+         * cut to the buffer, and strtod must not skip white space that is
+         * not a blank here (\v, \f). */
         char *num_end;
-        char buf[64];
+        char buf[64], *num = buf;
         size_t wl = (size_t)(we - p);
         if (wl >= sizeof buf)
-            wl = sizeof buf - 1;
-        memcpy(buf, p, wl);
-        buf[wl] = 0;
-        double us = strtod(buf, &num_end);
-        if (num_end == buf || *num_end) {
+            num = arena_alloc(a, wl + 1);
+        memcpy(num, p, wl);
+        num[wl] = 0;
+        double us = strtod(num, &num_end);
+        if (num_end != num + wl || isspace((unsigned char)*num)) {
             diag_error(span(file, text, p, we), "expected 'MICROSECONDS KEY' or 'device "
-                       "NAME', not '%.*s'", (int)(we - p), p);
+                       "NAME', not '%s'", shown(a, p, we));
             line = next;
             continue;
         }
         if (!isfinite(us) || us < 0) {
-            diag_error(span(file, text, p, we), "the time '%.*s' is not a finite number of "
-                       "microseconds >= 0", (int)(we - p), p);
+            diag_error(span(file, text, p, we), "the time '%s' is not a finite number of "
+                       "microseconds >= 0", shown(a, p, we));
             line = next;
             continue;
         }
