@@ -21,9 +21,13 @@ static const Device devices[] = {
      * tensor cores (those run at the fp32 rate); 0.9 TB/s; 80 SMs */
     {"v100", 15.7e12, {15.7e12, 15.7e12, 125e12, 15.7e12}, 0.9e12, 5e-6, 80,
      0.80, 0.60, 0.25, 0.75},
-    /* a small CPU: 2 cores with AVX2 FMA, no faster 16-bit arithmetic */
-    {"cpu", 2e11, {2e11, 2e11, 2e11, 2e11}, 2e10, 2e-6, 2,
-     0.70, 0.50, 0.20, 0.60},
+    /* The C target on one core (OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1,
+     * as tests/bench/cpu.sh runs it): cblas_sgemm's peak, the stream
+     * bandwidth of a generated loop, a kernel call.  The C target prices
+     * operators with cpu_figures below (cpu_model), not with the GPU
+     * terms; these fields are what those figures amount to. */
+    {"cpu", 109e9, {109e9, 109e9, 109e9, 109e9}, 52e9, 0.02e-6, 1,
+     1.0, 1.0, 0.03, 1.0},
 };
 
 static const char *const precision_names[] = {"fp32", "tf32", "fp16", "bf16"};
@@ -352,12 +356,382 @@ static double count_reads(const IExpr *e)
     }
 }
 
+/* ---- the C target on a CPU --------------------------------------------------
+ * A CPU differs in kind from the GPU terms above: one core runs one
+ * operator at a time (no tiles spread over units), OpenBLAS copies
+ * ("packs") its operands before it multiplies, and a generated loop nest
+ * is a scalar reduction or a vectorized elementwise loop whose strided
+ * reads cost cache misses.  The figures were measured and fitted by
+ * tests/bench/cpucal.sh (cpucal.py, cpucal_gemm.c) on an AMD EPYC (Zen 4,
+ * AVX-512, 1 MiB L2 per core, 32 MiB L3) with OpenBLAS 0.3.21 and gcc 12
+ * -O2, one thread, 2026-11-30, load average about 1.7 on the 2 cores
+ * (see tests/bench/README.md for the table);
+ * they hold for the C target as einc builds it (`cc -O2`, no -march). */
+typedef struct CpuFigures {
+    /* cblas_sgemm, row-major M x N = (M x K)(K x N):
+     * t = launch + 2MNK / (peak M/(M+m0) K/(K+k0)) + 4MK / pack_a (x pack_ta
+     *     when A is transposed) + 4KN / pack_b (when B is bigger than L2)
+     *     + 4MN / store_c;
+     * M N K <= small_mnk: OpenBLAS's small-matrix kernels, which pack
+     * nothing: t = launch + 2MNK / (peak s/(s+small_s0)) + 4MN / store_c,
+     * s = min(M, N) (the bound is OpenBLAS 0.3.21's on AVX-512:
+     * sgemm_small_kernel_permit).  Operands as warm as a layer's
+     * activations: whether a model's weights stay in the L3 from one run
+     * to the next depends on the whole model, which an operator's price
+     * cannot see (cpucal.sh prints what cold operands add). */
+    double peak, m0, k0, pack_a, pack_ta, pack_b, store_c, launch;
+    double small_mnk, small_s0;
+    /* im2col (and col2im) seconds per element of the column matrix */
+    double im2col;
+    /* generated loop nests: seconds per term of a reduction (a chain of
+     * scalar adds: gcc does not reorder float sums) and per output element
+     * of one; per record of a max= or min= (a mispredicted branch: a
+     * window of n random values has 1 + 1/2 + ... + 1/n records); per
+     * element of an elementwise loop (vectorized, data in L2), of one
+     * that gcc does not vectorize (guards, reads that need bounds checks,
+     * floor divisions); per relu, max or min in such a loop or in a
+     * reduction (a branch on the data, which mispredicts on values of
+     * random sign); per floor division or modulo in a read's subscripts
+     * in such an elementwise loop; bytes/s of a loop whose data do not fit L2 */
+    double red_term, red_point, max_update, ew_elem, ew_scalar, relu_branch, divmod;
+    double stream;
+    /* seconds per read that steps to a new cache line each iteration of
+     * the innermost loop: kept in L2 between sweeps (hit), or not (miss:
+     * the lines of a sweep overflow the L2 sets a power-of-two stride
+     * maps to); a transpose's whole time per element, taken instead of
+     * the arithmetic where it is more */
+    double stride_hit, stride_miss;
+    /* seconds per call of expf (also sigmoid), tanhf (on values in
+     * [-1, 1]: glibc's slow path), other libm calls (not measured: about
+     * expf's) */
+    double call_exp, call_tanh, call_other;
+    double kernel_launch;
+    double l2_bytes, l2_ways, line;
+} CpuFigures;
+
+static const CpuFigures cpu_figures = {
+    .peak = 109e9, .m0 = 8.8, .k0 = 2.9, .pack_a = 20.9e9, .pack_ta = 1.77,
+    .pack_b = 24.9e9, .store_c = 55e9, .launch = 0.038e-6,
+    .small_mnk = 1e6, .small_s0 = 2.7,
+    .im2col = 1.01e-9,
+    .red_term = 0.757e-9, .red_point = 0.465e-9, .max_update = 8.3e-9,
+    .ew_elem = 0.146e-9, .ew_scalar = 0.555e-9, .relu_branch = 3.4e-9, .divmod = 0.54e-9,
+    .stream = 52e9,
+    .stride_hit = 0.79e-9, .stride_miss = 3.9e-9,
+    .call_exp = 3.4e-9, .call_tanh = 16.3e-9, .call_other = 4e-9,
+    .kernel_launch = 0.02e-6,
+    .l2_bytes = 1 << 20, .l2_ways = 8, .line = 64,
+};
+
+static bool is_cpu(const Device *d)
+{
+    return strcmp(d->name, "cpu") == 0;
+}
+
+/* One cblas_sgemm call as the C target makes it (row-major). */
+static double cpu_gemm(const CpuFigures *c, double m, double n, double k, bool ta)
+{
+    double t = c->launch + 4 * m * n / c->store_c;
+    if (m * n * k <= c->small_mnk) {
+        double s = fmin(m, n);
+        return t + 2 * m * n * k / (c->peak * s / (s + c->small_s0));
+    }
+    t += 2 * m * n * k / (c->peak * m / (m + c->m0) * k / (k + c->k0));
+    t += 4 * m * k / c->pack_a * (ta ? c->pack_ta : 1);
+    if (4 * k * n > c->l2_bytes)
+        t += 4 * k * n / c->pack_b;
+    return t;
+}
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* The memory stalls per iteration of the innermost loop (lanes: its
+ * consecutive iterations) of the reads in e: each read's new cache lines
+ * per iteration, at the hit or the miss cost.  A sweep of the loop touches
+ * trip x lines-per-iteration lines; at a stride of S bytes, a multiple of
+ * the line, they fall into sets / gcd(sets, S / line) of the L2's sets. */
+static double cpu_stalls(const CpuFigures *c, const Lanes *w, int64_t trip, const IExpr *e)
+{
+    switch (e->kind) {
+    case IE_CONST: case IE_INDEX: case IE_ICMP:
+        return 0;
+    case IE_ACCESS: {
+        if (!e->access.tensor || w->nlanes < 2)
+            return 0;
+        const IrTensor *t = e->access.tensor;
+        double b = elem_bytes(t);
+        int64_t lines[WARP], first = 0, second = 0;
+        int n = 0;
+        for (int lane = 0; lane < w->nlanes; lane++) {
+            int64_t off = 0;
+            for (int d = 0; d < e->access.nidx && d < t->rank; d++)
+                off = off * t->shape[d] + lane_ix(w, lane, e->access.idx[d]);
+            if (lane == 0)
+                first = off;
+            if (lane == 1)
+                second = off;
+            int64_t ln = (int64_t)floor((double)off * b / c->line);
+            int k = 0;
+            while (k < n && lines[k] != ln)
+                k++;
+            if (k == n)
+                lines[n++] = ln;
+        }
+        double per = (double)n / w->nlanes;
+        int64_t stride = (int64_t)((double)(second > first ? second - first : first - second) * b);
+        int64_t sets = (int64_t)(c->l2_bytes / c->l2_ways / c->line);
+        if (stride >= (int64_t)c->line && stride % (int64_t)c->line == 0)
+            sets /= gcd64(sets, stride / (int64_t)c->line);
+        bool miss = (double)trip * per > (double)sets * c->l2_ways;
+        return per * (miss ? c->stride_miss : c->stride_hit);
+    }
+    case IE_CALL: {
+        double n = 0;
+        for (int i = 0; i < e->call.nargs; i++)
+            n += cpu_stalls(c, w, trip, e->call.args[i]);
+        return n;
+    }
+    case IE_NEG: case IE_NOT:
+        return cpu_stalls(c, w, trip, e->bin.a);
+    default:
+        return cpu_stalls(c, w, trip, e->bin.a) + cpu_stalls(c, w, trip, e->bin.b);
+    }
+}
+
+/* Seconds of the library calls in e per evaluation (scalar: in a loop
+ * that gcc does not vectorize). */
+static double cpu_calls(const CpuFigures *c, const IExpr *e, bool scalar)
+{
+    double t = 0;
+    switch (e->kind) {
+    case IE_CONST: case IE_INDEX: case IE_ICMP: case IE_ACCESS:
+        return 0;
+    case IE_CALL:
+        switch (e->call.fn) {
+        case FN_EXP: case FN_SIGMOID: t = c->call_exp; break;
+        case FN_TANH: t = c->call_tanh; break;
+        case FN_LOG: case FN_ERF: case FN_POW: t = c->call_other; break;
+        case FN_RELU: case FN_MAX: case FN_MIN: t = scalar ? c->relu_branch : 0; break;
+        default: break;
+        }
+        for (int i = 0; i < e->call.nargs; i++)
+            t += cpu_calls(c, e->call.args[i], scalar);
+        return t;
+    case IE_NEG: case IE_NOT:
+        return cpu_calls(c, e->bin.a, scalar);
+    default:
+        return cpu_calls(c, e->bin.a, scalar) + cpu_calls(c, e->bin.b, scalar);
+    }
+}
+
+/* The range of an index over the stage's variables; false when it holds
+ * a floor division or a modulo (the emitter's code then is not a plain
+ * affine read). */
+static bool ix_range(const Stage *s, const Ix *x, int64_t *lo, int64_t *hi)
+{
+    *lo = *hi = x->c;
+    for (int i = 0; i < x->n; i++) {
+        const IxTerm *t = &x->t[i];
+        if (t->kind != IX_VAR)
+            return false;
+        const IrVar *v = NULL;
+        for (int k = 0; k < s->nloops && !v; k++)
+            if (s->loops[k].id == t->var)
+                v = &s->loops[k];
+        for (int k = 0; k < s->nsums && !v; k++)
+            if (s->sums[k].id == t->var)
+                v = &s->sums[k];
+        if (!v)
+            return false;
+        int64_t a = t->coef * v->lo, b = t->coef * (v->hi - 1);
+        *lo += a < b ? a : b;
+        *hi += a < b ? b : a;
+    }
+    return true;
+}
+
+/* Floor divisions and modulos in the subscripts of e's reads. */
+static int divmods(const IExpr *e)
+{
+    switch (e->kind) {
+    case IE_CONST: case IE_INDEX: case IE_ICMP:
+        return 0;
+    case IE_ACCESS: {
+        int n = 0;
+        for (int d = 0; d < e->access.nidx; d++)
+            for (int i = 0; i < e->access.idx[d]->n; i++)
+                n += e->access.idx[d]->t[i].kind != IX_VAR;
+        return n;
+    }
+    case IE_CALL: {
+        int n = 0;
+        for (int i = 0; i < e->call.nargs; i++)
+            n += divmods(e->call.args[i]);
+        return n;
+    }
+    case IE_NEG: case IE_NOT:
+        return divmods(e->bin.a);
+    default:
+        return divmods(e->bin.a) + divmods(e->bin.b);
+    }
+}
+
+/* Whether e's reads all are plain in-bounds affine reads (what gcc
+ * vectorizes). */
+static bool plain_reads(const Stage *s, const IExpr *e)
+{
+    switch (e->kind) {
+    case IE_CONST: case IE_INDEX: case IE_ICMP:
+        return true;
+    case IE_ACCESS: {
+        const IrTensor *t = e->access.tensor;
+        if (!t)
+            return false;
+        for (int d = 0; d < e->access.nidx && d < t->rank; d++) {
+            int64_t lo, hi;
+            if (!ix_range(s, e->access.idx[d], &lo, &hi) || lo < 0 || hi >= t->shape[d])
+                return false;
+        }
+        return true;
+    }
+    case IE_CALL:
+        for (int i = 0; i < e->call.nargs; i++)
+            if (!plain_reads(s, e->call.args[i]))
+                return false;
+        return true;
+    case IE_NEG: case IE_NOT:
+        return plain_reads(s, e->bin.a);
+    default:
+        return plain_reads(s, e->bin.a) && plain_reads(s, e->bin.b);
+    }
+}
+
+/* A generated loop nest (emit/c.c): the output's loops, then the sums in
+ * order, the last one with more than one value innermost.  Per term the
+ * arithmetic (a reduction's add chain, or an elementwise loop's share)
+ * and its calls, or the strided reads' stalls where those are more (they
+ * overlap); the whole no faster than streaming its bytes once when they
+ * do not fit L2. */
+static double cpu_kernel(const CpuFigures *c, const Stage *s, double dram)
+{
+    double pts = points(s), terms = 1;
+    for (int i = 0; i < s->nsums; i++)
+        terms *= (double)(s->sums[i].hi - s->sums[i].lo);
+    const IrVar *inner = NULL;
+    for (int i = s->nsums - 1; i >= 0 && !inner; i--)
+        if (s->sums[i].hi - s->sums[i].lo > 1)
+            inner = &s->sums[i];
+    for (int i = s->nloops - 1; i >= 0 && !inner; i--)
+        if (s->loops[i].hi - s->loops[i].lo > 1)
+            inner = &s->loops[i];
+    double stalls = 0;
+    if (inner) {
+        Lanes *w = xmalloc(sizeof *w);
+        lanes_init(w, s, inner, 1);
+        stalls = cpu_stalls(c, w, inner->hi - inner->lo, s->body);
+        free(w);
+    }
+    bool vector = s->nsums == 0 && s->nguards == 0 && plain_reads(s, s->body);
+    double arith = s->nsums > 0 ? c->red_term : vector ? c->ew_elem : c->ew_scalar;
+    if (s->nsums == 0 && !vector)
+        arith += divmods(s->body) * c->divmod;  /* hidden by a sum's add chain */
+    if ((s->red == RED_MAX || s->red == RED_MIN) && terms > 1)
+        arith += c->max_update * (log(terms) + 0.5772 + 0.5 / terms) / terms;
+    double t = pts * terms * fmax(arith + cpu_calls(c, s->body, !vector), stalls);
+    if (s->nsums > 0)
+        t += pts * c->red_point;        /* starting and storing each sum */
+    if (dram > c->l2_bytes)
+        t = fmax(t, dram / c->stream);
+    return c->kernel_launch + t;
+}
+
+/* Banded products (emit/lib.c, C): per batch, residue class and block of
+ * 64 rows, one cblas_sgemm against the 64 + 2w key rows the band covers,
+ * and the band copied out of (G2BMM) or into (GBMM) a scratch block. */
+static double cpu_band(const CpuFigures *c, const OpMatch *m)
+{
+    double dil = m->gdil > 0 ? (double)m->gdil : 1, w = (double)m->gw;
+    double rows = ceil((double)m->gm / dil);
+    double blocks = (double)m->gb * dil * ceil(rows / 64);
+    double tn = fmin(64, rows), len = fmin(tn + 2 * w, rows), kk = (double)m->gk;
+    double g = m->kind == OPK_G2BMM ? cpu_gemm(c, tn, len, kk, false)
+                                    : cpu_gemm(c, tn, kk, len, false);
+    return blocks * (g + tn * len * c->ew_elem * 2);
+}
+
+static double cpu_library(const CpuFigures *c, const Stage *s, const OpMatch *m);
+
+static double cpu_model(const Stage *s, const OpMatch *m, double dram)
+{
+    const CpuFigures *c = &cpu_figures;
+    bool lib = m && m->kind != OPK_KERNEL && m->in[0] && m->in[0]->elem == ELEM_F32 &&
+               m->in[1] && m->in[1]->elem == ELEM_F32;
+    for (int i = 0; lib && i < s->nloops; i++)
+        if (s->loops[i].lo != 0)
+            lib = false;        /* the library writes the whole output */
+    if (lib && (m->kind == OPK_CONV2D || m->kind == OPK_CONV_TRANSPOSE2D) && m->groups != 1)
+        lib = false;            /* im2col serves one group */
+    if (!lib)
+        return cpu_kernel(c, s, dram);
+    /* no faster than streaming its operands once when they do not fit L2 */
+    double t = cpu_library(c, s, m);
+    return dram > c->l2_bytes ? fmax(t, dram / c->stream) : t;
+}
+
+/* The library call's time with its operands in the caches. */
+static double cpu_library(const CpuFigures *c, const Stage *s, const OpMatch *m)
+{
+    switch (m->kind) {
+    case OPK_MATMUL:
+    case OPK_BATCH_MATMUL: {
+        /* ein_sgemm: a loop over the batch; a C stored [n][m] is computed
+         * as C^T = B^T A^T */
+        double batch = (double)(m->batch ? m->batch : 1);
+        double mm = (double)(m->out_nm ? m->n : m->m), nn = (double)(m->out_nm ? m->m : m->n);
+        bool ta = m->out_nm ? !m->trans_b : m->trans_a;
+        return batch * cpu_gemm(c, mm, nn, (double)m->k, ta);
+    }
+    case OPK_CONV2D: {
+        /* ein_conv2d: per image, im2col (but for a plain 1x1) and f x
+         * (c r s) times (c r s) x (ho wo) */
+        double pix = points(s) / ((double)m->f * (double)m->cn);
+        double kk = (double)(m->c * m->r * m->s);
+        bool direct = m->r == 1 && m->s == 1 && m->stride == 1 && m->pad == 0 && m->pad_w == 0;
+        return (double)m->cn * ((direct ? 0 : kk * pix * c->im2col) +
+                                cpu_gemm(c, (double)m->f, pix, kk, false));
+    }
+    case OPK_CONV_TRANSPOSE2D: {
+        /* ein_conv_t2d: per image, (f r s) x c transposed times c x (h w),
+         * then col2im adds the columns into the zeroed output */
+        double frs = (double)(m->f * m->r * m->s), hw = (double)(m->h * m->w);
+        double out = points(s) / (double)m->cn;
+        return (double)m->cn * (cpu_gemm(c, frs, hw, (double)m->c, true) +
+                                frs * hw * c->im2col + out * c->ew_elem);
+    }
+    case OPK_G2BMM:
+    case OPK_GBMM:
+        return cpu_band(c, m);
+    default:
+        return 0;               /* not reached: cpu_model prices kernels */
+    }
+}
+
 double cost_model(const Device *d, Precision prec, const Stage *s, const OpMatch *m)
 {
     const IrTensor *seen[64];
     int nseen = 0;
     double dram = 4 * points(s), cache = 0;
     collect_reads(s->body, seen, &nseen, &dram);
+    if (is_cpu(d))
+        return cpu_model(s, m, dram);
     double flops = match_flops(s), peak = d->flops, eff, extra = 0;
     switch (m ? m->kind : OPK_KERNEL) {
     case OPK_MATMUL:

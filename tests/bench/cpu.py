@@ -24,9 +24,9 @@ N is ITERS, or fewer where ITERS runs would take more than BUDGET seconds
 model at a time with OMP_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1 (cpu.sh
 sets them) so that the two sides run on one core each.
 
-Usage: cpu.py [--einc PATH] [--models A,B,...] [--iters N] [--budget S]
-              [--batch B] [--keep DIR]
-Environment: EINC, top_srcdir, CC, MODELS, ITERS, BUDGET, BATCH.
+Usage: cpu.py [--einc PATH] [--einc-flags FLAGS] [--models A,B,...]
+              [--iters N] [--budget S] [--batch B] [--keep DIR]
+Environment: EINC, EINC_FLAGS, top_srcdir, CC, MODELS, ITERS, BUDGET, BATCH.
 """
 
 import argparse
@@ -145,6 +145,7 @@ class Case:
             stio.save(self.ins, os.path.join(self.wd, "in.safetensors"))
             stio.save(self.wts, os.path.join(self.wd, "wt.safetensors"))
             argv = [self.args.einc, "--main", self.ein, "-o", self.name + ".c"]
+            argv += self.args.einc_flags
             for k, v in self.defines.items():
                 argv += ["-D", "%s=%d" % (k, v)]
             p = num.run_cmd(argv, self.wd, 600)
@@ -286,6 +287,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--einc", default=env.get("EINC"))
     ap.add_argument("--cc", default=env.get("CC"))
+    ap.add_argument("--einc-flags", default=env.get("EINC_FLAGS", ""),
+                    help="extra einc options, blank-separated (e.g. "
+                         "--device=cpu)")
     ap.add_argument("--models", default=env.get("MODELS", ",".join(MODELS)),
                     help="comma- or space-separated (default: all seven)")
     ap.add_argument("--iters", type=int, default=int(env.get("ITERS", "10")),
@@ -301,6 +305,7 @@ def main():
                     help="flag a rel err at or above this in the note")
     ap.add_argument("--keep", help="work in this folder and keep it")
     a = ap.parse_args()
+    a.einc_flags = a.einc_flags.split()
     torch.set_num_threads(1)
     names = [n for n in re.split(r"[,\s]+", a.models) if n]
     for n in names:
@@ -350,6 +355,8 @@ def main():
     cmd = next((c.build_cmd for c in cases if hasattr(c, "build_cmd")), "?")
     print("- %s; each .c built with the command on its first line, e.g. "
           "`%s`" % (ver, cmd))
+    print("- einc options: `--main -D B=%d%s`" % (
+        a.batch, "".join(" " + f for f in a.einc_flags)))
     print("- median of ITERS=%d runs after a warm-up, fewer where they "
           "would take more than BUDGET=%g s (the runs column); batch %d"
           % (a.iters, a.budget, a.batch))

@@ -14,6 +14,7 @@
 #            longer
 #   BATCH    the batch constant B (default 1)
 #   CC       the C compiler for the build commands' `cc`
+#   EINC_FLAGS  extra einc options, blank-separated (e.g. --device=cpu)
 # The table goes to the standard output, progress to the standard error.
 # Needs /usr/bin/python3 with torch (Debian's python3-torch).
 here=$(cd "$(dirname "$0")" && pwd)
