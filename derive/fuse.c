@@ -4,7 +4,8 @@
  * so the pair runs as one kernel with one pass over memory.  A read of
  * the map outside its loop ranges is zero; where the reader's indices can
  * leave them, the substituted body is guarded with select.  Weight-only
- * maps stay where they are: they run once, at load. */
+ * maps stay where they are: they run once, at load.  A pair is fused only
+ * where the cost model prices the one kernel no dearer than the two. */
 #include "config.h"
 #include "derive.h"
 
@@ -111,6 +112,16 @@ static IrTensor *single_reader(const IrProgram *p, const IrTensor *t)
     return reader;
 }
 
+/* A stage's estimated seconds, as its own operator. */
+static double stage_cost(const CostModel *cm, const Stage *s)
+{
+    OpMatch m;
+    bool measured;
+    if (!match_stage(s, &m))
+        m.kind = OPK_KERNEL;
+    return cost_stage_ex(cm, s, &m, &measured);
+}
+
 int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm)
 {
     IrProgram *p = pl->prog;
@@ -133,9 +144,16 @@ int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm)
         const IExpr **g = xmalloc((size_t)(s->nguards + 1) * sizeof *g);
         for (int k = 0; k < s->nguards; k++)
             g[k] = substitute(&fu, s->guards[k]);
-        r->stage = ir_stage(cx, s->red, s->loops, s->nloops, s->sums, s->nsums, g,
-                            s->nguards, substitute(&fu, s->body));
+        const Stage *merged = ir_stage(cx, s->red, s->loops, s->nloops, s->sums, s->nsums, g,
+                                       s->nguards, substitute(&fu, s->body));
         free(g);
+        /* Only where the one kernel is priced no dearer than the two: on a
+         * GPU it saves a pass over memory and a launch, but on a CPU a
+         * branchy body moved into a loop the compiler no longer vectorizes
+         * can cost more than the pass it saves. */
+        if (stage_cost(cm, merged) > stage_cost(cm, t->stage) + stage_cost(cm, s))
+            continue;
+        r->stage = merged;
         dead[i] = true;
         fused++;
     }

@@ -5,6 +5,8 @@ EXTRA_DIST += tests/golden.test tests/cli.test tests/golden
 
 # The numerical suite (generated C programs against PyTorch) and the
 # examples' Makefile; the GPU scripts ship but run only on a GPU machine.
-TESTS += tests/num.test tests/num-O0.test tests/num-precision.test tests/examples-make.test
-EXTRA_DIST += tests/num.test tests/num-O0.test tests/num-precision.test tests/examples-make.test \
+TESTS += tests/num.test tests/num-O0.test tests/num-cpu.test tests/num-precision.test \
+	tests/examples-make.test
+EXTRA_DIST += tests/num.test tests/num-O0.test tests/num-cpu.test tests/num-precision.test \
+	tests/examples-make.test \
 	tests/num tests/models tests/gpu tests/bench examples/Makefile
