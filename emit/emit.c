@@ -398,7 +398,7 @@ int emit_program(const IrProgram *p, const EmitOptions *opt, FILE *out)
     for (int i = 0; i < p->ntensors; i++) {
         const IrTensor *t = p->tensors[i];
         em.kernel_of[i] = -1;
-        if (t->kind != IT_STAGE || lib_is_call(&em, t))
+        if (t->kind != IT_STAGE || (lib_is_call(&em, t) && !lib_needs_kernel(&em, t)))
             continue;
         if (kernel_build(&em, t, em.nkernels, &em.kernels[em.nkernels]) < 0)
             rc = -1;

@@ -153,6 +153,10 @@ void cuda_write_launch(Emit *em, const Kernel *k, const char *indent);
 /* lib.c: library calls for the stages the plan matched (see its header) */
 void lib_plan(Emit *em);                         /* fills op, slot, libs, ... */
 bool lib_is_call(const Emit *em, const IrTensor *t);
+/* A library call that keeps its generated kernel as a fallback (CUDA
+ * convolutions: cuDNN may have no plan for one on the GPU at hand). */
+bool lib_needs_kernel(const Emit *em, const IrTensor *t);
+void lib_write_main_notes(Emit *em, const char *prog);   /* after M_create */
 const char *lib_call_name(const Emit *em, const IrTensor *t);
 void lib_write_link_flags(const Emit *em, Sb *cmd);
 void lib_write_includes(Emit *em);

@@ -8,7 +8,8 @@
  *                       execution plan, built when the context is created
  *                       (heuristics, first engine that finalizes and keeps
  *                       the precision); a transposed convolution is the
- *                       backward-data operation
+ *                       backward-data operation; one cuDNN cannot plan
+ *                       runs as its generated kernel, with a note
  *         G2BMM, GBMM   tiled generated kernels (band.c), f32
  *   C     GEMMs         cblas_sgemm (OpenBLAS), a batch as a loop
  *         convolutions  im2col + cblas_sgemm per image (one group);
@@ -183,6 +184,20 @@ void lib_plan(Emit *em)
     }
 }
 
+bool lib_needs_kernel(const Emit *em, const IrTensor *t)
+{
+    OpKind k = em->op[t->id].kind;
+    return emit_is_cuda(em) && (k == OPK_CONV2D || k == OPK_CONV_TRANSPOSE2D);
+}
+
+/* The harness prints why a convolution fell back (after M_create). */
+void lib_write_main_notes(Emit *em, const char *prog)
+{
+    if (em->libs & LIB_CUDNN)
+        sb_printf(&em->out, "    if (ctx && ctx->dnn_note[0])\n"
+                  "        fprintf(stderr, \"%%s: note: %%s\\n\", %s, ctx->dnn_note);\n", prog);
+}
+
 bool lib_is_call(const Emit *em, const IrTensor *t)
 {
     return t->kind == IT_STAGE && em->op[t->id].kind != OPK_KERNEL;
@@ -240,7 +255,8 @@ void lib_write_ctx_fields(Emit *em)
     if (em->libs & LIB_CUDNN)
         sb_printf(o, "    cudnnHandle_t dnn;\n"
                   "    ein_conv conv[%d];\n"
-                  "    void *ws;                       /* the convolutions' workspace */\n",
+                  "    void *ws;                       /* the convolutions' workspace */\n"
+                  "    char dnn_note[600];             /* why a convolution fell back */\n",
                   em->nconv);
     if (em->col_elems)
         sb_puts(o, "    float *col;                     /* im2col / col2im buffer */\n");
@@ -300,6 +316,17 @@ static void write_cudnn_support(Emit *em)
 "    if (s == CUDNN_STATUS_SUCCESS)\n"
 "        cv->d[cv->nd++] = *out;\n"
 "    return s;\n"
+"}\n"
+"\n"
+"/* Everything cv made, destroyed; cv as new. */\n"
+"static void ein_conv_drop(ein_conv *cv)\n"
+"{\n"
+"    if (cv->pack)\n"
+"        cudnnBackendDestroyDescriptor(cv->pack);\n"
+"    for (int j = cv->nd - 1; j >= 0; j--)\n"
+"        cudnnBackendDestroyDescriptor(cv->d[j]);\n"
+"    free(cv->d);\n"
+"    memset(cv, 0, sizeof *cv);\n"
 "}\n"
 "\n"
 "/* A packed NCHW tensor of the convolution, named by uid in the variant pack. */\n"
@@ -462,6 +489,18 @@ static void write_cudnn_support(Emit *em)
 "    return ein_fail(ctx, $M_ECUDA, \"cuDNN has no engine for the convolution computing \"\n"
 "                    \"'%s'%s\", name, tensor_cores ? \"\" : \" without tensor cores (the \"\n"
 "                    \"program was compiled with --precision=fp32)\");\n"
+"}\n"
+"\n"
+"/* A convolution cuDNN cannot plan runs as its generated kernel instead\n"
+"   (ein_op_N checks cv->plan); the first reason is kept in ctx->dnn_note,\n"
+"   which the --main harness prints as a note. */\n"
+"static void ein_conv_fall_back($m_ctx *ctx, ein_conv *cv)\n"
+"{\n"
+"    if (!ctx->dnn_note[0])\n"
+"        snprintf(ctx->dnn_note, sizeof ctx->dnn_note, \"%s; it runs as a generated \"\n"
+"                 \"kernel\", ctx->err);\n"
+"    ctx->err[0] = 0;\n"
+"    ein_conv_drop(cv);\n"
 "}\n"
 "\n"
 "/* Run a convolution on the caller's stream; the variant pack is rebuilt\n"
@@ -721,7 +760,7 @@ void lib_write_create(Emit *em)
         sb_puts(o, "    EIN_BLAS(cublasCreate(&ctx->blas));\n");
     if (em->libs & LIB_CUDNN) {
         sb_puts(o, "    EIN_DNN(cudnnCreate(&ctx->dnn));\n    {\n"
-                   "        int64_t ws = 0;\n        int rc;\n");
+                   "        int64_t ws = 0;\n");
         for (int i = 0; i < p->ntensors; i++) {
             const IrTensor *t = p->tensors[i];
             const OpMatch *m = &em->op[i];
@@ -744,13 +783,13 @@ void lib_write_create(Emit *em)
                       "}, st[2] = {%" PRId64 ", %" PRId64 "}, dil[2] = {%" PRId64 ", %"
                       PRId64 "};\n", m->pad, m->pad_w, m->stride, m->stride, m->dilation,
                       m->dilation);
-            sb_printf(o, "            if ((rc = ein_conv_setup(ctx, &ctx->conv[%d], \"%s\", %d, "
-                      "%s, x, w, y, pad, st, dil, %d)) != 0)\n"
-                      "                return rc;\n"
-                      "            if (ctx->conv[%d].ws_bytes > ws)\n"
+            sb_printf(o, "            if (ein_conv_setup(ctx, &ctx->conv[%d], \"%s\", %d, "
+                      "%s, x, w, y, pad, st, dil, %d) != 0)\n"
+                      "                ein_conv_fall_back(ctx, &ctx->conv[%d]);\n"
+                      "            else if (ctx->conv[%d].ws_bytes > ws)\n"
                       "                ws = ctx->conv[%d].ws_bytes;\n        }\n",
                       em->slot[i], t->name, tr, cudnn_type(t->elem), tc, em->slot[i],
-                      em->slot[i]);
+                      em->slot[i], em->slot[i]);
         }
         sb_puts(o, "        if (ws > 0)\n"
                    "            EIN_CUDA(cudaMalloc(&ctx->ws, (size_t)ws));\n    }\n");
@@ -775,14 +814,8 @@ void lib_write_destroy(Emit *em)
     if (em->libs & LIB_CUBLAS)
         emit_tpl(em, "$M_ECUDA;\n");
     if (em->libs & LIB_CUDNN) {
-        sb_printf(o, "    for (int i = 0; i < %d; i++) {\n"
-                  "        ein_conv *cv = &ctx->conv[i];\n"
-                  "        if (cv->pack)\n"
-                  "            cudnnBackendDestroyDescriptor(cv->pack);\n"
-                  "        for (int j = cv->nd - 1; j >= 0; j--)\n"
-                  "            cudnnBackendDestroyDescriptor(cv->d[j]);\n"
-                  "        free(cv->d);\n"
-                  "    }\n"
+        sb_printf(o, "    for (int i = 0; i < %d; i++)\n"
+                  "        ein_conv_drop(&ctx->conv[i]);\n"
                   "    if (ctx->dnn && cudnnDestroy(ctx->dnn) != CUDNN_STATUS_SUCCESS)\n",
                   em->nconv);
         emit_tpl(em, "        rc = $M_ECUDA;\n"
@@ -875,6 +908,11 @@ static void write_conv(Emit *em, const IrTensor *t, const OpMatch *m, const char
 {
     Sb *o = &em->out;
     if (emit_is_cuda(em)) {
+        const Kernel *k = &em->kernels[em->kernel_of[t->id]];
+        sb_printf(o, "%sif (!ctx->conv[%d].plan) {     /* cuDNN had no plan for it */\n",
+                  in, em->slot[t->id]);
+        cuda_write_launch(em, k, arena_printf(em->arena, "%s    ", in));
+        sb_printf(o, "%s    return 0;\n%s}\n", in, in);
         sb_printf(o, "%sif ((rc = ein_conv_run(ctx, &ctx->conv[%d], p[%d], p[%d], p[%d], "
                   "stream)) != 0)\n%s    return rc;\n", in, em->slot[t->id], m->in[0]->id,
                   m->in[1]->id, t->id, in);

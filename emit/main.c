@@ -188,7 +188,10 @@ void main_write(Emit *em)
 "        }\n"
 "    }\n"
 "    if ($m_create(&ctx) != $M_OK)\n"
-"        goto fail;\n"
+"        goto fail;\n");
+    lib_write_main_notes(em, "args.prog");
+    tpl(em,
+
 "    if (rt_load_or_fill(args.prog, \"--weights\", args.weights, w, nw, args.seed, err,\n"
 "                        sizeof err) != ST_OK ||\n"
 "        rt_load_or_fill(args.prog, \"--inputs\", args.inputs, x, nx, args.seed, err,\n"
