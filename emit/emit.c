@@ -226,7 +226,7 @@ static void write_rnd_helper(Emit *em)
         sb_puts(o, "    memcpy(&x, &u, 4);\n    return x;\n}\n\n");
 }
 
-static void write_helpers(Emit *em)
+void emit_write_helpers(Emit *em)
 {
     const char *fn = emit_is_cuda(em) ? "static __device__ __forceinline__" : "static inline";
     unsigned h = em->helpers;
@@ -425,7 +425,7 @@ int emit_program(const IrProgram *p, const EmitOptions *opt, FILE *out)
         rc = paste_piece(&em, list[i]);
     if (rc < 0)
         goto done;
-    write_helpers(&em);
+    emit_write_helpers(&em);
     sb_puts(&em.out, "/* ---- kernels ------------------------------------------------------------- */\n\n");
     for (int i = 0; i < em.nkernels; i++) {
         if (cuda)

@@ -123,7 +123,9 @@ bool emit_has_16bit(const IrProgram *p);
  * ein_st_bf16(value) otherwise (marking the helper used). */
 void emit_store_value(Emit *em, Sb *b, ElemType e, const char *value);
 
-/* emit.c: state shared with dot.c */
+/* emit.c: the helper functions the kernels called (em->helpers), written
+ * to em->out; state shared with dot.c */
+void emit_write_helpers(Emit *em);
 int emit_check_program(const IrProgram *p);
 void emit_setup(Emit *em, const IrProgram *p, const EmitOptions *opt);
 void emit_name_tensors(Emit *em);

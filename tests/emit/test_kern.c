@@ -149,40 +149,6 @@ static float uniform(void)
     return (float)((double)(rng >> 11) / (double)(1ULL << 53) * 2 - 1);
 }
 
-/* The helpers of emit.c that kernels call, for both compilers. */
-static void write_helpers(Sb *o, unsigned h)
-{
-    const char *fn = "static __device__ __forceinline__";
-    static const struct { unsigned div, mod; const char *t, *s; } types[] = {
-        {HELP_FLOORDIV_I, HELP_FLOORMOD_I, "int", "i"},
-        {HELP_FLOORDIV_L, HELP_FLOORMOD_L, "int64_t", "l"},
-    };
-    for (int i = 0; i < 2; i++) {
-        const char *t = types[i].t, *s = types[i].s;
-        if (h & types[i].div)
-            sb_printf(o, "%s %s ein_floordiv_%s(%s a, %s d)\n{\n    %s q = a / d;\n"
-                      "    return (a %% d != 0 && (a < 0) != (d < 0)) ? q - 1 : q;\n}\n",
-                      fn, t, s, t, t, t);
-        if (h & types[i].mod)
-            sb_printf(o, "%s %s ein_floormod_%s(%s a, %s d)\n{\n    %s r = a %% d;\n"
-                      "    return (r != 0 && (r < 0) != (d < 0)) ? r + d : r;\n}\n",
-                      fn, t, s, t, t, t);
-    }
-    if (h & HELP_RELU)
-        sb_printf(o, "%s float ein_relu(float x)\n{\n    return x < 0.0f ? 0.0f : x;\n}\n", fn);
-    if (h & HELP_SIGMOID)
-        sb_printf(o, "%s float ein_sigmoid(float x)\n{\n"
-                  "    return 1.0f / (1.0f + expf(-x));\n}\n", fn);
-    if (h & HELP_RSQRT)
-        sb_printf(o, "%s float ein_rsqrt(float x)\n{\n    return 1.0f / sqrtf(x);\n}\n", fn);
-    if (h & HELP_MAX)
-        sb_printf(o, "%s float ein_max(float a, float b)\n{\n"
-                  "    return (a > b || isnan(a)) ? a : b;\n}\n", fn);
-    if (h & HELP_MIN)
-        sb_printf(o, "%s float ein_min(float a, float b)\n{\n"
-                  "    return (a < b || isnan(a)) ? a : b;\n}\n", fn);
-}
-
 /* The emulation of the CUDA execution model (C++11, POSIX threads). */
 static const char shim[] =
 "#include <pthread.h>\n"
@@ -318,8 +284,9 @@ static void run_program(const char *name, const IrProgram *p, bool with_nvcc)
     }
     Sb launches = em.out;
     memset(&em.out, 0, sizeof em.out);
-    Sb helpers = {0};
-    write_helpers(&helpers, em.helpers);
+    emit_write_helpers(&em);        /* emit.c's own, for both compilers */
+    Sb helpers = em.out;
+    memset(&em.out, 0, sizeof em.out);
     int warps = 0, blocks = 0;
     for (const char *s = sb_str(&kernels); (s = strstr(s, "one warp per element")); s++)
         warps++;
