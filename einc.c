@@ -18,9 +18,9 @@
 #include "lang/lang.h"
 #include "parser/parser.h"
 #include "sema/sema.h"
-#include "derive/ir.h"
-#include "derive/derive.h"
-#include "derive/tune.h"
+#include "derive/ir/ir.h"
+#include "derive/search/derive.h"
+#include "derive/search/tune.h"
 #include "emit/emit.h"
 
 typedef enum {

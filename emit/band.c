@@ -1,5 +1,5 @@
 /* band.c - tiled CUDA kernels for the banded matmuls of Longformer-style
- * attention (derive/match.h, OPK_G2BMM and OPK_GBMM):
+ * attention (derive/pricing/match.h, OPK_G2BMM and OPK_GBMM):
  *
  *   G2BMM  s[b, i, j] = sum_d q[b, i, d] * k[b, i + dil*(j - w), d]
  *   GBMM   o[b, i, d] = sum_j s[b, i, j] * v[b, i + dil*(j - w), d]

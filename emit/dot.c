@@ -6,7 +6,7 @@
  * from the kernel to the tensor it writes.  `dot -Tsvg` draws it. */
 #include "config.h"
 #include "emit_int.h"
-#include "../derive/match.h"
+#include "../derive/pricing/match.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

@@ -8,7 +8,7 @@
 #define EINC_EMIT_H
 
 #include <stdio.h>
-#include "../derive/cost.h"
+#include "../derive/pricing/cost.h"
 
 typedef enum { TARGET_CUDA, TARGET_C } Target;
 

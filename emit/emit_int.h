@@ -193,7 +193,7 @@ static inline bool emit_is_cuda(const Emit *em)
  * emit.c built for t, when there is one) and band_write_launch its launch
  * inside a function where ctx, p (void *const *, buffers by tensor id),
  * stream and int rc exist, checked with ein_launched. */
-#include "../derive/match.h"
+#include "../derive/pricing/match.h"
 bool band_supported(const IrTensor *t, const OpMatch *m);
 void band_write_kernel(Emit *em, const IrTensor *t, const OpMatch *m);
 void band_write_launch(Emit *em, const IrTensor *t, const OpMatch *m, const char *indent);

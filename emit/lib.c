@@ -1,5 +1,5 @@
 /* lib.c - vendor operators.  A stage the plan matched to a library
- * operator (derive/match.h) becomes a call instead of a generated kernel:
+ * operator (derive/pricing/match.h) becomes a call instead of a generated kernel:
  *
  *   CUDA  GEMMs         cublasGemmEx / cublasGemmStridedBatchedEx; row-major
  *                       through the column-major identity C^T = B^T A^T, so

@@ -1,7 +1,7 @@
 /* tuner.c - the main() of einc --emit=tuner: a CUDA program that times
  * every operator of the program emit.c wrote (each IT_STAGE tensor with a
  * key in EmitOptions.tune_keys, computed by its ein_op_<id> function) and
- * writes a tuning database that einc --tune-db reads (derive/tune.c,
+ * writes a tuning database that einc --tune-db reads (derive/pricing/tunedb.c,
  * einc(1) TUNING DATABASE):
  *
  *   usage: ./tune DB [--iters N]

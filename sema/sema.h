@@ -3,7 +3,7 @@
  * ranges, checks shapes, types and single assignment, orders statements by
  * dependence (refusing cycles) and warns about unused tensors and
  * sum-invariant terms.  Its result, the checked program, is what
- * derive/lower.c turns into the tensor-expression IR. */
+ * derive/ir/lower.c turns into the tensor-expression IR. */
 #ifndef EINC_SEMA_H
 #define EINC_SEMA_H
 

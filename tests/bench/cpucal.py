@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""cpucal.py - measures what the cost model's CPU figures (derive/cost.c,
+"""cpucal.py - measures what the cost model's CPU figures (derive/pricing/cost.c,
 device `cpu`) stand for on this machine, one thread, and prints the fitted
 figures (run by tests/bench/cpucal.sh; not part of `make check`).
 

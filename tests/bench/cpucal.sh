@@ -1,6 +1,6 @@
 #!/bin/sh
 # tests/bench/cpucal.sh - measures, on this machine and one thread, what
-# the cost model's CPU figures (derive/cost.c, `einc --device=cpu`) stand
+# the cost model's CPU figures (derive/pricing/cost.c, `einc --device=cpu`) stand
 # for, and prints them fitted, with the model's estimates next to the
 # measured times: a Markdown report on the standard output.  Not part of
 # `make check`; see tests/bench/README.md and tests/bench/cpucal.py (which

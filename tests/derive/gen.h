@@ -6,7 +6,7 @@
 #ifndef EINC_TEST_GEN_H
 #define EINC_TEST_GEN_H
 
-#include "derive/ir.h"
+#include "derive/ir/ir.h"
 
 #define GEN_TENSORS 3
 

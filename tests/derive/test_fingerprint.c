@@ -3,7 +3,7 @@
  * of commutative operands, and differ when an index, a range, a tensor,
  * the reduction, an operator or the loop order changes. */
 #include "config.h"
-#include "derive/ir.h"
+#include "derive/ir/ir.h"
 #include "check.h"
 
 static IrCtx *cx;

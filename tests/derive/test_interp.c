@@ -5,7 +5,7 @@
  * division and modulo, empty reductions, functions and select, and a
  * whole program with output padding. */
 #include "config.h"
-#include "derive/ir.h"
+#include "derive/ir/ir.h"
 #include "check.h"
 
 #include <math.h>

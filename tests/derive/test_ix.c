@@ -3,7 +3,7 @@
  * (negative divisors included) against a brute-force reference, bounds,
  * substitution, integer comparisons and the printed form. */
 #include "config.h"
-#include "derive/ir.h"
+#include "derive/ir/ir.h"
 #include "check.h"
 
 #include <math.h>

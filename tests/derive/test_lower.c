@@ -5,7 +5,7 @@
  * padding from where-ranges, real division of index values, rank 0).
  * Then what lowering itself rejects, on a checked program built by hand. */
 #include "config.h"
-#include "derive/ir.h"
+#include "derive/ir/ir.h"
 #include "parser/parser.h"
 #include "sema/sema.h"
 #include "check.h"

@@ -4,8 +4,8 @@
 #include "config.h"
 #include "parser/parser.h"
 #include "sema/sema.h"
-#include "derive/ir.h"
-#include "derive/match.h"
+#include "derive/ir/ir.h"
+#include "derive/pricing/match.h"
 
 #include <stdio.h>
 #include <string.h>

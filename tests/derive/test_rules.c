@@ -20,7 +20,7 @@
  * steps of the other showcases (conv 5x5 relaxed and split, transposed
  * convolution, dilated G2BMM); and preconditions that must refuse. */
 #include "config.h"
-#include "derive/rules.h"
+#include "derive/rules/rules.h"
 #include "parser/parser.h"
 #include "sema/sema.h"
 #include "gen.h"

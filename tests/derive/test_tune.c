@@ -1,4 +1,4 @@
-/* test_tune.c - the tuning database (derive/tune.c): the parser on good
+/* test_tune.c - the tuning database (derive/pricing/opkey.c, tunedb.c): the parser on good
  * and bad files (every error located, never a crash), operator keys (the
  * same operator gets the same key whatever its tensors and variables are
  * called or numbered; another size, another key) and cost_stage taking a
@@ -6,8 +6,8 @@
 #include "config.h"
 #include "parser/parser.h"
 #include "sema/sema.h"
-#include "derive/ir.h"
-#include "derive/cost.h"
+#include "derive/ir/ir.h"
+#include "derive/pricing/cost.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "lang/lang.h"
-#include "derive/ir.h"
+#include "derive/ir/ir.h"
 #include "emit/emit.h"
 #include "runtime/st.h"
 
@@ -507,7 +507,7 @@ static void run_case(B *b, const char *name, RefFn *ref)
             if (!(fabs(interp - want) <= tol) && !(isnan(want) && isnan(interp)) &&
                 bad++ < 5)
                 CHECK(0, "%s: the IR interpreter gives %s[%lld] = %.9g, reference %.9g "
-                      "(a bug in the case or in derive/interp.c)", name, t->name,
+                      "(a bug in the case or in derive/ir/interp.c)", name, t->name,
                       (long long)k, interp, want);
         }
         free(got);

@@ -7,7 +7,7 @@
  * barrier of the warp.  A kernel that reaches a barrier from only part of
  * a block or warp hangs here (the run has a time limit), as it would be
  * undefined on a GPU.  Every tensor a stage computes is compared with the
- * IR interpreter (derive/interp.c, double precision) on seeded inputs.
+ * IR interpreter (derive/ir/interp.c, double precision) on seeded inputs.
  *
  * Programs: a few band programs written here (dilations, batches of
  * several dims, bands wider than the sequence, m < dilation, partial
@@ -32,8 +32,8 @@
 #include "lang/lang.h"
 #include "parser/parser.h"
 #include "sema/sema.h"
-#include "derive/ir.h"
-#include "derive/match.h"
+#include "derive/ir/ir.h"
+#include "derive/pricing/match.h"
 #include "emit/emit_int.h"
 
 static int failures, passed, skipped, nband, nwarp, nblock;

@@ -1,5 +1,5 @@
 /* fuzz_tune.c - libFuzzer harness for the tuning database reader
- * (tune_db_parse, tune_db_load, tune_db_lookup in derive/tune.c): the
+ * (tune_db_parse, tune_db_load, tune_db_lookup in derive/pricing/tunedb.c): the
  * input is a whole --tune-db file.
  *
  * Besides "no crash, no out-of-bounds read, no undefined behaviour" (ASan,
@@ -8,7 +8,7 @@
  * with the device the file names, and once more from a file through
  * tune_db_load.  A refused input must come with at least one error.  For
  * an accepted one, a plain re-reading of the lines here (format in
- * derive/cost.h) must agree with it: the header came first, one device
+ * derive/pricing/cost.h) must agree with it: the header came first, one device
  * line gave the device, every other line is `TIME KEY` with the time a
  * whole word that is a finite number >= 0, tune_db_count is the number of
  * those lines, no key repeats, each key is found with its own time, and
@@ -24,7 +24,7 @@
  * found by the fuzzer, may go either way. */
 #include "config.h"
 #include "lang/lang.h"
-#include "derive/cost.h"
+#include "derive/pricing/cost.h"
 
 #include <ctype.h>
 #include <math.h>

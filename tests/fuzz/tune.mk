@@ -1,5 +1,5 @@
-# tests/fuzz/tune.mk - fuzzing the tuning database reader (derive/tune.c,
-# einc --tune-db).  Included from derive/engine.mk.  `make check` replays
+# tests/fuzz/tune.mk - fuzzing the tuning database reader (derive/pricing/tunedb.c,
+# einc --tune-db).  Included from derive/search/local.mk.  `make check` replays
 # the seed corpus through the harness built normally; `make fuzz-tune`
 # builds the libFuzzer binary with clang, and
 # `make fuzz-tune-run FUZZ_TUNE_TIME=600` runs it from the corpus.

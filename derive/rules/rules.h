@@ -8,7 +8,7 @@
  * with rule_sites() and performs one with rule_apply(), which returns NULL
  * when the rule's precondition does not hold at that site (a site is a
  * candidate, not a promise).  Each rule preserves the value of the root at
- * every point of its loop box (derive/RULES.md has each rule's effect in
+ * every point of its loop box (derive/rules/RULES.md has each rule's effect in
  * L/Σ notation, its precondition and its sites).
  *
  * Invariant kept by every rule (and expected of the root): the root binds
@@ -21,7 +21,7 @@
 #ifndef EINC_RULES_H
 #define EINC_RULES_H
 
-#include "ir.h"
+#include "../ir/ir.h"
 
 typedef enum {
     RULE_SUM_SPLIT,                 /* summation splitting: Σ_S outside, Σ_rest in a stage */

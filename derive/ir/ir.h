@@ -17,8 +17,8 @@
 #define EINC_IR_H
 
 #include <stdio.h>
-#include "../lang/ast.h"
-#include "../sema/sema.h"
+#include "../../lang/ast.h"
+#include "../../sema/sema.h"
 
 typedef struct IrTensor IrTensor;
 typedef struct Stage Stage;

@@ -9,7 +9,7 @@
 #ifndef EINC_PLAN_H
 #define EINC_PLAN_H
 
-#include "cost.h"
+#include "../pricing/cost.h"
 
 typedef struct PlanOp {
     const IrTensor *out;        /* the tensor computed */

@@ -1,7 +1,7 @@
 /* cost.c - the analytic cost model of cost.h.  Peak rates are the
  * vendors' published dense figures (no structured sparsity); the
  * efficiencies are rough and meant to be replaced by measured times
- * (--tune-db, tune.c). */
+ * (--tune-db, tunedb.c). */
 #include "config.h"
 #include "cost.h"
 

@@ -8,7 +8,7 @@
 #ifndef EINC_MATCH_H
 #define EINC_MATCH_H
 
-#include "ir.h"
+#include "../ir/ir.h"
 
 typedef enum {
     OPK_MATMUL,                 /* C[m, n] = A[m, k] B[k, n], any transposes */

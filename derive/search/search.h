@@ -17,7 +17,7 @@
 #define EINC_SEARCH_H
 
 #include "plan.h"
-#include "rules.h"
+#include "../rules/rules.h"
 
 typedef struct SearchOptions {
     int depth;                  /* explicit phase depth (--search-depth) */

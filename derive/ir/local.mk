@@ -1,10 +1,10 @@
-# derive/local.mk - the tensor-expression IR: canonical index expressions,
+# derive/ir/local.mk - the tensor-expression IR: canonical index expressions,
 # expression and stage nodes, fingerprints, the interpreter, lowering from
 # sema's checked program, and the text form.
 noinst_LIBRARIES += derive/libderive.a
-derive_libderive_a_SOURCES = derive/ir.h derive/ir_impl.h derive/ix.c \
-	derive/expr.c derive/stage.c derive/fingerprint.c derive/interp.c \
-	derive/lower.c derive/print.c
+derive_libderive_a_SOURCES = derive/ir/ir.h derive/ir/ir_impl.h derive/ir/ix.c \
+	derive/ir/expr.c derive/ir/stage.c derive/ir/fingerprint.c derive/ir/interp.c \
+	derive/ir/lower.c derive/ir/print.c
 
 # Unit tests: canonical forms, fingerprints, the interpreter, lowering.
 derive_test_libs = derive/libderive.a lang/liblang.a $(LIBS)

@@ -40,7 +40,7 @@ typedef struct Device {
 /* NULL for an unknown name (h200, a100, v100, cpu are known). */
 const Device *cost_device(const char *name);
 
-/* Measured operator times, by operator key (tune.c). */
+/* Measured operator times, by operator key (tunedb.c). */
 typedef struct TuneDb TuneDb;
 
 /* What prices an operator: the device, the arithmetic of library calls,

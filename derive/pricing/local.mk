@@ -1,0 +1,23 @@
+# derive/pricing/local.mk - operator matching (the iterator mapping
+# table), the cost model, operator keys and the tuning database: what a
+# stage runs as and what it costs.
+derive_libderive_a_SOURCES += derive/pricing/match.h derive/pricing/match.c \
+	derive/pricing/cost.h derive/pricing/cost.c derive/pricing/opkey.c \
+	derive/pricing/tunedb.c
+
+check_PROGRAMS += tests/derive/test_match
+TESTS += tests/derive/test_match
+tests_derive_test_match_LDADD = derive/libderive.a sema/libsema.a \
+	parser/libparser.a lang/liblang.a -lm
+
+# The tuning database and operator keys (opkey.c, tunedb.c), and the cost
+# model on every device and precision.
+check_PROGRAMS += tests/derive/test_tune
+TESTS += tests/derive/test_tune
+tests_derive_test_tune_SOURCES = tests/derive/test_tune.c tests/derive/check.h
+tests_derive_test_tune_LDADD = derive/libderive.a sema/libsema.a \
+	parser/libparser.a lang/liblang.a -lm
+# Measured times (--tune-db) change the chosen plan; the tuner builds.
+TESTS += tests/derive/tune.test
+EXTRA_DIST += tests/derive/tune.test
+include tests/fuzz/tune.mk

@@ -1,0 +1,13 @@
+# derive/search/local.mk - the search, instantiation into plans, sibling
+# merging and fusion, the derive phase and the tuner's program, on top of
+# the IR (derive/ir), the rules (derive/rules) and pricing (derive/pricing).
+derive_libderive_a_SOURCES += derive/search/plan.h derive/search/plan.c \
+	derive/search/search.h derive/search/search.c derive/search/derive.h \
+	derive/search/derive.c derive/search/fuse.c derive/search/siblings.c \
+	derive/search/tune.h derive/search/tune.c
+
+# The search showcases (EinNet's four derivations) and --verify on every
+# example; tests/bench/ holds benchmarks that do not run in make check.
+TESTS += tests/derive/showcase.test tests/derive/verify.test
+EXTRA_DIST += tests/derive/showcase.test tests/derive/verify.test \
+	tests/derive/showcase tests/bench/search.sh tests/bench/README.md
