@@ -270,6 +270,18 @@ void emit_write_helpers(Emit *em)
     if (h & HELP_MIN)
         sb_printf(o, "%s float ein_min(float a, float b)\n{\n"
                   "    return (a < b || isnan(a)) ? a : b;\n}\n\n", fn);
+    if (h & HELP_SIGN)
+        sb_printf(o, "/* sign is 0 for a zero and for NaN, as torch.sign. */\n"
+                  "%s float ein_sign(float x)\n{\n"
+                  "    return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : 0.0f;\n}\n\n", fn);
+    if (h & HELP_SOFTPLUS)
+        sb_printf(o, "/* log(1 + e^x) without overflow for large x. */\n"
+                  "%s float ein_softplus(float x)\n{\n"
+                  "    return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x)));\n}\n\n", fn);
+    if (h & HELP_GELU)
+        sb_printf(o, "/* GELU, the exact form: x * Phi(x). */\n"
+                  "%s float ein_gelu(float x)\n{\n"
+                  "    return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));\n}\n\n", fn);
     write_16bit_helpers(em);
     write_rnd_helper(em);
 }

@@ -108,6 +108,7 @@ enum {
     HELP_LD_BF16 = 1 << 11, HELP_ST_BF16 = 1 << 12,
     /* --precision below fp32: round a product's operand to the format */
     HELP_RND = 1 << 13,
+    HELP_SIGN = 1 << 14, HELP_SOFTPLUS = 1 << 15, HELP_GELU = 1 << 16,
 };
 
 /* The C type of a tensor's elements in buffers and kernel parameters:

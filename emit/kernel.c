@@ -477,6 +477,11 @@ static void gen_call(KGen *g, const IExpr *e, Sb *b)
         {FN_SQRT, "sqrtf", 1, 0}, {FN_RSQRT, "ein_rsqrt", 1, HELP_RSQRT},
         {FN_ABS, "fabsf", 1, 0}, {FN_ERF, "erff", 1, 0}, {FN_MAX, "ein_max", 2, HELP_MAX},
         {FN_MIN, "ein_min", 2, HELP_MIN}, {FN_POW, "powf", 2, 0},
+        {FN_SIN, "sinf", 1, 0}, {FN_COS, "cosf", 1, 0}, {FN_FLOOR, "floorf", 1, 0},
+        {FN_CEIL, "ceilf", 1, 0}, {FN_ROUND, "rintf", 1, 0},
+        {FN_SIGN, "ein_sign", 1, HELP_SIGN}, {FN_EXPM1, "expm1f", 1, 0},
+        {FN_LOG1P, "log1pf", 1, 0}, {FN_SOFTPLUS, "ein_softplus", 1, HELP_SOFTPLUS},
+        {FN_GELU, "ein_gelu", 1, HELP_GELU},
     };
     const IExpr *const *a = e->call.args;
     if (e->call.fn == FN_SELECT) {

@@ -233,6 +233,10 @@ static const Builtin builtins[] = {
     {"rsqrt", FN_RSQRT, 1}, {"abs", FN_ABS, 1}, {"erf", FN_ERF, 1},
     {"max", FN_MAX, 2}, {"min", FN_MIN, 2}, {"pow", FN_POW, 2},
     {"select", FN_SELECT, 3},
+    {"sin", FN_SIN, 1}, {"cos", FN_COS, 1}, {"floor", FN_FLOOR, 1},
+    {"ceil", FN_CEIL, 1}, {"round", FN_ROUND, 1}, {"sign", FN_SIGN, 1},
+    {"expm1", FN_EXPM1, 1}, {"log1p", FN_LOG1P, 1},
+    {"softplus", FN_SOFTPLUS, 1}, {"gelu", FN_GELU, 1},
 };
 #define NBUILTINS (int)(sizeof builtins / sizeof *builtins)
 

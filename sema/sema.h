@@ -32,6 +32,9 @@ typedef enum {
     FN_ABS, FN_ERF,                 /* one argument */
     FN_MAX, FN_MIN, FN_POW,         /* two arguments */
     FN_SELECT,                      /* select(cond, a, b) */
+    FN_SIN, FN_COS, FN_FLOOR, FN_CEIL, FN_ROUND, FN_SIGN, FN_EXPM1,
+    FN_LOG1P, FN_SOFTPLUS, FN_GELU, /* one argument (added after select so
+                                       that the older values stay) */
 } Func;
 const char *func_name(Func f);
 

@@ -33,7 +33,10 @@ const char *ir_func_name(Func fn)
         [FN_EXP] = "exp", [FN_LOG] = "log", [FN_SQRT] = "sqrt",
         [FN_RSQRT] = "rsqrt", [FN_ABS] = "abs", [FN_ERF] = "erf",
         [FN_MAX] = "max", [FN_MIN] = "min", [FN_POW] = "pow",
-        [FN_SELECT] = "select",
+        [FN_SELECT] = "select", [FN_SIN] = "sin", [FN_COS] = "cos",
+        [FN_FLOOR] = "floor", [FN_CEIL] = "ceil", [FN_ROUND] = "round",
+        [FN_SIGN] = "sign", [FN_EXPM1] = "expm1", [FN_LOG1P] = "log1p",
+        [FN_SOFTPLUS] = "softplus", [FN_GELU] = "gelu",
     };
     return (unsigned)fn < sizeof names / sizeof *names && names[fn] ? names[fn] : "?";
 }
@@ -54,6 +57,16 @@ double ir_func_apply(Func fn, const double *a)
     case FN_MAX: return isnan(a[0]) || isnan(a[1]) ? NAN : a[0] > a[1] ? a[0] : a[1];
     case FN_MIN: return isnan(a[0]) || isnan(a[1]) ? NAN : a[0] < a[1] ? a[0] : a[1];
     case FN_POW: return pow(a[0], a[1]);
+    case FN_SIN: return sin(a[0]);
+    case FN_COS: return cos(a[0]);
+    case FN_FLOOR: return floor(a[0]);
+    case FN_CEIL: return ceil(a[0]);
+    case FN_ROUND: return nearbyint(a[0]);     /* ties to even */
+    case FN_SIGN: return (a[0] > 0) - (a[0] < 0);   /* NaN: 0, as torch.sign */
+    case FN_EXPM1: return expm1(a[0]);
+    case FN_LOG1P: return log1p(a[0]);
+    case FN_SOFTPLUS: return fmax(a[0], 0.0) + log1p(exp(-fabs(a[0])));
+    case FN_GELU: return 0.5 * a[0] * (1.0 + erf(a[0] * M_SQRT1_2));
     case FN_SELECT: break;
     }
     ICE("ir_func_apply: function %d", (int)fn);

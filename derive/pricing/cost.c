@@ -518,7 +518,9 @@ static double cpu_calls(const CpuFigures *c, const IExpr *e, bool scalar)
         switch (e->call.fn) {
         case FN_EXP: case FN_SIGMOID: t = c->call_exp; break;
         case FN_TANH: t = c->call_tanh; break;
-        case FN_LOG: case FN_ERF: case FN_POW: t = c->call_other; break;
+        case FN_LOG: case FN_ERF: case FN_POW: case FN_SIN: case FN_COS:
+        case FN_EXPM1: case FN_LOG1P: case FN_SOFTPLUS: case FN_GELU:
+            t = c->call_other; break;
         case FN_RELU: case FN_MAX: case FN_MIN: t = scalar ? c->relu_branch : 0; break;
         default: break;
         }

@@ -294,6 +294,16 @@ static double ref_fn(Func fn, double a, double b)
     case FN_MAX: return a > b ? a : b;
     case FN_MIN: return a < b ? a : b;
     case FN_POW: return pow(fabs(a), b);
+    case FN_SIN: return sin(a);
+    case FN_COS: return cos(a);
+    case FN_FLOOR: return floor(a);
+    case FN_CEIL: return ceil(a);
+    case FN_ROUND: return nearbyint(a);
+    case FN_SIGN: return a > 0 ? 1 : a < 0 ? -1 : 0;
+    case FN_EXPM1: return expm1(a);
+    case FN_LOG1P: return log1p(fabs(a));
+    case FN_SOFTPLUS: return log(1 + exp(a));
+    case FN_GELU: return a * 0.5 * (1 + erf(a / sqrt(2.0)));
     default: return NAN;
     }
 }
@@ -305,10 +315,13 @@ static void test_functions(void)
     IrVar i = ir_var_new(cx, "i", 0, 9);
     const IExpr *m = acc(M, V(i), 0, 0, 0), *n = acc(N, V(i), 0, 0, 0);
     const IExpr *am = ir_call(cx, FN_ABS, &m, 1);
-    for (Func fn = FN_RELU; fn <= FN_POW; fn++) {
-        bool needs_pos = fn == FN_LOG || fn == FN_SQRT || fn == FN_RSQRT || fn == FN_POW;
+    for (Func fn = FN_RELU; fn <= FN_GELU; fn++) {
+        if (fn == FN_SELECT)
+            continue;
+        bool needs_pos = fn == FN_LOG || fn == FN_SQRT || fn == FN_RSQRT || fn == FN_POW ||
+                         fn == FN_LOG1P;
         const IExpr *args[2] = {needs_pos ? am : m, n};
-        const Stage *s = ir_stage(cx, RED_NONE, &i, 1, NULL, 0, NULL, 0, ir_call(cx, fn, args, fn >= FN_MAX ? 2 : 1));
+        const Stage *s = ir_stage(cx, RED_NONE, &i, 1, NULL, 0, NULL, 0, ir_call(cx, fn, args, fn >= FN_MAX && fn <= FN_POW ? 2 : 1));
         double out[9];
         ir_eval_stage(s, data, out);
         for (int k = 0; k < 9; k++)

@@ -241,6 +241,15 @@ def unary(x, p):
             "r_erf": torch.erf(x), "r_neg": torch.neg(x)}
 
 
+@case({"x": (4.0, (64,)), "p": pos(64)})
+def unary2(x, p):
+    return {"r_sin": torch.sin(x), "r_cos": torch.cos(x),
+            "r_floor": torch.floor(x), "r_ceil": torch.ceil(x),
+            "r_round": torch.round(x * 2), "r_sign": torch.sign(x),
+            "r_expm1": torch.expm1(x / 64), "r_log1p": torch.log1p(p / 64),
+            "r_softplus": F.softplus(x * 8), "r_gelu": F.gelu(x)}
+
+
 @case({"a": (30,), "b": (30,), "p": pos(30), "q": pos(30)})
 def binary(a, b, p, q):
     return {"r_max": torch.maximum(a, b), "r_min": torch.minimum(a, b),
