@@ -36,7 +36,7 @@ static bool continues(int t)
     case '=': case ',': case ':': case '!': case '(': case '[':
     case TOK_PLUSEQ: case TOK_MAXEQ: case TOK_MINEQ: case TOK_EQ: case TOK_NE:
     case TOK_LE: case TOK_GE: case TOK_AND: case TOK_OR: case TOK_ARROW:
-    case TOK_DOTDOT: case TOK_WHERE: case TOK_IN:
+    case TOK_DOTDOT: case TOK_WHERE: case TOK_IN: case TOK_ELVIS:
         return true;
     default:
         return false;
@@ -351,6 +351,9 @@ static int lex(Parse *P, EIN_STYPE *val, Loc *loc)
         "model"  { KEYWORD(TOK_MODEL); }
         "where"  { TOKEN(TOK_WHERE); }
         "in"     { TOKEN(TOK_IN); }
+        "inf"    { val->rval = INFINITY; TOKEN(TOK_REAL); }
+        "nan"    { val->rval = NAN; TOKEN(TOK_REAL); }
+        "?:"     { TOKEN(TOK_ELVIS); }
         "max="   { TOKEN(TOK_MAXEQ); }
         "min="   { TOKEN(TOK_MINEQ); }
         id {

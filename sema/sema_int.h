@@ -26,6 +26,7 @@ typedef enum {
     ENT_TENSOR,                     /* input, weight, defined tensor, def output */
     ENT_PARAM,                      /* def parameter: alias of an argument */
     ENT_DEF,                        /* def (in the def table only) */
+    ENT_REAL,                       /* real scalar parameter of a def call */
 } EntKind;
 
 typedef VEC(int) IntVec;
@@ -39,6 +40,7 @@ typedef struct Entry {
     bool is_param_out;              /* TENSOR: a def output (caller's tensor) */
     bool used;                      /* read somewhere in this scope */
     int64_t value;                  /* CONST, SHAPEVAR */
+    double rvalue;                  /* REAL */
     int tensor;                     /* TENSOR, PARAM: tensor id; -1: none */
     int def_stmt;                   /* TENSOR: defining statement of this
                                        scope's block, -1: not (yet) defined */
@@ -179,6 +181,14 @@ int *graph_order(Arena *a, int n, const GEdges *adj, CycleFn fn, void *ctx);
 void block_check(Sema *s, Scope *sc, Stmt **stmts, int n, const char *prefix);
 /* Warn about the tensors of `sc` that were never used. */
 void block_warn_unused(Sema *s, const Scope *sc, const Stmt *def);
+
+/* ---- shapeops.c: concat, stack, split ---- */
+/* Whether `name` is one of the built-in shape operations. */
+bool shapeop_is(Sym name);
+void shapeop_check(Sema *s, Scope *sc, const Stmt *st, const int *outs);
+/* Fold a real constant expression (numbers, inf, nan, constants, real
+ * parameters, + - * / and unary -); false after an error (reported). */
+bool real_const_eval(Sema *s, const Scope *sc, const Expr *e, double *out);
 
 /* ---- inline.c: def calls ---- */
 void defs_collect(Sema *s, Stmt **stmts, int n);

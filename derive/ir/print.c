@@ -89,11 +89,19 @@ static int first_var(const IxTerm *t)
 }
 
 static void print_ix_p(Pr *p, const Ix *x);
+static void print_expr_p(Pr *p, const IExpr *e, int min_prec);
 
 static void print_atom(Pr *p, const IxTerm *t)
 {
     if (t->kind == IX_VAR) {
         fputs(var_name(p, t->var), p->fp);
+        return;
+    }
+    if (t->kind == IX_READ) {           /* a gather: tok[b, i] */
+        bool value = p->value;
+        p->value = false;
+        print_expr_p(p, t->read, 0);
+        p->value = value;
         return;
     }
     const Ix *a = t->arg;
@@ -225,7 +233,7 @@ static int ix_prec(const Ix *x)
         return P_ADD;                   /* 3 - h */
     if (x->n == 1 && x->c == 0) {
         if (x->t[0].coef == 1)
-            return x->t[0].kind == IX_VAR ? P_PRIMARY : P_MUL;
+            return x->t[0].kind == IX_VAR || x->t[0].kind == IX_READ ? P_PRIMARY : P_MUL;
         return x->t[0].coef == -1 ? P_UNARY : P_MUL;
     }
     return P_ADD;

@@ -81,12 +81,30 @@ static double elem_bytes(const IrTensor *t)
 
 /* Bytes a stage moves from DRAM at best: each distinct tensor it reads
  * once (accesses of nested stages: what those read). */
+static void collect_reads(const IExpr *e, const IrTensor **seen, int *n, double *bytes);
+
+static void ix_collect_reads(const Ix *x, const IrTensor **seen, int *n, double *bytes)
+{
+    const IExpr *g[16];
+    int ng = ix_gathers(x, g, 16);
+    for (int i = 0; i < ng && i < 16; i++)
+        collect_reads(g[i], seen, n, bytes);
+}
+
 static void collect_reads(const IExpr *e, const IrTensor **seen, int *n, double *bytes)
 {
     switch (e->kind) {
-    case IE_CONST: case IE_INDEX: case IE_ICMP:
+    case IE_CONST:
+        return;
+    case IE_INDEX:
+        ix_collect_reads(e->ix, seen, n, bytes);
+        return;
+    case IE_ICMP:
+        ix_collect_reads(e->icmp.ix, seen, n, bytes);
         return;
     case IE_ACCESS:
+        for (int k = 0; k < e->access.nidx; k++)
+            ix_collect_reads(e->access.idx[k], seen, n, bytes);
         if (e->access.tensor) {
             for (int i = 0; i < *n; i++)
                 if (seen[i] == e->access.tensor)
