@@ -109,6 +109,7 @@ enum {
     /* --precision below fp32: round a product's operand to the format */
     HELP_RND = 1 << 13,
     HELP_SIGN = 1 << 14, HELP_SOFTPLUS = 1 << 15, HELP_GELU = 1 << 16,
+    HELP_TO_INT = 1 << 17,            /* ein_to_i8 .. ein_to_bool */
 };
 
 /* The C type of a tensor's elements in buffers and kernel parameters:

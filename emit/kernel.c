@@ -259,6 +259,14 @@ static int64_t ix_mag(const KGen *g, const Ix *ix)
             a = ix_mag(g, t->arg);
             a = a / (t->d < 0 ? -t->d : t->d) + 1;
             break;
+        case IX_READ: {
+            /* the type's range; its subscripts are computed in their own
+             * width */
+            int64_t lo, hi;
+            elem_int_range(t->read->access.tensor->elem, &lo, &hi);
+            a = hi > (lo == INT64_MIN ? INT64_MAX : -lo) ? hi : (lo == INT64_MIN ? INT64_MAX : -lo);
+            break;
+        }
         default:
             a = ix_mag(g, t->arg);         /* the argument is computed too */
             break;
@@ -294,6 +302,8 @@ static void gen_ix_paren(KGen *g, const Ix *ix, Sb *b)
     }
 }
 
+static void gen_gather(KGen *g, const IExpr *e, Sb *b);
+
 static void gen_atom(KGen *g, const IxTerm *t, Sb *b)
 {
     if (t->kind == IX_VAR) {
@@ -307,6 +317,10 @@ static void gen_atom(KGen *g, const IxTerm *t, Sb *b)
         }
         g->used[t->var] = true;
         sb_puts(b, n);
+        return;
+    }
+    if (t->kind == IX_READ) {
+        gen_gather(g, t->read, b);
         return;
     }
     int64_t mn, mx;
@@ -377,6 +391,65 @@ static void gen_offset(KGen *g, const IrTensor *t, const Ix **idx, int k, Sb *b)
     gen_ix(g, idx[k], b);
 }
 
+/* The bounds checks of a read: "" when it cannot leave its tensor, else
+ * a condition; false when it never reads inside. */
+static bool read_conds(KGen *g, const IExpr *e, Sb *cond, int *nconds)
+{
+    const IrTensor *t = e->access.tensor;
+    *nconds = 0;
+    for (int k = 0; k < t->rank; k++) {
+        const Ix *ix = e->access.idx[k];
+        int64_t mn, mx, S = t->shape[k];
+        bounds(g, ix, &mn, &mx);
+        if (mx < 0 || mn >= S)
+            return false;
+        bool need_lo = mn < 0, need_hi = mx >= S;
+        if (!need_lo && !need_hi)
+            continue;
+        sb_puts(cond, (*nconds)++ ? " && " : "");
+        /* a gather's value is not bounded by the kernel's int width */
+        bool wide = g->wide || ix_has_read(ix);
+        if (need_lo && need_hi) {
+            sb_printf(cond, "(%s)(", wide ? "uint64_t" : "unsigned");
+            gen_ix(g, ix, cond);
+            sb_printf(cond, ") < %" PRId64 "u", S);
+        } else {
+            gen_ix(g, ix, cond);
+            if (need_lo)
+                sb_puts(cond, " >= 0");
+            else
+                sb_printf(cond, " < %" PRId64, S);
+        }
+    }
+    return true;
+}
+
+/* A gather: the element of an integer tensor as an index value, 0 when
+ * its subscripts leave the tensor; never a read out of bounds. */
+static void gen_gather(KGen *g, const IExpr *e, Sb *b)
+{
+    const IrTensor *t = e->access.tensor;
+    Sb cond = {0};
+    int nconds;
+    if (!read_conds(g, e, &cond, &nconds)) {
+        sb_puts(b, "0");
+        sb_free(&cond);
+        return;
+    }
+    g->reads[t->id] = true;
+    const char *ct = t->elem == ELEM_I64 || g->wide ? "int64_t" : "int";
+    if (nconds)
+        sb_printf(b, "(%s ? (%s)t_%s[", sb_str(&cond), ct, g->em->cname[t->id]);
+    else
+        sb_printf(b, "((%s)t_%s[", ct, g->em->cname[t->id]);
+    if (t->rank == 0)
+        sb_putc(b, '0');
+    else
+        gen_offset(g, t, e->access.idx, t->rank - 1, b);
+    sb_puts(b, nconds ? "] : 0)" : "])");
+    sb_free(&cond);
+}
+
 static void gen_access(KGen *g, const IExpr *e, Sb *b)
 {
     if (e->access.stage) {
@@ -427,8 +500,11 @@ static void gen_access(KGen *g, const IExpr *e, Sb *b)
     const char *name = g->em->cname[t->id];
     if (nconds)
         sb_printf(b, "(%s ? ", sb_str(&cond));
-    /* An f16 or bf16 element is widened to float as it is read. */
-    if (t->elem != ELEM_F32) {
+    /* An f16 or bf16 element is widened to float as it is read, an
+     * integer one converted (exactly, up to 2^24). */
+    if (elem_is_int(t->elem)) {
+        sb_puts(b, "(float)(");
+    } else if (t->elem != ELEM_F32) {
         bool h = t->elem == ELEM_F16;
         sb_puts(b, h ? "ein_ld_f16(" : "ein_ld_bf16(");
         g->em->helpers |= h ? HELP_LD_F16 : HELP_LD_BF16;
@@ -484,6 +560,26 @@ static void gen_call(KGen *g, const IExpr *e, Sb *b)
         {FN_GELU, "ein_gelu", 1, HELP_GELU},
     };
     const IExpr *const *a = e->call.args;
+    if (FN_IS_TO(e->call.fn) && e->call.nargs == 1) {
+        /* a conversion, its result as a float value (exact for the integer
+         * types up to 2^24; f16 and bf16 values are floats) */
+        ElemType to = FN_TO_ELEM(e->call.fn);
+        if (to == ELEM_F32) {
+            gen_f(g, a[0], b);
+            return;
+        }
+        if (elem_is_int(to)) {
+            g->em->helpers |= HELP_TO_INT;
+            sb_printf(b, "(float)ein_to_%s(", elem_name(to));
+        } else {
+            bool h = to == ELEM_F16;
+            g->em->helpers |= h ? HELP_LD_F16 | HELP_ST_F16 : HELP_LD_BF16 | HELP_ST_BF16;
+            sb_printf(b, "ein_ld_%s(ein_st_%s(", elem_name(to), elem_name(to));
+        }
+        gen_f(g, a[0], b);
+        sb_puts(b, elem_is_int(to) ? ")" : "))");
+        return;
+    }
     if (e->call.fn == FN_SELECT) {
         if (e->call.nargs != 3)
             goto bad;
@@ -898,7 +994,9 @@ int kernel_build(Emit *em, const IrTensor *t, int index, Kernel *k)
     k->name = arena_printf(a, "k%d_%s", index, em->cname[t->id]);
     /* The dialects round the element to its type as they store it; the
      * helpers are written before the kernels, so say so now. */
-    if (t->elem != ELEM_F32)
+    if (elem_is_int(t->elem))
+        em->helpers |= HELP_TO_INT;
+    else if (t->elem != ELEM_F32)
         em->helpers |= t->elem == ELEM_F16 ? HELP_ST_F16 : HELP_ST_BF16;
 
     KGen g = {.em = em, .k = k, .out = t};

@@ -60,6 +60,57 @@ def pos(*shape):
     return ("pos", shape)
 
 
+# ---- the language of issue 13: gathers, integers, padding, concat --------
+
+def _table(emb, idx, outside):
+    """emb[idx] row by row, `outside` where idx leaves the table."""
+    v = emb.shape[0]
+    inside = (idx >= 0) & (idx < v)
+    rows = emb[idx.clamp(0, v - 1)]
+    return torch.where(inside.unsqueeze(-1), rows, torch.full_like(rows, outside))
+
+
+@case({"tok": (("i32", -2, 15), (2, 7))}, {"emb": (13, 8)})
+def embed_pos(tok, emb):
+    tok = tok.long()
+    T, D = 7, 8
+    pos = torch.arange(T, dtype=torch.float64).unsqueeze(1)
+    freq = torch.exp(-torch.arange(0, D, 2, dtype=torch.float64) * math.log(10000) / D)
+    pe = torch.zeros(T, D, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(pos * freq)
+    pe[:, 1::2] = torch.cos(pos * freq)
+    return {"h": _table(emb, tok, 0.0) + pe, "g": _table(emb, tok, -1.0)}
+
+
+@case({"x": (2, 3, 9, 8)})
+def maxpool_pad(x):
+    return {"p": F.max_pool2d(x, 3, 2, padding=1),
+            "q": -F.max_pool2d(-x, 3, 2, padding=1)}
+
+
+@case({"enc": (2, 3, 6, 6), "dec": (2, 5, 3, 3)}, {"k": (4, 8, 3, 3)})
+def unet_concat(enc, dec, k):
+    up = F.interpolate(dec, scale_factor=2, mode="nearest")
+    cat = torch.cat([enc, up], dim=1)
+    a, b = torch.split(cat, [2, 6], dim=-3)
+    return {"y": F.conv2d(cat, k, padding=1), "sa": a * 2 + b[:, 1:3],
+            "st": torch.stack([enc, enc, enc], dim=4)}
+
+
+@case({"q": (2, 6, 4), "k": (2, 6, 4), "len": (("i32", 1, 7), (2,))})
+def int_mask(q, k, len):
+    L = 6
+    j = torch.arange(L).view(1, 1, L)
+    i = torch.arange(L).view(1, L, 1)
+    m = (j < len.long().view(-1, 1, 1)) & (j <= i)
+    s = torch.einsum("bid,bjd->bij", q, k).masked_fill(~m, float("-inf"))
+    return {"m": m, "p": torch.softmax(s, dim=-1),
+            "cnt": m.sum(-1).to(torch.int32),
+            "twice": (len * 2 - 1).to(torch.int32),
+            "sat": (q * 300).clamp(0, 255).trunc().to(torch.uint8),
+            "rnd": torch.round(q * 10).to(torch.int32)}
+
+
 # ---- products ----------------------------------------------------------
 
 @case({"a": (13, 37)}, {"b": (37, 11)})
