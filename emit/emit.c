@@ -153,7 +153,7 @@ void emit_store_value(Emit *em, Sb *b, ElemType e, const char *value)
         return;
     }
     if (elem_is_int(e)) {
-        em->helpers |= HELP_TO_INT;
+        em->helpers |= HELP_TO(e);
         sb_printf(b, "ein_to_%s(%s)", elem_name(e), value);
         return;
     }
@@ -299,19 +299,23 @@ void emit_write_helpers(Emit *em)
     if (h & HELP_TO_INT) {
         sb_puts(o, "/* Conversions to the integer types, as a store into one does: toward\n"
                    "   zero, saturating at the type's limits, NaN giving 0; bool is x != 0. */\n");
-        static const struct { const char *n, *t, *lo, *hi, *min, *max; } it[] = {
-            {"i8", "int8_t", "-128.0f", "127.0f", "INT8_MIN", "INT8_MAX"},
-            {"i16", "int16_t", "-32768.0f", "32767.0f", "INT16_MIN", "INT16_MAX"},
-            {"i32", "int32_t", "-2147483648.0f", "2147483648.0f", "INT32_MIN", "INT32_MAX"},
+        static const struct { const char *n, *t, *lo, *hi, *min, *max; ElemType e; } it[] = {
+            {"i8", "int8_t", "-128.0f", "127.0f", "INT8_MIN", "INT8_MAX", ELEM_I8},
+            {"i16", "int16_t", "-32768.0f", "32767.0f", "INT16_MIN", "INT16_MAX", ELEM_I16},
+            {"i32", "int32_t", "-2147483648.0f", "2147483648.0f", "INT32_MIN", "INT32_MAX",
+             ELEM_I32},
             {"i64", "int64_t", "-9223372036854775808.0f", "9223372036854775808.0f",
-             "INT64_MIN", "INT64_MAX"},
-            {"u8", "uint8_t", "0.0f", "255.0f", "0", "UINT8_MAX"},
+             "INT64_MIN", "INT64_MAX", ELEM_I64},
+            {"u8", "uint8_t", "0.0f", "255.0f", "0", "UINT8_MAX", ELEM_U8},
         };
         for (size_t i = 0; i < sizeof it / sizeof *it; i++)
-            sb_printf(o, "%s %s ein_to_%s(float x)\n{\n"
+            if (h & HELP_TO(it[i].e))
+                sb_printf(o, "%s %s ein_to_%s(float x)\n{\n"
                       "    return x != x ? 0 : x <= %s ? %s : x >= %s ? %s : (%s)x;\n}\n\n",
                       fn, it[i].t, it[i].n, it[i].lo, it[i].min, it[i].hi, it[i].max, it[i].t);
-        sb_printf(o, "%s uint8_t ein_to_bool(float x)\n{\n    return x != 0.0f;\n}\n\n", fn);
+        if (h & HELP_TO(ELEM_BOOL))
+            sb_printf(o, "%s uint8_t ein_to_bool(float x)\n{\n    return x != 0.0f;\n}\n\n",
+                      fn);
     }
     write_16bit_helpers(em);
     write_rnd_helper(em);
