@@ -114,7 +114,7 @@ static void usage(FILE *fp)
 "  -MP                 add a phony rule for each imported file\n"
 "\n"
 "Diagnostics:\n"
-"  -W NAME, -WNAME     enable warning NAME (unused, sum-invariant)\n"
+"  -W NAME, -WNAME     enable warning NAME (unused, sum-invariant, padded-max)\n"
 "  -Wno-NAME           disable warning NAME\n"
 "  -Werror             treat warnings as errors\n"
 "  -w                  disable every warning\n"

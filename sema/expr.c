@@ -504,6 +504,7 @@ static CExpr *access_expr(StmtCtx *c, const Expr *e)
     x->access.idx = idx;
     x->access.nidx = n;
     x->access.outside = outside;
+    x->access.outside_given = e->call.outside != NULL;
     return x;
 }
 

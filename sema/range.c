@@ -439,6 +439,16 @@ static bool interval(StmtCtx *c, const CExpr *e, Ival *r)
     return ok;
 }
 
+bool expr_interval(StmtCtx *c, const CExpr *e, int64_t *lo, int64_t *hi)
+{
+    Ival iv;
+    if (!interval(c, e, &iv))
+        return false;
+    *lo = iv.lo;
+    *hi = iv.hi;
+    return true;
+}
+
 bool intervals_check(StmtCtx *c, const CExpr *e)
 {
     Ival iv;

@@ -75,6 +75,7 @@ struct CExpr {
             int nidx;
             double outside;         /* what a read outside the shape gives
                                        (`?: v`; 0 when not written) */
+            bool outside_given;     /* `?: v` written, even `?: 0` */
         } access;
         struct {                    /* CE_CALL */
             Func fn;

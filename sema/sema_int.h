@@ -61,6 +61,8 @@ typedef struct STensor {
     const TypeExpr *type;           /* declared type (inputs, weights) */
     bool poisoned;                  /* its definition failed: stay silent */
     bool pending;                   /* defined by a statement not yet checked */
+    bool nonneg;                    /* every element is >= 0 or NaN (for
+                                       -Wpadded-max) */
 } STensor;
 
 /* What sema knows about one def besides its statement. */
@@ -249,6 +251,11 @@ void stmt_check(Sema *s, Scope *sc, const Stmt *st, int out);
 
 /* ---- warn.c ---- */
 void warn_sum_invariant(StmtCtx *c, const CStmt *cs);
+/* -Wpadded-max; and whether the statement's values are never negative. */
+void warn_padded(StmtCtx *c, const CStmt *cs);
+bool stmt_nonneg(Sema *s, const CStmt *cs);
+/* range.c: the values an integer expression takes over the ranges. */
+bool expr_interval(StmtCtx *c, const CExpr *e, int64_t *lo, int64_t *hi);
 
 /* ---- misc ---- */
 const char *sym_q(Sym s);           /* the symbol's text */

@@ -295,6 +295,8 @@ void stmt_check(Sema *s, Scope *sc, const Stmt *st, int out)
     CStmt cs = {out, red, cvars(&c), c.vars.len, c.nloops, guards, nguards,
                 body, st->loc};
     warn_sum_invariant(&c, &cs);
+    warn_padded(&c, &cs);
+    t->nonneg = elem == ELEM_U8 || elem == ELEM_BOOL || stmt_nonneg(s, &cs);
     if (s->dry)
         return;
     t->c.stmt = s->stmts.len;
