@@ -546,7 +546,7 @@ static void test_more(void)
     p = run("def convk(x : f32[H], k : f32[K]) -> y {\n"
             "  y[h] : [H] += x[h + r - K/2] * k[r]\n"
             "  }\n"
-            "def win(x : f32[H]) -> y {\n  y[h] : [H] max= x[h + i] where i in 0..H / 2\n}\n"
+            "def win(x : f32[H]) -> y {\n  y[h] : [H] max= x[h + i] ?: 0 where i in 0..H / 2\n}\n"
             "input x : f32[10]\nweight k5 : f32[5], k3 : f32[3]\n"
             "a = convk(x, k5)\nb = convk(a, k3)\nc = win(b)\noutput c\n");
     EXPECT_OK(p);
