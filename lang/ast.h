@@ -108,7 +108,7 @@ typedef enum {
     ST_TENSOR,                      /* input x : f32[..] / weight w : f32[..] */
     ST_OUTPUT,                      /* output z */
     ST_DEF,                         /* def f(params) -> outs { body } */
-    ST_IMPORT,                      /* import "file.ein" */
+    ST_IMPORT,                      /* import "file.ein", import <nn.ein> */
     ST_MODEL,                       /* model NAME */
     ST_ASSIGN,                      /* y[i, j] : [M, N] += body where conds */
     ST_BIND,                        /* a, b = f(x, y)   (a def call) */
@@ -163,6 +163,8 @@ struct Stmt {
         } def;
         struct {                    /* ST_IMPORT */
             const char *path;       /* unescaped */
+            bool library;           /* import <path>: the -I folders and the
+                                       standard library, not the importer's */
             int file;               /* src id once loaded, else -1 */
             Stmt **stmts;           /* the imported file's statements */
             int nstmts;

@@ -291,6 +291,7 @@ static void add_body_stmts(Parse *P, StmtList *body, StmtList add, Loc loc)
 %token <ival> INT "integer"
 %token <rval> REAL "number"
 %token <str> STRING "string"
+%token <str> LIBPATH "library path"
 %token CONST "'const'" INPUT "'input'" WEIGHT "'weight'" OUTPUT "'output'"
        DEF "'def'" IMPORT "'import'" MODEL "'model'" WHERE "'where'" IN "'in'"
 %token PLUSEQ "'+='" MAXEQ "'max='" MINEQ "'min='"
@@ -374,6 +375,14 @@ stmt
         {
             Stmt *s = new_stmt(P, ST_IMPORT, @$);
             s->import.path = $2;
+            s->import.file = -1;
+            $$ = one_stmt(P, s);
+        }
+    | IMPORT LIBPATH
+        {
+            Stmt *s = new_stmt(P, ST_IMPORT, @$);
+            s->import.path = $2;
+            s->import.library = true;
             s->import.file = -1;
             $$ = one_stmt(P, s);
         }
@@ -717,7 +726,7 @@ static void clear_all(bool *set, const int *ts, int n)
 /* The order in which expected tokens are listed; the closing bracket the
  * innermost open one wants comes last, with where that one opened. */
 static const int display_order[] = {
-    TOK_IDENT, TOK_INT, TOK_REAL, TOK_STRING, TOK_CONST, TOK_INPUT,
+    TOK_IDENT, TOK_INT, TOK_REAL, TOK_STRING, TOK_LIBPATH, TOK_CONST, TOK_INPUT,
     TOK_WEIGHT, TOK_OUTPUT, TOK_DEF, TOK_IMPORT, TOK_MODEL, '=', TOK_PLUSEQ,
     TOK_MAXEQ, TOK_MINEQ, ':', TOK_ARROW, TOK_IN, TOK_DOTDOT, TOK_WHERE, TOK_ELVIS, '[',
     '(', '{', ',', TOK_OR, TOK_AND, TOK_EQ, TOK_NE, '<', TOK_LE, '>', TOK_GE,

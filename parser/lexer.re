@@ -182,6 +182,8 @@ const char *lex_describe(Parse *P, int token, Loc loc)
         return "end of line";
     case TOK_STRING:
         return "string";
+    case TOK_LIBPATH:
+        return "library path";
     default:
         return quote(P, loc);
     }
@@ -372,6 +374,15 @@ static int lex(Parse *P, EIN_STYPE *val, Loc *loc)
             if (errno == ERANGE && isinf(val->rval))
                 lex_error(P, loc_at(P, tok, cur), "number is too large");
             TOKEN(TOK_REAL);
+        }
+        "<" [^=>\n\x00 \t\r] [^>\n\x00 \t\r]* ">" {
+            /* import <nn.ein>; anywhere else '<' is the operator */
+            if (P->prev != TOK_IMPORT) {
+                cur = tok + 1;
+                TOKEN('<');
+            }
+            val->str = arena_printf(P->arena, "%.*s", (int)(cur - tok - 2), tok + 1);
+            TOKEN(TOK_LIBPATH);
         }
         ["] strch* ["] {
             val->str = string_value(P, tok + 1, cur - 1);

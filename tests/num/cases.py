@@ -111,6 +111,38 @@ def int_mask(q, k, len):
             "rnd": torch.round(q * 10).to(torch.int32)}
 
 
+def _rms(x, g, eps):
+    return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + eps) * g
+
+
+@case({"x": (2, 3, 9, 8), "a": (2, 5), "s": (2, 3, 5),
+       "tok": (("i32", 0, 7), (2, 3)),
+       "q": (2, 2, 4, 8), "k": (2, 2, 4, 8), "v": (2, 2, 4, 8)},
+      {"lw": (6, 5), "lb": (6,), "cw": (4, 3, 3, 3), "cb": (4,), "emb": (7, 8),
+       "mean": (3,), "var": pos(3), "g": (3,), "b": (3,), "lg": (5,),
+       "lbeta": (5,)})
+def nn_lib(x, a, s, tok, q, k, v, lw, lb, cw, cb, emb, mean, var, g, b, lg,
+           lbeta):
+    scale = 1 / math.sqrt(8)
+    w = torch.softmax(q @ k.transpose(-1, -2) * scale, -1)
+    causal = torch.ones(4, 4, dtype=torch.bool).tril()
+    cs = (q @ k.transpose(-1, -2) * scale).masked_fill(~causal, float("-inf"))
+    return {"lin": F.linear(a, lw, lb), "lin3": F.linear(s, lw, lb),
+            "conv": F.conv2d(x, cw, cb, stride=2, padding=1),
+            "convd": F.conv2d(x, cw, cb, padding=2, dilation=2),
+            "e": F.embedding(tok.long(), emb),
+            "bn": F.batch_norm(x, mean, var, g, b, training=False, eps=1e-5),
+            "ln": F.layer_norm(a, (5,), lg, lbeta, eps=1e-5),
+            "ln3": F.layer_norm(s, (5,), lg, lbeta, eps=1e-3),
+            "rms": _rms(a, lg, 1e-6), "rms3": _rms(s, lg, 1e-4),
+            "sm": torch.softmax(a, -1), "ge": F.gelu(a),
+            "get": F.gelu(a, approximate="tanh"),
+            "att": w @ v, "catt": torch.softmax(cs, -1) @ v,
+            "mp": F.max_pool2d(x, 3, 2, 1),
+            "ap": F.avg_pool2d(x, 3, 2, 1, count_include_pad=True),
+            "gp": x.mean((2, 3))}
+
+
 # ---- products ----------------------------------------------------------
 
 @case({"a": (13, 37)}, {"b": (37, 11)})
