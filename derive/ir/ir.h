@@ -284,8 +284,8 @@ size_t ir_tensor_numel(const IrTensor *t);
  * a stage's guards or body. */
 bool ir_expr_uses(const IExpr *e, int var);
 /* Whether a stage holds a gather (an integer tensor read in a subscript)
- * anywhere.  The derivation rules and the operator matcher leave such a
- * stage alone: it is emitted as a generated kernel as written. */
+ * anywhere.  The operator matcher matches no such stage: no library
+ * operator gathers, so it becomes a generated kernel. */
 bool ir_stage_has_gather(const Stage *s);
 bool ir_stage_uses(const Stage *s, int var);
 

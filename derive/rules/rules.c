@@ -165,7 +165,7 @@ void rule_sites(RuleCtx *rc, const Stage *root, RuleKind only, RuleSites *out)
 
 const Stage *rule_apply(RuleCtx *rc, const Stage *root, const RuleSite *site)
 {
-    if ((unsigned)site->rule >= RULE_COUNT || ir_stage_has_gather(root))
+    if ((unsigned)site->rule >= RULE_COUNT)
         return NULL;
     rc_reserve(rc, ir_var_count(rc->cx));
     RuleFocus f = {0};

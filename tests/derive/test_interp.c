@@ -9,6 +9,7 @@
 #include "check.h"
 
 #include <math.h>
+#include <string.h>
 
 static IrCtx *cx;
 static IrTensor tensors[8];
@@ -376,6 +377,43 @@ static void test_program(void)
     CHECK(data[2][0] == want);
 }
 
+/* e[t, d] = E[T[t], d] with ids outside E's rows reading 0, and
+ * f[t] = E[2 * T[t] - 1, T[t + 2]] with T read outside itself as 0 */
+static void test_gather(void)
+{
+    static const int64_t es[] = {4, 3}, ts[] = {6};
+    IrTensor *E = tensor(0, "E", 2, es), *T = tensor(1, "T", 1, ts);
+    T->elem = ELEM_I32;
+    static const double ids[6] = {0, 3, -1, 4, 2, 1};
+    memcpy(data[1], ids, sizeof ids);
+    IrVar t = ir_var_new(cx, "t", 0, 6), d = ir_var_new(cx, "d", 0, 3);
+    const Ix *g = ix_read(cx, acc(T, V(t), 0, 0, 0));
+    IrVar loops[2] = {t, d};
+    const Stage *s = ir_stage(cx, RED_NONE, loops, 2, NULL, 0, NULL, 0, acc(E, g, V(d), 0, 0));
+    double out[18];
+    ir_eval_stage(s, data, out);
+    for (int a = 0; a < 6; a++)
+        for (int b = 0; b < 3; b++) {
+            int64_t id = (int64_t)ids[a];
+            CHECK_NEAR(out[a * 3 + b], id >= 0 && id < 4 ? data[0][id * 3 + b] : 0.0, 0);
+        }
+    const Ix *g2 = ix_read(cx, acc(T, add(V(t), K(2)), 0, 0, 0));
+    const Stage *f = ir_stage(cx, RED_NONE, &t, 1, NULL, 0, NULL, 0,
+                              acc(E, add(ix_scale(cx, g, 2), K(-1)), g2, 0, 0));
+    double out2[6];
+    ir_eval_stage(f, data, out2);
+    for (int a = 0; a < 6; a++) {
+        int64_t r = 2 * (int64_t)ids[a] - 1, c = a + 2 < 6 ? (int64_t)ids[a + 2] : 0;
+        bool in = r >= 0 && r < 4 && c >= 0 && c < 3;
+        CHECK_NEAR(out2[a], in ? data[0][r * 3 + c] : 0.0, 0);
+    }
+    /* substituting t moves into the gather; the fingerprint sees it */
+    const Stage *f2 = ir_stage_subst(cx, f, t.id, V(t));
+    CHECK(ir_stage_equal(f, f2));
+    CHECK(ix_uses(g2, t.id) && ix_has_read(g2));
+    T->elem = ELEM_F32;
+}
+
 int main(void)
 {
     Arena *arena = arena_new();
@@ -389,6 +427,7 @@ int main(void)
     test_div_mod_values();
     test_empty();
     test_functions();
+    test_gather();
     test_program();
     for (int k = 0; k < 8; k++)
         free(data[k]);
