@@ -898,7 +898,8 @@ static void build_part(KGen *g, Kernel *k, const char *cond, const int *level)
     const int64_t limit = INT32_MAX - (INT64_C(1) << 25);
     const char *tty = k->terms > limit ? "int64_t" : k->ity;
     bool cast = strcmp(tty, k->ity) != 0;
-    bool maxmin = st->red == RED_MAX || st->red == RED_MIN;
+    /* max, min and product keep `any`: no term at all gives 0 */
+    bool maxmin = st->red == RED_MAX || st->red == RED_MIN || st->red == RED_PROD;
 
     /* guards and body first: they decide which variables are bound */
     Sb in = {0};
@@ -917,6 +918,9 @@ static void build_part(KGen *g, Kernel *k, const char *cond, const int *level)
     g->rnd = false;
     if (st->red == RED_SUM) {
         line(&in, 0, "acc += %s;", sb_str(&body));
+    } else if (st->red == RED_PROD) {
+        line(&in, 0, "acc = any ? acc * (%s) : (%s);", sb_str(&body), sb_str(&body));
+        line(&in, 0, "any = 1;");
     } else {
         line(&in, 0, "float v = %s;", sb_str(&body));
         line(&in, 0, "if (!any || v %c acc || isnan(v))", st->red == RED_MAX ? '>' : '<');
@@ -1203,7 +1207,7 @@ static int kernel_build_with(KGen *gp, Emit *em, Kernel *k, const IrTensor *t,
 
     Sb b = {0};
     const char *part_cond = NULL;
-    bool maxmin = st->red == RED_MAX || st->red == RED_MIN;
+    bool maxmin = st->red == RED_MAX || st->red == RED_MIN || st->red == RED_PROD;
     bool padded = false;
     for (int i = 0; i < st->nloops; i++)
         padded |= st->loops[i].lo > 0 || st->loops[i].hi < t->shape[i];
@@ -1281,6 +1285,11 @@ static int kernel_build_with(KGen *gp, Emit *em, Kernel *k, const IrTensor *t,
             break;
         case RED_SUM:
             line(&b, depth, "acc += %s;", sb_str(&body));
+            break;
+        case RED_PROD:
+            line(&b, depth, "float v = %s;", sb_str(&body));
+            line(&b, depth, "acc = any ? acc * v : v;");
+            line(&b, depth, "any = 1;");
             break;
         case RED_MAX:
         case RED_MIN:

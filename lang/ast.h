@@ -100,8 +100,9 @@ typedef enum {
     RED_SUM,                        /* +=   */
     RED_MAX,                        /* max= */
     RED_MIN,                        /* min= */
+    RED_PROD,                       /* *=   product */
 } Reduce;
-const char *reduce_str(Reduce r);  /* "=", "+=", "max=", "min=" */
+const char *reduce_str(Reduce r);  /* "=", "+=", "max=", "min=", "*=" */
 
 typedef enum {
     ST_CONST,                       /* const N = 1 */

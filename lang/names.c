@@ -58,6 +58,7 @@ const char *reduce_str(Reduce r)
     case RED_SUM: return "+=";
     case RED_MAX: return "max=";
     case RED_MIN: return "min=";
+    case RED_PROD: return "*=";
     }
     return "?";
 }

@@ -294,7 +294,7 @@ static void add_body_stmts(Parse *P, StmtList *body, StmtList add, Loc loc)
 %token <str> LIBPATH "library path"
 %token CONST "'const'" INPUT "'input'" WEIGHT "'weight'" OUTPUT "'output'"
        DEF "'def'" IMPORT "'import'" MODEL "'model'" WHERE "'where'" IN "'in'"
-%token PLUSEQ "'+='" MAXEQ "'max='" MINEQ "'min='"
+%token PLUSEQ "'+='" MAXEQ "'max='" MINEQ "'min='" STAREQ "'*='"
 %token EQ "'=='" NE "'!='" LE "'<='" GE "'>='" AND "'&&'" OR "'||'"
 %token ARROW "'->'" DOTDOT "'..'" ELVIS "'?:'"
 %token NEWLINE "end of line"
@@ -557,6 +557,7 @@ assign_op
     | PLUSEQ                    { $$ = RED_SUM; }
     | MAXEQ                     { $$ = RED_MAX; }
     | MINEQ                     { $$ = RED_MIN; }
+    | STAREQ                    { $$ = RED_PROD; }
     ;
 
 opt_where
@@ -728,7 +729,7 @@ static void clear_all(bool *set, const int *ts, int n)
 static const int display_order[] = {
     TOK_IDENT, TOK_INT, TOK_REAL, TOK_STRING, TOK_LIBPATH, TOK_CONST, TOK_INPUT,
     TOK_WEIGHT, TOK_OUTPUT, TOK_DEF, TOK_IMPORT, TOK_MODEL, '=', TOK_PLUSEQ,
-    TOK_MAXEQ, TOK_MINEQ, ':', TOK_ARROW, TOK_IN, TOK_DOTDOT, TOK_WHERE, TOK_ELVIS, '[',
+    TOK_MAXEQ, TOK_MINEQ, TOK_STAREQ, ':', TOK_ARROW, TOK_IN, TOK_DOTDOT, TOK_WHERE, TOK_ELVIS, '[',
     '(', '{', ',', TOK_OR, TOK_AND, TOK_EQ, TOK_NE, '<', TOK_LE, '>', TOK_GE,
     '+', '-', '*', '/', '%', '!', ']', ')', '}',
 };

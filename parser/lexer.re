@@ -34,7 +34,7 @@ static bool continues(int t)
     switch (t) {
     case '+': case '-': case '*': case '/': case '%': case '<': case '>':
     case '=': case ',': case ':': case '!': case '(': case '[':
-    case TOK_PLUSEQ: case TOK_MAXEQ: case TOK_MINEQ: case TOK_EQ: case TOK_NE:
+    case TOK_PLUSEQ: case TOK_MAXEQ: case TOK_MINEQ: case TOK_STAREQ: case TOK_EQ: case TOK_NE:
     case TOK_LE: case TOK_GE: case TOK_AND: case TOK_OR: case TOK_ARROW:
     case TOK_DOTDOT: case TOK_WHERE: case TOK_IN: case TOK_ELVIS:
         return true;
@@ -395,6 +395,7 @@ static int lex(Parse *P, EIN_STYPE *val, Loc *loc)
         }
 
         "+=" { TOKEN(TOK_PLUSEQ); }
+        "*=" { TOKEN(TOK_STAREQ); }
         "==" { TOKEN(TOK_EQ); }
         "!=" { TOKEN(TOK_NE); }
         "<=" { TOKEN(TOK_LE); }

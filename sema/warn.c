@@ -135,6 +135,7 @@ static bool nonpos(Sema *s, const CExpr *e)
 bool stmt_nonneg(Sema *s, const CStmt *cs)
 {
     return (cs->red == RED_NONE || cs->red == RED_SUM || cs->red == RED_MAX ||
+            cs->red == RED_PROD ||
             cs->red == RED_MIN) && nonneg(s, cs->body);
 }
 

@@ -372,6 +372,8 @@ static double eval_point(Ev *ev, const Stage *s)
                 acc += v;
             else if (!any)
                 acc = v;
+            else if (s->red == RED_PROD)
+                acc *= v;
             else if (!isnan(acc) && (isnan(v) || (s->red == RED_MAX ? v > acc : v < acc)))
                 acc = v;                /* NaN wins, as in PyTorch's amax */
             any = true;

@@ -6,7 +6,7 @@
  *   y : f32[1, 64, 56, 56] = L<n:0..1, ...> Σ<c:0..64, ...> { x[n, c, h + r - 1, w + s - 1] * w1[f, c, r, s] }   # conv_relu.ein:9
  *   output z
  *
- * A reduction prints as Σ<..>, max<..> or min<..>; guards follow the body
+ * A reduction prints as Σ<..>, max<..>, min<..> or Π<..>; guards follow the body
  * after `|`; integer comparisons print in their canonical form `ix op 0`.
  * The output depends only on the program: variable names come from the
  * source (a bound variable whose name is already taken by another one in
@@ -399,7 +399,8 @@ static void print_stage_p(Pr *p, const Stage *s)
     print_vars(p, s->loops, s->nloops);
     fputs("> ", p->fp);
     if (s->nsums) {
-        fputs(s->red == RED_MAX ? "max<" : s->red == RED_MIN ? "min<" : "\xce\xa3<", p->fp);
+        fputs(s->red == RED_MAX ? "max<" : s->red == RED_MIN ? "min<"
+              : s->red == RED_PROD ? "\xce\xa0<" : "\xce\xa3<", p->fp);
         print_vars(p, s->sums, s->nsums);
         fputs("> ", p->fp);
     }

@@ -233,7 +233,7 @@ static const Stage *stage(Gen *g, int depth)
     Reduce red = RED_NONE;
     if (ns) {
         int r = (int)gen_range(g, 0, 99);
-        red = r < 70 ? RED_SUM : r < 85 ? RED_MAX : RED_MIN;
+        red = r < 65 ? RED_SUM : r < 78 ? RED_MAX : r < 90 ? RED_MIN : RED_PROD;
     }
     const IExpr *gd[2];
     int ng = chance(g, 30) ? (int)gen_range(g, 1, 2) : 0;

@@ -143,6 +143,13 @@ def nn_lib(x, a, s, tok, q, k, v, lw, lb, cw, cb, emb, mean, var, g, b, lg,
             "gp": x.mean((2, 3))}
 
 
+@case({"x": (2.0, (3, 5, 4)), "n": (("i32", -3, 4), (3, 5))})
+def prod(x, n):
+    keep = torch.tensor([0, 1, 3, 4])
+    return {"p": x.reshape(3, -1).prod(-1), "q": x[:, keep].prod(1),
+            "r": n.prod(-1).to(torch.int64)}
+
+
 # ---- products ----------------------------------------------------------
 
 @case({"a": (13, 37)}, {"b": (37, 11)})
