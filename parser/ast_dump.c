@@ -170,8 +170,11 @@ static void dump_stmt(FILE *fp, const Stmt *s, int indent)
         fprintf(fp, "(model %s)", sym_str(s->model.name));
         break;
     case ST_IMPORT:
-        fputs("(import ", fp);
-        put_string(fp, s->import.path);
+        fputs(s->import.library ? "(import <" : "(import ", fp);
+        if (s->import.library)
+            fprintf(fp, "%s>", s->import.path);
+        else
+            put_string(fp, s->import.path);
         if (s->import.file >= 0) {
             fputc(' ', fp);
             put_string(fp, src_get(s->import.file)->path);

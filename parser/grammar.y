@@ -728,8 +728,8 @@ static void clear_all(bool *set, const int *ts, int n)
  * innermost open one wants comes last, with where that one opened. */
 static const int display_order[] = {
     TOK_IDENT, TOK_INT, TOK_REAL, TOK_STRING, TOK_LIBPATH, TOK_CONST, TOK_INPUT,
-    TOK_WEIGHT, TOK_OUTPUT, TOK_DEF, TOK_IMPORT, TOK_MODEL, '=', TOK_PLUSEQ,
-    TOK_MAXEQ, TOK_MINEQ, TOK_STAREQ, ':', TOK_ARROW, TOK_IN, TOK_DOTDOT, TOK_WHERE, TOK_ELVIS, '[',
+    TOK_WEIGHT, TOK_OUTPUT, TOK_DEF, TOK_IMPORT, TOK_MODEL, '=', TOK_PLUSEQ, TOK_STAREQ,
+    TOK_MAXEQ, TOK_MINEQ, ':', TOK_ARROW, TOK_IN, TOK_DOTDOT, TOK_WHERE, TOK_ELVIS, '[',
     '(', '{', ',', TOK_OR, TOK_AND, TOK_EQ, TOK_NE, '<', TOK_LE, '>', TOK_GE,
     '+', '-', '*', '/', '%', '!', ']', ')', '}',
 };
@@ -827,7 +827,7 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, Parse *P)
         /* The usual cause: a statement broken before an operator. */
         diag_error(loc, "expected statement before %s (to continue the "
                    "previous line, end it with the operator)", found);
-    } else if (nw == 0 || nw > 5) {
+    } else if (nw == 0 || nw > 6) {
         diag_error(loc, "unexpected %s", found);
     } else {
         char msg[1024];

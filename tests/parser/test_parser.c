@@ -234,7 +234,7 @@ static void test_errors(void)
     bad("y[i] = f(x]\n", 1,
         "t.ein:1:11: error: expected ',' or ')' (to close '(' at line 1) before ']'");
     bad("y[i] == 3\n", 1,
-        "t.ein:1:6: error: expected '=', '+=', 'max=', 'min=' or ':' before '=='");
+        "t.ein:1:6: error: expected '=', '+=', '*=', 'max=', 'min=' or ':' before '=='");
     bad("y[i] = x[i] +\n", 1,
         "t.ein:2:1: error: expected expression before end of file");
     bad("y[i] = x[i] +", 1,
@@ -272,7 +272,7 @@ static void test_errors(void)
     bad("}\n", 1, "t.ein:1:1: error: expected statement before '}'");
     bad("def f(x) {\n  y[i] = x[i]\n}\n", 1,
         "t.ein:1:8: error: expected ':' before ')'");
-    bad("import blocks\n", 1, "t.ein:1:8: error: expected string before 'blocks'");
+    bad("import blocks\n", 1, "t.ein:1:8: error: expected string or library path before 'blocks'");
     /* Every broken statement is reported, and the good ones are parsed. */
     bad("a[] = = 1\nb[] = 2\nc[] = )\nd[ = 1\ne[] = 3\n", 3,
         "t.ein:1:7: error: expected expression before '='");
@@ -414,7 +414,7 @@ static void import_case(const char *main, const char *inc, const char *want_dump
     snprintf(path, sizeof path, "%s/%s", tmpdir, main);
     snprintf(incdir, sizeof incdir, "%s/%s", tmpdir, inc ? inc : "");
     const char *dirs[] = {incdir};
-    ParseOptions opt = {dirs, inc ? 1 : 0};
+    ParseOptions opt = {dirs, inc ? 1 : 0, NULL};
     char *dump, *diags;
     size_t dn, mn;
     FILE *mfp = open_memstream(&diags, &mn);
@@ -475,6 +475,20 @@ static void test_imports(void)
                 ")\n"
                 "(const A 1)\n",
                 "");
+    /* import <c.ein> skips the importing file's folder: sub/c.ein is
+     * not found from sub/lb.ein, inc/c.ein is (a -I folder) */
+    put_file("sub/lb.ein", "import <c.ein>\n");
+    import_case("sub/lb.ein", "inc",
+                "(import <c.ein> \"$D/inc/c.ein\"\n"
+                "  (def g ((x f32 (N))) -> (y)\n"
+                "    (assign y (i) = (at x i))\n"
+                "  )\n"
+                ")\n", "");
+    import_case("sub/lb.ein", NULL, "",
+                "$D/sub/lb.ein:1:1: error: cannot find 'c.ein' in the -I folders or the "
+                "standard library (none)\n"
+                "    1 | import <c.ein>\n"
+                "      | ^~~~~~~~~~~~~~\n");
     /* Without -I, c.ein is not found. */
     import_case("main.ein", NULL, "",
                 "$D/main.ein:2:1: error: cannot open 'c.ein': no such file or directory\n"
