@@ -127,7 +127,8 @@ void api_write_header_comment(Emit *em)
 " *       ($m_last_error(NULL) then says so).\n"
 " *   int $m_load_weights($m_ctx *ctx, const char *path);\n"
 " *       Load every weight found in a safetensors file (by its .ein name,\n");
-    sb_puts(o, h16 ? " *       its element type as dtype: F32, F16 or BF16, matching shape);\n"
+    sb_puts(o, h16 ? " *       its element type as dtype: F32, F16, BF16, I32 ..., matching\n"
+                     " *       shape);\n"
                      " *       other entries of the file are ignored.\n"
                    : " *       F32, matching shape); other entries of the file are ignored.\n");
     tpl(em,
@@ -205,7 +206,10 @@ void api_write_header_comment(Emit *em)
 " * an array of uint16_t holding IEEE binary16 or bfloat16 bit patterns\n"
 " * (safetensors' F16 and BF16; on CUDA __half and __nv_bfloat16 have the\n"
 " * same layout: cast the pointers).  The kernels compute in float: a read\n"
-" * widens an element exactly, a store rounds to nearest even.\n");
+" * widens an element exactly, a store rounds to nearest even.  An i8, i16,\n"
+" * i32, i64 or u8 tensor is an array of int8_t .. uint8_t, a bool tensor of\n"
+" * uint8_t 0 or 1 (safetensors' I8 .. U8, BOOL); a store converts toward\n"
+" * zero, saturating.\n");
     tpl(em,
 " * To call the API from another file, declare it there with\n"
 " *     #define $M_API_ONLY\n");
