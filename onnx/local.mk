@@ -1,0 +1,20 @@
+# onnx/local.mk - the ONNX importer (einc --from=onnx), built where
+# configure found protoc-c, onnx.proto and libprotobuf-c.  The reader is
+# generated at build time: protoc-c turns onnx.proto into onnx.pb-c.[ch].
+EXTRA_DIST += onnx/README.md
+if HAVE_ONNX
+noinst_LIBRARIES += onnx/libonnx_import.a onnx/libonnx_pb.a
+onnx_libonnx_import_a_SOURCES = onnx/onnx.h onnx/onnx_int.h onnx/model.c \
+	onnx/graph.c onnx/write.c onnx/ops_elem.c onnx/ops_nn.c onnx/ops_shape.c
+nodist_onnx_libonnx_pb_a_SOURCES = onnx/onnx.pb-c.c onnx/onnx.pb-c.h
+# Generated code: not held to the project's warnings.
+onnx_libonnx_pb_a_CFLAGS = -std=gnu11 -w
+BUILT_SOURCES += onnx/onnx.pb-c.c onnx/onnx.pb-c.h
+CLEANFILES += onnx/onnx.pb-c.c onnx/onnx.pb-c.h onnx/onnx.proto
+onnx/onnx.pb-c.h: onnx/onnx.pb-c.c
+onnx/onnx.pb-c.c: $(ONNX_PROTO)
+	$(AM_V_GEN)$(MKDIR_P) onnx && cp $(ONNX_PROTO) onnx/onnx.proto && \
+	cd onnx && $(PROTOC_C) --c_out=. onnx.proto
+ONNX_LDADD = onnx/libonnx_import.a onnx/libonnx_pb.a runtime/libst.a \
+	$(PROTOBUF_C_LIBS)
+endif
