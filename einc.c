@@ -47,6 +47,7 @@ typedef struct Options {
     const char *output;             /* -o; NULL: derived from the input */
     EmitKind emit;
     bool main;
+    bool shared;                    /* --shared */
     const char *tune_db;            /* --tune-db */
     int verify;                     /* 0 no, 1 chosen plans, 2 every candidate */
     DeriveOptions derive;
@@ -83,6 +84,8 @@ static void usage(FILE *fp)
 "      --target=T      same as --emit=T for T in c, cuda\n"
 "      --dot           same as --emit=dot (--dot=program)\n"
 "      --main          add a main() harness to C and CUDA output\n"
+"      --shared        make line 1 of C and CUDA output build a shared\n"
+"                        library (FILE.so) rather than an object\n"
 "      --explain       write each chosen derivation step by step\n"
 "                        (to standard output unless -o is given)\n"
 "      --dot=derivation  write the search trees as Graphviz (standard\n"
@@ -202,7 +205,7 @@ static const struct { const char *name; int has_arg; int id; } long_opts[] = {
     {"output", 1, 'o'}, {"define", 1, 'D'}, {"include", 1, 'I'},
     {"explain", 0, 'X'}, {"search-depth", 1, 'S'}, {"search-budget", 1, 'B'},
     {"device", 1, 'E'}, {"verify", 2, 'v'}, {"precision", 1, 'P'},
-    {"tune-db", 1, 'T'}, {"from", 1, 'F'}, {"weights-out", 1, 'U'},
+    {"tune-db", 1, 'T'}, {"from", 1, 'F'}, {"shared", 0, 'L'}, {"weights-out", 1, 'U'},
 };
 #define NLONG (sizeof long_opts / sizeof *long_opts)
 
@@ -286,6 +289,7 @@ static void handle(Options *o, int id, const char *val, const char *spelled)
             usage_error("unknown precision '%s' (fp32, tf32, fp16, bf16)", val);
         break;
     case 'm': o->main = true; break;
+    case 'L': o->shared = true; break;
     case 'x':
         diag_set_max_errors((int)number(val, 0, 1000000, "--max-errors"));
         break;
@@ -417,6 +421,8 @@ static void resolve_outputs(Options *o)
     }
     if (o->main && o->emit != EMIT_C && o->emit != EMIT_CUDA)
         usage_error("%s", "--main needs C or CUDA output");
+    if (o->shared && (o->main || (o->emit != EMIT_C && o->emit != EMIT_CUDA)))
+        usage_error("%s", "--shared needs C or CUDA output without --main");
 }
 
 /* ---- writing files all-or-nothing ---------------------------------------- */
@@ -592,6 +598,7 @@ static char *compile(const Options *o, size_t *len)
     EmitOptions eo = {
         .target = o->emit == EMIT_C ? TARGET_C : TARGET_CUDA,
         .main = o->main,
+        .shared = o->shared,
         .out_name = strcmp(o->output, "-") == 0 ? NULL : o->output,
         .src_name = o->input,
         .precision = o->derive.search.precision,
@@ -637,9 +644,9 @@ static const char *with_ext(const char *path, const char *ext)
 
 static int import_onnx(Options *o, int argc, char **argv)
 {
-    if (o->emit_given || o->main || o->dep_only || o->dep_side || o->defines.len)
+    if (o->emit_given || o->main || o->shared || o->dep_only || o->dep_side || o->defines.len)
         usage_error("%s", "--from=onnx writes an ein program: --emit, --target, --dot, "
-                    "--explain, --main, -M, -MD and -D do not apply");
+                    "--explain, --main, --shared, -M, -MD and -D do not apply");
     if (!o->output)
         o->output = arena_printf(arena, "%s.ein", stem(strcmp(o->input, "-") == 0
                                                       ? "stdin" : o->input));

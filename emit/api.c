@@ -209,6 +209,9 @@ void api_write_header_comment(Emit *em)
 " *       Free the context and its buffers.\n"
 " *   int $m_tensor_count(void);  const $m_tensor_info *$m_tensor_at(int i);\n"
 " *       Every tensor of the model: name, kind, shape, element type, size.\n"
+" *   const $m_tensor_info *$m_output_at(int k);\n"
+" *       The k-th output, in the order of $m_run's parameters (NULL past\n"
+" *       the last).\n"
 " * Error codes: $M_EINVAL bad argument, $M_EIO file error, $M_EFORMAT bad\n"
 " * safetensors file or tensor, $M_ENOMEM out of memory, $M_ECUDA a CUDA\n"
 " * call failed, $M_EMISSING a weight or input was never set.  A context is\n"
@@ -304,6 +307,7 @@ static void write_decls(Emit *em)
 "int $m_destroy($m_ctx *ctx);\n"
 "int $m_tensor_count(void);\n"
 "const $m_tensor_info *$m_tensor_at(int i);\n"
+"const $m_tensor_info *$m_output_at(int k);\n"
 "\n"
 "#ifdef __cplusplus\n"
 "}\n"
@@ -504,6 +508,7 @@ static void write_ops(Emit *em)
 
 static void write_create_destroy(Emit *em)
 {
+    const IrProgram *p = em->p;
     bool cuda = emit_is_cuda(em);
     tpl(em,
 "int $m_create($m_ctx **out)\n"
@@ -578,6 +583,15 @@ static void write_create_destroy(Emit *em)
 "    return i >= 0 && i < EIN_NT ? &ein_tensors[i] : NULL;\n"
 "}\n"
 "\n");
+    sb_printf(&em->out, "static const int ein_output_ids[%d] = {", p->noutputs > 0 ? p->noutputs : 1);
+    for (int i = 0; i < p->noutputs; i++)
+        sb_printf(&em->out, "%s%d", i ? ", " : "", p->outputs[i]);
+    sb_puts(&em->out, p->noutputs ? "};\n\n" : "-1};\n\n");
+    sb_printf(&em->out, "const %s_tensor_info *%s_output_at(int k)\n"
+              "{\n"
+              "    return k >= 0 && k < %d ? &ein_tensors[ein_output_ids[k]] : NULL;\n"
+              "}\n"
+              "\n", em->model, em->model, p->noutputs);
 }
 
 static void write_load_set_get(Emit *em)

@@ -15,6 +15,7 @@ typedef enum { TARGET_CUDA, TARGET_C } Target;
 typedef struct EmitOptions {
     Target target;
     bool main;                  /* --main: add the harness main() */
+    bool shared;                /* --shared: line 1 builds a shared library */
     const char *out_name;       /* output file as given with -o (for the
                                    first-line build command); NULL for stdout */
     const char *src_name;       /* the .ein file as named on the command line */

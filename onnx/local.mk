@@ -18,3 +18,10 @@ onnx/onnx.pb-c.c: $(ONNX_PROTO)
 ONNX_LDADD = onnx/libonnx_import.a onnx/libonnx_pb.a runtime/libst.a \
 	$(PROTOBUF_C_LIBS)
 endif
+
+# The tests' helper: TensorProto files to safetensors, a model's operators.
+if HAVE_ONNX
+check_PROGRAMS += tests/onnx/pb2st
+tests_onnx_pb2st_SOURCES = tests/onnx/pb2st.c
+tests_onnx_pb2st_LDADD = $(ONNX_LDADD) lang/liblang.a
+endif
