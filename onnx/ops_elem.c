@@ -311,16 +311,16 @@ static const char *unary_body(Ox *ox, const OxNode *n, Fn f, const char *x)
             if (mx)
                 hi = ox_real(ox, mx->f);
         } else {
-            double v;
-            if (ox_has_in(n, 1)) {
-                if (!ox_const_scalar(ox, n, 1, &v))
-                    return NULL;
-                lo = ox_real(ox, v);
-            }
-            if (ox_has_in(n, 2)) {
-                if (!ox_const_scalar(ox, n, 2, &v))
-                    return NULL;
-                hi = ox_real(ox, v);
+            /* min and max: numbers, or rank-0 tensors read at run time */
+            for (int i = 1; i <= 2; i++) {
+                if (!ox_has_in(n, i))
+                    continue;
+                OxVal *b = ox_val(ox, n->in[i]);
+                if (b->rank > 1 || ox_numel(b) != 1)
+                    return ox_error(ox, n, "input %d must be a single number", i), NULL;
+                const char *zero[1] = {"0"};
+                const char *r = ox_read(ox, n->in[i], zero);
+                *(i == 1 ? &lo : &hi) = r;
             }
         }
         const char *s = x;

@@ -559,10 +559,8 @@ static bool pool_write(Ox *ox, const OxNode *n)
         else if (!*div)
             div = kd;
         if (strcmp(div, "1") != 0)
-            body = arena_printf(ox->arena, "%s / %s", xr, *div == '(' || !strchr(div, ' ')
-                                                              ? div
-                                                              : arena_printf(ox->arena, "(%s)",
-                                                                             div));
+            body = arena_printf(ox->arena, "%s / %s", xr, !strchr(div, ' ') ? div
+                                : arena_printf(ox->arena, "(%s)", div));
     }
     ox_stmt(ox, ox_name(ox, yid), x->rank, ox_shape_dims(ox, yid), max ? "max=" : "+=", body,
             cat(ox, where, ", ", guard));

@@ -95,7 +95,25 @@ static bool name_taken(Ox *ox, const char *s)
     return false;
 }
 
-static const char *unique_name(Ox *ox, const char *onnx)
+/* Is `s` the ONNX name of an input, weight or constant other than `onnx`?
+ * Those become external names, which no other tensor may have as its
+ * name (ein(5)). */
+static bool ext_taken(Ox *ox, const char *s, const char *onnx)
+{
+    if (onnx && strcmp(s, onnx) == 0)
+        return false;
+    for (int i = 0; i < ox->nvals; i++) {
+        ValKind k = ox->val[0][i].kind;
+        if ((k == VK_INPUT || k == VK_WEIGHT || k == VK_CONST) &&
+            strcmp(ox->vname[i], s) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* A new name made from `onnx`; `self`: the ONNX name of the value it
+ * names (its own external name may equal it), or NULL. */
+static const char *new_name(Ox *ox, const char *onnx, const char *self)
 {
     size_t n = strlen(onnx);
     char *s = arena_alloc(ox->arena, n + 4);
@@ -122,16 +140,21 @@ static const char *unique_name(Ox *ox, const char *onnx)
     if (is_index_name(base))
         base = arena_printf(ox->arena, "%s_", base);
     const char *name = base;
-    for (int k = 2; name_taken(ox, name); k++)
+    for (int k = 2; name_taken(ox, name) || ext_taken(ox, name, self); k++)
         name = arena_printf(ox->arena, "%s_%d", base, k);
     vec_push(ox->arena, &ox->used_names, name);
     return name;
 }
 
+static const char *unique_name(Ox *ox, const char *onnx)
+{
+    return new_name(ox, onnx, onnx);
+}
+
 const char *ox_temp(Ox *ox, int id, const char *suffix)
 {
     const char *base = ox_name(ox, id);
-    return unique_name(ox, arena_printf(ox->arena, "%s_%s", base, suffix));
+    return new_name(ox, arena_printf(ox->arena, "%s_%s", base, suffix), NULL);
 }
 
 /* The ONNX name as an ein string (quotes and backslashes escaped). */
@@ -386,7 +409,8 @@ static bool write_body(Ox *ox)
             continue;
         }
         OxVal *v = ox_val(ox, src);
-        const char *nm = unique_name(ox, ox->vname[id]);
+        ox_read(ox, src, ox_loop_idx(ox, v->rank));    /* declares it first */
+        const char *nm = new_name(ox, ox->vname[id], NULL);
         fprintf(ox->stmt, "\n# graph output %s\n", ox->vname[id]);
         ox_stmt(ox, nm, v->rank, ox_shape_dims(ox, src), "=",
                 ox_read(ox, src, ox_loop_idx(ox, v->rank)), NULL);
