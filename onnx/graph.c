@@ -347,8 +347,14 @@ bool onnx_import(const OnnxOptions *opt, OnnxResult *res)
             os->has_version)
             ox->opset = os->version;
     }
+    if (ox->opset < 0 && ox->model->ir_version >= 3) {
+        /* Every model since IR 3 imports the default operator set. */
+        ox_error(ox, NULL, "not an ONNX model: it imports no operator set of the default "
+                 "domain (truncated?)");
+        goto out;
+    }
     if (ox->opset < 0)
-        ox->opset = 1;              /* IR version 1 knew no opset_import */
+        ox->opset = 1;              /* IR versions 1 and 2 knew no opset_import */
     if (!build(ox, &g))
         goto out;
     if (ox->noutputs == 0) {

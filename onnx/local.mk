@@ -1,7 +1,7 @@
 # onnx/local.mk - the ONNX importer (einc --from=onnx), built where
 # configure found protoc-c, onnx.proto and libprotobuf-c.  The reader is
 # generated at build time: protoc-c turns onnx.proto into onnx.pb-c.[ch].
-EXTRA_DIST += onnx/README.md
+
 if HAVE_ONNX
 noinst_LIBRARIES += onnx/libonnx_import.a onnx/libonnx_pb.a
 onnx_libonnx_import_a_SOURCES = onnx/onnx.h onnx/onnx_int.h onnx/model.c \
@@ -25,3 +25,9 @@ check_PROGRAMS += tests/onnx/pb2st
 tests_onnx_pb2st_SOURCES = tests/onnx/pb2st.c
 tests_onnx_pb2st_LDADD = $(ONNX_LDADD) lang/liblang.a
 endif
+
+# The tests skip (77) where the importer was not built.
+TESTS += tests/onnx/errors.test tests/onnx/backend.test tests/onnx/models.test
+EXTRA_DIST += tests/onnx/errors.test tests/onnx/backend.test tests/onnx/models.test \
+	tests/onnx/backend.py tests/onnx/backend.sh tests/onnx/backend-subset.txt \
+	tests/onnx/models.py tests/onnx/pb2st.c
