@@ -60,6 +60,7 @@ typedef struct Options {
     VEC(const char *) dep_targets;  /* -MT */
     bool from_onnx;                 /* --from=onnx */
     const char *weights_out;        /* --weights-out */
+    const char *bind;               /* --bind */
     bool emit_given;                /* --emit, --target, --dot, --explain */
 } Options;
 
@@ -115,6 +116,8 @@ static void usage(FILE *fp)
 "                        (a safetensors file under the ONNX names)\n"
 "      --weights-out=FILE  with --from=onnx: the weights file (default:\n"
 "                        the output's name with .safetensors)\n"
+"      --bind=FILE     with --from=onnx: the graph inputs found in FILE (a\n"
+"                        safetensors file, by ONNX name) become constants\n"
 "  -D NAME=VALUE       override the integer constant NAME\n"
 "  -I DIR              search DIR for imported files (after the\n"
 "                        importing file's folder)\n"
@@ -205,7 +208,7 @@ static const struct { const char *name; int has_arg; int id; } long_opts[] = {
     {"output", 1, 'o'}, {"define", 1, 'D'}, {"include", 1, 'I'},
     {"explain", 0, 'X'}, {"search-depth", 1, 'S'}, {"search-budget", 1, 'B'},
     {"device", 1, 'E'}, {"verify", 2, 'v'}, {"precision", 1, 'P'},
-    {"tune-db", 1, 'T'}, {"from", 1, 'F'}, {"shared", 0, 'L'}, {"weights-out", 1, 'U'},
+    {"tune-db", 1, 'T'}, {"from", 1, 'F'}, {"shared", 0, 'L'}, {"bind", 1, 'Y'}, {"weights-out", 1, 'U'},
 };
 #define NLONG (sizeof long_opts / sizeof *long_opts)
 
@@ -284,6 +287,7 @@ static void handle(Options *o, int id, const char *val, const char *spelled)
         o->from_onnx = strcmp(val, "onnx") == 0;
         break;
     case 'U': o->weights_out = val; break;
+    case 'Y': o->bind = val; break;
     case 'P':
         if (!cost_precision_parse(val, &o->derive.search.precision))
             usage_error("unknown precision '%s' (fp32, tf32, fp16, bf16)", val);
@@ -661,7 +665,7 @@ static int import_onnx(Options *o, int argc, char **argv)
                             : with_ext(o->output, ".safetensors");
 #ifdef HAVE_ONNX
     const char *wbase = strrchr(wpath, '/');
-    OnnxOptions io = {o->input, wbase ? wbase + 1 : wpath, NULL};
+    OnnxOptions io = {o->input, wbase ? wbase + 1 : wpath, NULL, o->bind};
     OnnxResult r;
     (void)argc, (void)argv;
     if (!onnx_import(&io, &r))
@@ -691,8 +695,8 @@ int main(int argc, char **argv)
     parse_args(&o, argc, argv);
     if (o.from_onnx)
         return import_onnx(&o, argc, argv);
-    if (o.weights_out)
-        usage_error("%s", "--weights-out is for --from=onnx");
+    if (o.weights_out || o.bind)
+        usage_error("%s", "--weights-out and --bind are for --from=onnx");
     resolve_outputs(&o);
 
     size_t len = 0;

@@ -102,7 +102,73 @@ typedef struct Graph {
     int64_t (*init_shape)[OX_MAXRANK];
     const Onnx__ValueInfoProto **input_info;   /* per graph input */
     const char *batch_param;        /* the first input's first dim_param, or NULL */
+    OxConst **bound;                /* per graph input: its --bind value, or NULL */
+    int *bound_rank;
+    int64_t (*bound_shape)[OX_MAXRANK];
 } Graph;
+
+/* The values of graph inputs bound by --bind (safetensors, by ONNX name):
+ * they become constants, as if they were initializers of Constant nodes. */
+static bool read_bound(Ox *ox, Graph *g, const char *path)
+{
+    size_t n = (size_t)ox->ninputs + 1;
+    g->bound = arena_alloc(ox->arena, n * sizeof *g->bound);
+    g->bound_rank = arena_alloc(ox->arena, n * sizeof *g->bound_rank);
+    g->bound_shape = arena_alloc(ox->arena, n * sizeof *g->bound_shape);
+    if (!path)
+        return true;
+    char err[ST_ERRLEN];
+    StFile *f;
+    if (st_open(path, &f, err, sizeof err) != ST_OK) {
+        fprintf(stderr, "einc: error: %s\n", err);
+        return false;
+    }
+    bool ok = true;
+    for (int j = 0; j < ox->ninputs && ok; j++) {
+        const StTensor *t = st_find(f, ox->vname[ox->inputs[j]]);
+        if (!t)
+            continue;
+        if (t->rank > OX_MAXRANK) {
+            ok = ox_unsupported(ox, NULL, "%s: '%s' has rank %d", path, t->name, t->rank);
+            break;
+        }
+        StDtype dt = t->dtype;
+        bool fl = dt == ST_F32 || dt == ST_F64;
+        size_t size = st_dtype_size(dt);
+        if (!fl && dt != ST_I64 && dt != ST_I32 && dt != ST_I16 && dt != ST_I8 &&
+            dt != ST_U8 && dt != ST_U16 && dt != ST_U32 && dt != ST_BOOL) {
+            ok = ox_unsupported(ox, NULL, "%s: '%s' has dtype %s", path, t->name,
+                                st_dtype_name(dt));
+            break;
+        }
+        int type = fl ? OX_FLOAT : dt == ST_BOOL ? OX_BOOL : OX_INT64;
+        OxConst *k = ox_const_new(ox, type, (int64_t)t->nelem);
+        for (uint64_t e = 0; e < t->nelem; e++) {
+            uint64_t v = 0;
+            for (size_t b = 0; b < size; b++)
+                v |= (uint64_t)t->data[e * size + b] << (8 * b);
+            if (dt == ST_F32) {
+                uint32_t u = (uint32_t)v;
+                memcpy(&k->f[e], &u, sizeof u);
+            } else if (dt == ST_F64) {
+                double d;
+                memcpy(&d, &v, sizeof d);
+                k->f[e] = (float)d;
+            } else if (dt == ST_I64 || dt == ST_I32 || dt == ST_I16 || dt == ST_I8) {
+                uint64_t m = size >= 8 ? 0 : 1ull << (8 * size - 1);
+                k->i[e] = size >= 8 ? (int64_t)v : (int64_t)((v ^ m) - m);
+            } else {
+                k->i[e] = (int64_t)v;
+            }
+        }
+        g->bound[j] = k;
+        g->bound_rank[j] = t->rank;
+        for (int d = 0; d < t->rank; d++)
+            g->bound_shape[j][d] = t->shape[d];
+    }
+    st_close(f);
+    return ok;
+}
 
 typedef VEC(const char *) NameVec;
 
@@ -255,6 +321,14 @@ static bool infer(Ox *ox, Graph *g)
     for (int j = 0; j < ox->ninputs; j++) {
         OxVal *v = &val[ox->inputs[j]];
         bool batched;
+        if (g->bound[j]) {
+            v->kind = VK_CONST;
+            v->type = g->bound[j]->type;
+            v->rank = g->bound_rank[j];
+            memcpy(v->shape, g->bound_shape[j], sizeof v->shape);
+            v->k = g->bound[j];
+            continue;
+        }
         /* Batched: the first dimension is the first input's (the same
          * dim_param, or the same number). */
         if (!input_type(ox, g, j, v, &batched))
@@ -355,7 +429,7 @@ bool onnx_import(const OnnxOptions *opt, OnnxResult *res)
     }
     if (ox->opset < 0)
         ox->opset = 1;              /* IR versions 1 and 2 knew no opset_import */
-    if (!build(ox, &g))
+    if (!build(ox, &g) || !read_bound(ox, &g, opt->bind))
         goto out;
     if (ox->noutputs == 0) {
         ox_error(ox, NULL, "the graph has no outputs");
@@ -363,8 +437,11 @@ bool onnx_import(const OnnxOptions *opt, OnnxResult *res)
     }
     /* The batch: the first input's first dimension (1 for a dim_param). */
     ox->batch[0] = 1;
-    if (ox->ninputs > 0) {
-        const Onnx__TypeProto *tp = g.input_info[0]->type;
+    int first = 0;                  /* the first input not bound */
+    while (first < ox->ninputs && g.bound[first])
+        first++;
+    if (first < ox->ninputs) {
+        const Onnx__TypeProto *tp = g.input_info[first]->type;
         if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type &&
             tp->tensor_type->shape && tp->tensor_type->shape->n_dim >= 1) {
             const Onnx__TensorShapeProto__Dimension *dm = tp->tensor_type->shape->dim[0];

@@ -15,6 +15,8 @@ typedef struct OnnxOptions {
     const char *path;               /* the .onnx file ("-": standard input) */
     const char *weights_name;       /* the weights file, named in a comment */
     const char *command;            /* the command line, for a comment */
+    const char *bind;               /* a safetensors file of values for graph
+                                       inputs (by ONNX name), or NULL */
 } OnnxOptions;
 
 typedef struct OnnxResult {

@@ -170,6 +170,11 @@ const OxOp *ox_find_op(const char *name);
 /* ---- the writer (write.c) ---------------------------------------------------- */
 Dim ox_dim(Ox *ox, int id, int d);          /* dimension d of value id */
 Dim ox_dim_num(int64_t n);
+/* A writer bakes dimension d of value id into its text as a number: with
+ * B, it must be the same in both runs, else the program is written again
+ * with every shape a number. */
+void ox_need_fixed(Ox *ox, int id, int d);
+void ox_need_fixed_from(Ox *ox, int id, int from);  /* dims from.. */
 Dim ox_dim_mul(Dim a, Dim b);
 const char *ox_dim_str(Ox *ox, Dim d);      /* "64", "B", "8*B" */
 /* The product of dims [from, to) of value id. */

@@ -269,6 +269,7 @@ static bool conv_write(Ox *ox, const OxNode *n)
     int xid = n->in[0], wid = n->in[1], yid = n->out[0];
     OxVal *x = ox_val(ox, xid), *wt = ox_val(ox, wid), *y = ox_val(ox, yid);
     int r = x->rank;
+    ox_need_fixed_from(ox, xid, 1);     /* channels and spatial sizes are numbers */
     const char **xi = arena_alloc(ox->arena, (size_t)(r + 1) * sizeof *xi);
     const char **wi = arena_alloc(ox->arena, (size_t)(r + 1) * sizeof *wi);
     const char *where = "";
@@ -503,6 +504,7 @@ static bool pool_write(Ox *ox, const OxNode *n)
         return false;
     int xid = n->in[0], yid = n->out[0];
     OxVal *x = ox_val(ox, xid);
+    ox_need_fixed_from(ox, xid, 2);
     bool max = strstr(n->op, "MaxPool") != NULL;
     bool global = strncmp(n->op, "Global", 6) == 0;
     const char **xi = arena_alloc(ox->arena, (size_t)(x->rank + 1) * sizeof *xi);
@@ -596,6 +598,7 @@ static bool resize_setup(Ox *ox, const OxNode *n, Rs *r)
     if (n->nin < 1 || n->in[0] < 0)
         return ox_error(ox, n, "needs an input");
     OxVal *x = ox_val(ox, n->in[0]);
+    memset(r, 0, sizeof *r);
     r->rank = x->rank;
     r->is_upsample = strcmp(n->op, "Upsample") == 0;
     const char *mode = ox_attr_str(ox, n, "mode", "nearest");
@@ -609,8 +612,13 @@ static bool resize_setup(Ox *ox, const OxNode *n, Rs *r)
     r->nearest = old ? "floor" : ox_attr_str(ox, n, "nearest_mode", "round_prefer_floor");
     if (strcmp(r->ctm, "tf_crop_and_resize") == 0)
         return ox_unsupported(ox, n, "coordinate_transformation_mode tf_crop_and_resize");
-    if (ox_has_in(n, 3) && n->nin > 3 && ox_val(ox, n->in[3])->k &&
-        ox_val(ox, n->in[3])->k->n > 0) {
+    /* sizes (opset 11 on) when given, else scales; an empty tensor is
+     * "not given" */
+    int si = r->is_upsample || ox->opset < 11 ? 1 : 2;
+    bool scales_given = ox_has_in(n, si) && !(ox_val(ox, n->in[si])->k &&
+                                              ox_val(ox, n->in[si])->k->n == 0);
+    if (!r->is_upsample && ox->opset >= 11 && ox_has_in(n, 3) &&
+        (!scales_given || !ox_val(ox, n->in[3])->k || ox_val(ox, n->in[3])->k->n > 0)) {
         int cnt;
         const int64_t *sz = ox_const_ints(ox, n, 3, &cnt);
         if (!sz)
@@ -632,12 +640,14 @@ static bool resize_setup(Ox *ox, const OxNode *n, Rs *r)
     if (r->is_upsample && ox->opset < 9) {
         sc = ox_attr_floats(n, "scales", &cnt);
     } else {
-        int si = r->is_upsample || ox->opset < 11 ? 1 : 2;
         if (!ox_has_in(n, si))
             return ox_error(ox, n, "needs scales or sizes");
         OxVal *s = ox_val(ox, n->in[si]);
-        if (!s->k || !s->k->f)
-            return ox_unsupported(ox, n, "scales not known at import time");
+        if (!s->k)
+            return ox_unsupported(ox, n, "input %d ('%s') must be known at import time "
+                                  "(a constant or an initializer)", si, ox->vname[n->in[si]]);
+        if (!s->k->f)
+            return ox_error(ox, n, "scales must be floats");
         sc = s->k->f;
         cnt = (int)s->k->n;
     }
@@ -785,7 +795,7 @@ static const char *linear_body(Ox *ox, int xid, const Rs *r, const char **sub,
     const char *t0 = linear_body(ox, xid, r, sub, cat(ox, wsofar, " * ", w0), d + 1);
     sub[d] = idx_div(ox, a, o, b + den, den);
     const char *t1 = linear_body(ox, xid, r, sub, cat(ox, wsofar, " * ", w1), d + 1);
-    return arena_printf(ox->arena, "%s\n        + %s", t0, t1);
+    return arena_printf(ox->arena, "%s +\n        %s", t0, t1);
 }
 
 static bool resize_write(Ox *ox, const OxNode *n)
@@ -794,6 +804,10 @@ static bool resize_write(Ox *ox, const OxNode *n)
     if (!resize_setup(ox, n, &r))
         return false;
     int xid = n->in[0], yid = n->out[0];
+    for (int d = 0; d < r.rank; d++)
+        if (ox->symbolic && !(ox->val[0][xid].shape[d] == ox->val[0][yid].shape[d] &&
+                              ox->val[1][xid].shape[d] == ox->val[1][yid].shape[d]))
+            ox_need_fixed(ox, xid, d), ox_need_fixed(ox, yid, d);
     const char **sub = arena_alloc(ox->arena, (size_t)(r.rank + 1) * sizeof *sub);
     if (!r.linear) {
         for (int d = 0; d < r.rank; d++) {

@@ -645,8 +645,9 @@ static bool gather_infer(Ox *ox, const OxNode *n)
     for (int d = axis + 1; d < x->rank; d++)
         shape[k++] = x->shape[d];
     if (!ix->k)
-        return ox_unsupported(ox, n, "Gather with indices computed at run time (no "
-                              "integer tensors in ein yet)");
+        return ox_unsupported(ox, n, "input 1 ('%s') must be known at import time (indices "
+                              "read at run time need integer tensors, which ein does not "
+                              "have yet)", ox->vname[n->in[1]]);
     int64_t dim = x->shape[axis];
     for (int64_t j = 0; j < ix->k->n; j++)
         if (ix->k->i[j] < -dim || ix->k->i[j] >= dim)
@@ -679,6 +680,7 @@ static bool gather_write(Ox *ox, const OxNode *n)
     OxVal *x = ox_val(ox, xid), *ix = ox_val(ox, n->in[1]), *y = ox_val(ox, yid);
     int axis;
     ox_axis(ox, n, ox_attr_int(n, "axis", 0), x->rank, &axis);
+    ox_need_fixed(ox, xid, axis);
     int64_t dim = x->shape[axis], cnt = ix->k->n;
     const char **sub = arena_alloc(ox->arena, (size_t)(x->rank + 1) * sizeof *sub);
     int q = 0;
@@ -854,6 +856,9 @@ static bool pad_write(Ox *ox, const OxNode *n)
         return false;
     const char **sub = arena_alloc(ox->arena, (size_t)(x->rank + 1) * sizeof *sub);
     const char *body;
+    for (int d = 0; d < x->rank; d++)
+        if (p.pb[d] || p.pe[d])
+            ox_need_fixed(ox, xid, d);
     if (strcmp(p.mode, "constant") == 0) {
         const char *cond = "";
         for (int d = 0; d < x->rank; d++) {
@@ -981,6 +986,7 @@ static bool d2s_write(Ox *ox, const OxNode *n)
     int xid = n->in[0], yid = n->out[0];
     OxVal *x = ox_val(ox, xid);
     int64_t b = ox_attr_int(n, "blocksize", 0);
+    ox_need_fixed_from(ox, xid, 1);
     const char *sub[4];
     sub[0] = "i0";
     Arena *a = ox->arena;

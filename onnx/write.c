@@ -31,6 +31,18 @@ Dim ox_dim_mul(Dim a, Dim b)
     return (Dim){a.c * b.c, a.e + b.e};
 }
 
+void ox_need_fixed(Ox *ox, int id, int d)
+{
+    if (ox->symbolic && ox->val[0][id].shape[d] != ox->val[1][id].shape[d])
+        ox->write_failed = true;
+}
+
+void ox_need_fixed_from(Ox *ox, int id, int from)
+{
+    for (int d = from; d < ox->val[0][id].rank; d++)
+        ox_need_fixed(ox, id, d);
+}
+
 Dim ox_dim(Ox *ox, int id, int d)
 {
     int64_t a = ox->val[0][id].shape[d];
@@ -381,6 +393,8 @@ static bool write_body(Ox *ox)
 {
     for (int j = 0; j < ox->ninputs; j++) {
         int id = ox->inputs[j];
+        if (ox_val(ox, id)->kind != VK_INPUT)
+            continue;               /* bound by --bind: a constant */
         ox->ein[id] = (char *)unique_name(ox, ox->vname[id]);
         declare(ox, id, "input");
     }
@@ -389,8 +403,11 @@ static bool write_body(Ox *ox)
         if (node_is_folded(ox, n))
             continue;
         ox_comment_node(ox, n);
+        bool was = ox->write_failed;
         if (!ox_find_op(n->op)->write(ox, n))
             ox->failed = true;
+        if (ox->write_failed && !was && !ox->fixed_by)
+            ox->fixed_by = n;       /* named in the program's comment */
     }
     if (ox->failed)
         return false;
@@ -472,7 +489,6 @@ bool ox_write_program(Ox *ox, const OnnxOptions *opt, OnnxResult *res)
         free(ox->decl_buf);
         free(ox->stmt_buf);
         ox->symbolic = false;
-        ox->fixed_by = NULL;
     }
     if (ok)
         ok = write_weights(ox, res);

@@ -4,9 +4,12 @@
  *
  *   pb2st OUT.safetensors [NAME=]FILE.pb ...   (NAME: the tensor's name
  *                                               in OUT, else the file's)
- *   pb2st --ops MODEL.onnx                     (one operator a line) */
+ *   pb2st --ops MODEL.onnx                     (one operator a line)
+ *   pb2st --inputs MODEL.onnx                  (the graph inputs that are
+ *                                               not initializers, in order) */
 #include "config.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +17,7 @@
 #include "onnx/onnx.h"
 #include "onnx/onnx.pb-c.h"
 
-static int list_ops(const char *path)
+static int list(const char *path, bool inputs)
 {
     FILE *fp = fopen(path, "rb");
     if (!fp) {
@@ -35,8 +38,16 @@ static int list_ops(const char *path)
         fprintf(stderr, "%s: not an ONNX model\n", path);
         return 1;
     }
-    for (size_t i = 0; i < m->graph->n_node; i++)
-        printf("%s\n", m->graph->node[i]->op_type);
+    const Onnx__GraphProto *g = m->graph;
+    for (size_t i = 0; !inputs && i < g->n_node; i++)
+        printf("%s\n", g->node[i]->op_type);
+    for (size_t i = 0; inputs && i < g->n_input; i++) {
+        bool init = false;
+        for (size_t j = 0; j < g->n_initializer; j++)
+            init |= strcmp(g->initializer[j]->name, g->input[i]->name) == 0;
+        if (!init)
+            printf("%s\n", g->input[i]->name);
+    }
     onnx__model_proto__free_unpacked(m, NULL);
     return 0;
 }
@@ -44,7 +55,9 @@ static int list_ops(const char *path)
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--ops") == 0)
-        return list_ops(argv[2]);
+        return list(argv[2], false);
+    if (argc == 3 && strcmp(argv[1], "--inputs") == 0)
+        return list(argv[2], true);
     if (argc < 2) {
         fprintf(stderr, "usage: pb2st OUT.safetensors [NAME=]FILE.pb ...\n"
                         "       pb2st --ops MODEL.onnx\n");
