@@ -84,10 +84,18 @@ def pb_index(p):
     return int(re.findall(r"\d+", os.path.basename(p))[0])
 
 
-def check_case(case, pb2st, einc, work):
+def case_op(case, pb2st, work):
+    """The operator of a case; for a function's expansion into other
+    operators (NAME_expanded), its unexpanded sibling's, marked."""
+    sib = case[:-len("_expanded")] if case.endswith("_expanded") else None
+    if sib and os.path.isfile(os.path.join(sib, "model.onnx")):
+        return case_op(sib, pb2st, work) + " (expanded)"
     rc, ops = run([pb2st, "--ops", os.path.join(case, "model.onnx")], work)
-    ops = ops.split()
-    op = primary_op(case, ops)
+    return primary_op(case, ops.split())
+
+
+def check_case(case, pb2st, einc, work):
+    op = case_op(case, pb2st, work)
     rc, names = run([pb2st, "--inputs", os.path.join(case, "model.onnx")], work)
     names = names.split()
     sets = sorted(glob.glob(os.path.join(case, "test_data_set_*")))
