@@ -294,6 +294,10 @@ static bool input_type(Ox *ox, Graph *g, int j, OxVal *v, bool *batched)
                                   "'%s' in place %d (only the first dimension of the "
                                   "inputs may be symbolic: it becomes B)", nm,
                                   dm->dim_param, d);
+        } else if (dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+                   dm->dim_value == 0) {
+            return ox_unsupported(ox, NULL, "graph input '%s' is empty (size 0 in dimension "
+                                  "%d): it must be known at import time (--bind)", nm, d);
         } else {
             return ox_error(ox, NULL, "graph input '%s' has no size in dimension %d", nm, d);
         }
@@ -342,6 +346,8 @@ static bool infer(Ox *ox, Graph *g)
         const OxNode *n = &ox->nodes[i];
         if (n->pb->domain && *n->pb->domain && strcmp(n->pb->domain, "ai.onnx") != 0)
             return ox_unsupported(ox, n, "operator domain '%s'", n->pb->domain);
+        if (ox->no_default_opset)
+            return ox_error(ox, n, "the model imports no operator set of the default domain");
         const OxOp *op = ox_find_op(n->op);
         if (!op)
             return ox_unsupported(ox, n, "operator %s", n->op);
@@ -364,10 +370,11 @@ static bool infer(Ox *ox, Graph *g)
                 continue;
             if (v->kind == VK_NONE)
                 return ox_unsupported(ox, n, "output %d ('%s')", j, ox->vname[n->out[j]]);
-            if (v->k == NULL && v->kind != VK_INPUT && v->type != OX_FLOAT)
+            if (v->k == NULL && v->kind != VK_INPUT && v->type != OX_FLOAT &&
+                v->type != OX_FLOAT16 && v->type != OX_BFLOAT16)
                 return ox_unsupported(ox, n, "output '%s' of element type %s computed at run "
-                                      "time (only float is)", ox->vname[n->out[j]],
-                                      ox_type_name(v->type));
+                                      "time (only float, float16 and bfloat16 are)",
+                                      ox->vname[n->out[j]], ox_type_name(v->type));
         }
     }
     return true;
@@ -421,12 +428,13 @@ bool onnx_import(const OnnxOptions *opt, OnnxResult *res)
             os->has_version)
             ox->opset = os->version;
     }
-    if (ox->opset < 0 && ox->model->ir_version >= 3) {
+    if (ox->opset < 0 && ox->model->ir_version >= 3 && ox->model->n_opset_import == 0) {
         /* Every model since IR 3 imports the default operator set. */
         ox_error(ox, NULL, "not an ONNX model: it imports no operator set of the default "
                  "domain (truncated?)");
         goto out;
     }
+    ox->no_default_opset = ox->opset < 0 && ox->model->ir_version >= 3;
     if (ox->opset < 0)
         ox->opset = 1;              /* IR versions 1 and 2 knew no opset_import */
     if (!build(ox, &g) || !read_bound(ox, &g, opt->bind))

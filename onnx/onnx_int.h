@@ -80,6 +80,7 @@ struct Ox {
     const char *path;
     Onnx__ModelProto *model;
     int64_t opset;                  /* of the default domain */
+    bool no_default_opset;          /* the model imports only other domains */
 
     const char **vname;             /* ONNX name of each value */
     int nvals;
@@ -108,6 +109,7 @@ struct Ox {
     bool *weight_out;               /* per value: goes into the weights file */
     bool write_failed;              /* symbolic mode failed: write again */
     int ntemp;
+    int stmt_type;                  /* element type of the node being written */
 };
 
 /* ---- errors -------------------------------------------------------------- */

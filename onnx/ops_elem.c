@@ -199,10 +199,15 @@ static bool elem_infer(Ox *ox, const OxNode *n)
             }
             return true;
         }
-        if (to == x->type && to == OX_FLOAT) {
+        bool fl = x->type == OX_FLOAT || x->type == OX_FLOAT16 || x->type == OX_BFLOAT16;
+        if (to == x->type && fl) {
             *y = *x;
             y->kind = VK_DATA;
             y->alias = n->in[0];
+            return true;
+        }
+        if (fl && (to == OX_FLOAT || to == OX_FLOAT16 || to == OX_BFLOAT16)) {
+            ox_set(ox, n->out[0], to, x->rank, x->shape);   /* a copy that rounds */
             return true;
         }
         return ox_unsupported(ox, n, "Cast from %s to %s at run time", ox_type_name(x->type),

@@ -327,7 +327,9 @@ void ox_stmt(Ox *ox, const char *name, int rank, const Dim *shape, const char *o
     fprintf(ox->stmt, "%s[", name);
     for (int d = 0; d < rank; d++)
         fprintf(ox->stmt, "%si%d", d ? ", " : "", d);
-    fprintf(ox->stmt, "] : [");
+    /* A node computing f16 or bf16 stores its results so, as ONNX does. */
+    fprintf(ox->stmt, "] : %s[", ox->stmt_type == OX_FLOAT16 ? "f16"
+                                : ox->stmt_type == OX_BFLOAT16 ? "bf16" : "");
     for (int d = 0; d < rank; d++)
         fprintf(ox->stmt, "%s%s", d ? ", " : "", ox_dim_str(ox, shape[d]));
     fprintf(ox->stmt, "] %s %s", op, body);
@@ -404,6 +406,7 @@ static bool write_body(Ox *ox)
             continue;
         ox_comment_node(ox, n);
         bool was = ox->write_failed;
+        ox->stmt_type = n->nout > 0 && n->out[0] >= 0 ? ox_val(ox, n->out[0])->type : OX_FLOAT;
         if (!ox_find_op(n->op)->write(ox, n))
             ox->failed = true;
         if (ox->write_failed && !was && !ox->fixed_by)
@@ -417,6 +420,9 @@ static bool write_body(Ox *ox)
         int id = ox->outputs[j], src = id;
         while (ox_val(ox, src)->alias >= 0)
             src = ox_val(ox, src)->alias;
+        for (int d = 0; d < ox_val(ox, src)->rank; d++)
+            if (ox_val(ox, src)->shape[d] == 0)
+                return ox_unsupported(ox, NULL, "graph output '%s' is empty", ox->vname[id]);
         bool copy = ox_val(ox, src)->kind != VK_DATA || src != id;
         for (int k = 0; k < j; k++)
             if (ox->outputs[k] == id)
@@ -429,6 +435,7 @@ static bool write_body(Ox *ox)
         ox_read(ox, src, ox_loop_idx(ox, v->rank));    /* declares it first */
         const char *nm = new_name(ox, ox->vname[id], NULL);
         fprintf(ox->stmt, "\n# graph output %s\n", ox->vname[id]);
+        ox->stmt_type = v->type;
         ox_stmt(ox, nm, v->rank, ox_shape_dims(ox, src), "=",
                 ox_read(ox, src, ox_loop_idx(ox, v->rank)), NULL);
         outs[j] = nm;

@@ -116,7 +116,8 @@ def check_case(case, pb2st, einc, work):
                 return op, "fail", "bind: " + out.strip()
             cmd.append("--bind=bind.safetensors")
         rc, out = run(cmd, work)
-        m = re.search(r"input \d+ \('([^']*)'\) must be known at import time", out)
+        m = (re.search(r"input \d+ \('([^']*)'\) must be known at import time", out) or
+             re.search(r"graph input '([^']*)' .* must be known at import time", out))
         if rc != 0 and m and m.group(1) in inputs and m.group(1) not in bound:
             bound.append(m.group(1))
             continue
