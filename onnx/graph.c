@@ -277,10 +277,11 @@ static bool input_type(Ox *ox, Graph *g, int j, OxVal *v, bool *batched)
         return ox_unsupported(ox, NULL, "graph input '%s' has rank %zu (at most %d)", nm,
                               tt->shape->n_dim, OX_MAXRANK);
     v->rank = (int)tt->shape->n_dim;
+    int64_t cnt = 1;
     for (int d = 0; d < v->rank; d++) {
         const Onnx__TensorShapeProto__Dimension *dm = tt->shape->dim[d];
         if (dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
-            dm->dim_value >= 1 && dm->dim_value <= ((int64_t)1 << 40)) {
+            dm->dim_value >= 1 && dm->dim_value <= OX_MAX_ELEMS) {
             v->shape[d] = dm->dim_value;
             if (d == 0 && !g->batch_param && dm->dim_value == ox->batch[0])
                 *batched = true;
@@ -301,6 +302,8 @@ static bool input_type(Ox *ox, Graph *g, int j, OxVal *v, bool *batched)
         } else {
             return ox_error(ox, NULL, "graph input '%s' has no size in dimension %d", nm, d);
         }
+        if (!i64_mul(cnt, v->shape[d], &cnt) || cnt > OX_MAX_ELEMS)
+            return ox_error(ox, NULL, "graph input '%s' is too large", nm);
     }
     return true;
 }
@@ -351,6 +354,10 @@ static bool infer(Ox *ox, Graph *g)
         const OxOp *op = ox_find_op(n->op);
         if (!op)
             return ox_unsupported(ox, n, "operator %s", n->op);
+        if (n->nout < 1 || n->out[0] < 0)
+            return ox_error(ox, n, "the node has no output");
+        if (strcmp(n->op, "Constant") != 0 && (n->nin < 1 || n->in[0] < 0))
+            return ox_error(ox, n, "the node has no first input");
         for (int j = 0; j < n->nin; j++)
             if (n->in[j] >= 0 && val[n->in[j]].kind == VK_NONE)
                 return ox_error(ox, n, "input '%s' is not computed before the node "
@@ -370,6 +377,10 @@ static bool infer(Ox *ox, Graph *g)
                 continue;
             if (v->kind == VK_NONE)
                 return ox_unsupported(ox, n, "output %d ('%s')", j, ox->vname[n->out[j]]);
+            int64_t cnt = 1;
+            for (int d = 0; d < v->rank; d++)
+                if (v->shape[d] < 0 || !i64_mul(cnt, v->shape[d], &cnt) || cnt > OX_MAX_ELEMS)
+                    return ox_error(ox, n, "output '%s' is too large", ox->vname[n->out[j]]);
             if (v->k == NULL && v->kind != VK_INPUT && v->type != OX_FLOAT &&
                 v->type != OX_FLOAT16 && v->type != OX_BFLOAT16)
                 return ox_unsupported(ox, n, "output '%s' of element type %s computed at run "

@@ -210,7 +210,7 @@ OxConst *ox_tensor(Ox *ox, const OxNode *n, const Onnx__TensorProto *t, int *ran
     for (size_t d = 0; d < t->n_dims; d++) {
         if (t->dims[d] < 0)
             return ox_error(ox, n, "tensor '%s' has a negative dimension", tn), NULL;
-        if (!i64_mul(count, t->dims[d], &count) || count > ((int64_t)1 << 40))
+        if (!i64_mul(count, t->dims[d], &count) || count > OX_MAX_ELEMS)
             return ox_error(ox, n, "tensor '%s' is too large", tn), NULL;
         shape[d] = t->dims[d];
     }

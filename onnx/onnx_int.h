@@ -21,6 +21,14 @@
 
 enum { OX_MAXRANK = 8 };
 
+/* Limits that keep the importer's arithmetic inside int64: a tensor has
+ * at most 2^40 elements, an attribute of a window (kernel, stride,
+ * dilation, pad) is at most 2^20, and a value is evaluated at import time
+ * only up to 2^24 elements (a larger one is computed by the program). */
+#define OX_MAX_ELEMS ((int64_t)1 << 40)
+#define OX_MAX_ATTR ((int64_t)1 << 20)
+#define OX_MAX_FOLD ((int64_t)1 << 24)
+
 /* ONNX element types (TensorProto.DataType). */
 enum {
     OX_UNDEF = 0, OX_FLOAT = 1, OX_UINT8 = 2, OX_INT8 = 3, OX_UINT16 = 4,

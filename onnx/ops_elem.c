@@ -185,7 +185,8 @@ static bool elem_infer(Ox *ox, const OxNode *n)
         int to;
         cast_target(ox, n, &to);
         OxVal *y = ox_val(ox, n->out[0]);
-        if (x->k && !x->k->h && (to == OX_FLOAT || to == OX_DOUBLE || ox_type_is_int(to))) {
+        if (x->k && !x->k->h && (to == OX_FLOAT || to == OX_DOUBLE || ox_type_is_int(to)) &&
+            x->k->n <= OX_MAX_FOLD) {
             *y = *x;
             y->kind = VK_CONST;
             y->type = to;
@@ -236,7 +237,8 @@ static bool elem_infer(Ox *ox, const OxNode *n)
     ox_set(ox, n->out[0], type, rank, shape);
     OxVal *y = ox_val(ox, n->out[0]);
     /* Fold what is known. */
-    if (all_known(ox, n) && (is_binary(f) || f <= U_RECIPROCAL || f == U_SIGN)) {
+    if (all_known(ox, n) && (is_binary(f) || f <= U_RECIPROCAL || f == U_SIGN) &&
+        ox_numel(y) <= OX_MAX_FOLD) {
         bool ints = ox_type_is_int(type) || (is_compare(f) && ox_type_is_int(x->type));
         int64_t cnt = ox_numel(y);
         y->kind = VK_CONST;
@@ -249,8 +251,9 @@ static bool elem_infer(Ox *ox, const OxNode *n)
                     continue;
                 OxVal *v = ox_val(ox, n->in[i]);
                 double a = kval(v->k, bcast_index(v, rank, shape, j));
-                r = i == 0 || !is_binary(f) ? (is_binary(f) ? a : eval_unary(f, a))
-                                            : eval_binary(f, r, a, ints);
+                if (!is_binary(f) && i > 0)
+                    break;
+                r = i == 0 ? (is_binary(f) ? a : eval_unary(f, a)) : eval_binary(f, r, a, ints);
             }
             if (f == B_MEAN)
                 r /= n->nin;

@@ -80,7 +80,8 @@ static bool ints_attr(Ox *ox, const OxNode *n, const char *name, int k, int64_t 
     if (cnt != k)
         return ox_error(ox, n, "attribute %s has %d values, not %d", name, cnt, k);
     for (int i = 0; i < k; i++) {
-        if (v[i] < (strcmp(name, "pads") == 0 || strcmp(name, "output_padding") == 0 ? 0 : 1))
+        if (v[i] < (strcmp(name, "pads") == 0 || strcmp(name, "output_padding") == 0 ? 0 : 1) ||
+            v[i] > OX_MAX_ATTR)
             return ox_error(ox, n, "attribute %s has the value %lld", name, (long long)v[i]);
         dst[i] = v[i];
     }
@@ -105,6 +106,8 @@ static bool window(Ox *ox, const OxNode *n, const OxVal *x, const int64_t *wkern
         return ox_error(ox, n, "kernel_shape has %d values, not %d", cnt, k);
     for (int i = 0; i < k; i++) {
         w->kernel[i] = cnt >= 0 ? ks[i] : wkernel ? wkernel[i] : 0;
+        if (w->kernel[i] > OX_MAX_ATTR)
+            return ox_error(ox, n, "a kernel of size %lld", (long long)w->kernel[i]);
         if (w->kernel[i] < 1)
             return ox_error(ox, n, "needs a kernel_shape");
         if (wkernel && wkernel[i] != w->kernel[i])
@@ -122,6 +125,8 @@ static bool window(Ox *ox, const OxNode *n, const OxVal *x, const int64_t *wkern
         pads[i] = cnt >= 0 ? pv[i] : 0;
         if (pads[i] < 0)
             return ox_unsupported(ox, n, "negative pads");
+        if (pads[i] > OX_MAX_ATTR)
+            return ox_error(ox, n, "pads of %lld", (long long)pads[i]);
     }
     const char *ap = ox_attr_str(ox, n, "auto_pad", "NOTSET");
     bool same = strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0;
@@ -202,6 +207,9 @@ static bool conv_setup(Ox *ox, const OxNode *n, Win *w, int64_t *group)
     if (*group < 1 || c % *group != 0)
         return ox_error(ox, n, "group %lld does not divide the %lld channels",
                         (long long)*group, (long long)c);
+    if (*group > c)
+        return ox_error(ox, n, "group %lld exceeds the %lld channels", (long long)*group,
+                        (long long)c);
     if (!tr && wt->shape[1] * *group != c)
         return ox_error(ox, n, "the weight has %lld input channels per group, the input "
                         "%lld channels in %lld groups", (long long)wt->shape[1], (long long)c,
@@ -232,7 +240,10 @@ static bool conv_infer(Ox *ox, const OxNode *n)
     OxVal *x = ox_val(ox, n->in[0]), *wt = ox_val(ox, n->in[1]);
     int64_t shape[OX_MAXRANK];
     shape[0] = x->shape[0];
-    shape[1] = strcmp(n->op, "ConvTranspose") == 0 ? wt->shape[1] * g : wt->shape[0];
+    shape[1] = wt->shape[0];
+    if (strcmp(n->op, "ConvTranspose") == 0 &&
+        (!i64_mul(wt->shape[1], g, &shape[1]) || shape[1] > OX_MAX_ELEMS))
+        return ox_error(ox, n, "too many output channels");
     for (int i = 0; i < w.k; i++)
         shape[i + 2] = w.out[i];
     ox_set(ox, n->out[0], x->type, x->rank, shape);
@@ -628,7 +639,7 @@ static bool resize_setup(Ox *ox, const OxNode *n, Rs *r)
         for (int d = 0; d < x->rank; d++) {
             r->in[d] = x->shape[d];
             r->out[d] = sz[d];
-            if (sz[d] < 1)
+            if (sz[d] < 1 || sz[d] > OX_MAX_ELEMS)
                 return ox_error(ox, n, "sizes has the value %lld", (long long)sz[d]);
             r->sp[d] = sz[d];
             r->sq[d] = x->shape[d];
@@ -655,9 +666,13 @@ static bool resize_setup(Ox *ox, const OxNode *n, Rs *r)
         return ox_error(ox, n, "scales has %d values, not %d", cnt, x->rank);
     for (int d = 0; d < x->rank; d++) {
         r->in[d] = x->shape[d];
-        if (!(sc[d] > 0) || !scale_fraction(sc[d], &r->sp[d], &r->sq[d]))
+        if (!(sc[d] > 0) || sc[d] > OX_MAX_ATTR ||
+            !scale_fraction(sc[d], &r->sp[d], &r->sq[d]))
             return ox_unsupported(ox, n, "the scale %g", sc[d]);
-        r->out[d] = (int64_t)floor((double)x->shape[d] * sc[d]);
+        double o = floor((double)x->shape[d] * sc[d]);
+        if (o > (double)OX_MAX_ELEMS)
+            return ox_error(ox, n, "the output is too large");
+        r->out[d] = (int64_t)o;
         if (r->out[d] < 1)
             return ox_error(ox, n, "an empty output");
     }

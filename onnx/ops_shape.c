@@ -122,8 +122,9 @@ static bool reshape_infer(Ox *ox, const OxNode *n)
             } else if (v < 1) {
                 return ox_error(ox, n, "shape has the value %lld", (long long)v);
             }
+            if (v > OX_MAX_ELEMS || !i64_mul(known, v, &known) || known > OX_MAX_ELEMS)
+                return ox_error(ox, n, "shape has the value %lld", (long long)v);
             shape[d] = v;
-            known *= v;
         }
         if (minus >= 0) {
             if (known == 0 || ox_numel(x) % known != 0)
@@ -292,7 +293,7 @@ static bool transpose_infer(Ox *ox, const OxNode *n)
     for (int d = 0; d < x->rank; d++)
         shape[d] = x->shape[perm[d]];
     ox_set(ox, n->out[0], x->type, x->rank, shape);
-    if (x->k) {
+    if (x->k && ox_numel(ox_val(ox, n->out[0])) <= OX_MAX_FOLD) {
         int64_t *src = src_buf(ox, n->out[0]), idx[OX_MAXRANK], xi[OX_MAXRANK];
         for (int64_t j = 0; j < ox_numel(ox_val(ox, n->out[0])); j++) {
             unflat(j, x->rank, shape, idx);
@@ -347,7 +348,7 @@ static bool concat_infer(Ox *ox, const OxNode *n)
         known = known && v->k;
     }
     ox_set(ox, n->out[0], x->type, x->rank, shape);
-    if (known) {
+    if (known && ox_numel(ox_val(ox, n->out[0])) <= OX_MAX_FOLD) {
         /* Fold: concatenate the inputs' data. */
         OxVal *y = ox_val(ox, n->out[0]);
         int64_t cnt = ox_numel(y), idx[OX_MAXRANK];
@@ -464,7 +465,7 @@ static bool split_infer(Ox *ox, const OxNode *n)
             if (sizes[i] == 0)
                 return ox_unsupported(ox, n, "an empty output");
             ox_set(ox, n->out[i], x->type, x->rank, shape);
-            if (x->k) {
+            if (x->k && ox_numel(ox_val(ox, n->out[0])) <= OX_MAX_FOLD) {
                 int64_t *src = src_buf(ox, n->out[i]), idx[OX_MAXRANK];
                 for (int64_t j = 0; j < ox_numel(ox_val(ox, n->out[i])); j++) {
                     unflat(j, x->rank, shape, idx);
@@ -545,6 +546,8 @@ static bool slice_params(Ox *ox, const OxNode *n, Sl *s)
         int64_t dim = x->shape[a], step = sp ? sp[i] : 1, b = st[i], e = en[i];
         if (step == 0)
             return ox_error(ox, n, "a step of 0");
+        /* a step longer than the dimension takes one element */
+        step = step > OX_MAX_ELEMS ? OX_MAX_ELEMS : step < -OX_MAX_ELEMS ? -OX_MAX_ELEMS : step;
         if (b < 0)
             b += dim;
         if (e < 0 && e > INT64_MIN / 2)
@@ -576,7 +579,7 @@ static bool slice_infer(Ox *ox, const OxNode *n)
         if (s.len[d] == 0)
             return ox_unsupported(ox, n, "an empty output");
     ox_set(ox, n->out[0], x->type, x->rank, s.len);
-    if (x->k) {
+    if (x->k && ox_numel(ox_val(ox, n->out[0])) <= OX_MAX_FOLD) {
         int64_t *src = src_buf(ox, n->out[0]), idx[OX_MAXRANK];
         for (int64_t j = 0; j < ox_numel(ox_val(ox, n->out[0])); j++) {
             unflat(j, x->rank, s.len, idx);
@@ -654,7 +657,7 @@ static bool gather_infer(Ox *ox, const OxNode *n)
             return ox_error(ox, n, "index %lld is out of range for size %lld",
                             (long long)ix->k->i[j], (long long)dim);
     ox_set(ox, n->out[0], x->type, r, shape);
-    if (x->k) {
+    if (x->k && ox_numel(ox_val(ox, n->out[0])) <= OX_MAX_FOLD) {
         int64_t *src = src_buf(ox, n->out[0]), idx[OX_MAXRANK], xi[OX_MAXRANK];
         for (int64_t j = 0; j < ox_numel(ox_val(ox, n->out[0])); j++) {
             unflat(j, r, shape, idx);
@@ -787,6 +790,9 @@ static bool pad_params(Ox *ox, const OxNode *n, Pd *p)
     for (int d = 0; d < r; d++)
         p->pb[d] = p->pe[d] = 0;
     for (int i = 0; i < na; i++) {
+        if (pads[i] < -OX_MAX_ELEMS || pads[i] > OX_MAX_ELEMS || pads[i + na] < -OX_MAX_ELEMS ||
+            pads[i + na] > OX_MAX_ELEMS)
+            return ox_error(ox, n, "pads out of range");
         p->pb[axes[i]] = pads[i];
         p->pe[axes[i]] = pads[i + na];
     }
@@ -904,7 +910,8 @@ static bool expand_infer(Ox *ox, const OxNode *n)
         for (int d = 0; d < r; d++) {
             if (s[d] < 1)
                 return ox_unsupported(ox, n, "repeats of %lld", (long long)s[d]);
-            shape[d] = x->shape[d] * s[d];
+            if (!i64_mul(x->shape[d], s[d], &shape[d]) || shape[d] > OX_MAX_ELEMS)
+                return ox_error(ox, n, "the output is too large");
         }
     } else {
         r = cnt > x->rank ? cnt : x->rank;
@@ -919,10 +926,12 @@ static bool expand_infer(Ox *ox, const OxNode *n)
             shape[d] = a == 1 ? b : a;
             if (shape[d] < 1)
                 return ox_unsupported(ox, n, "an empty output");
+            if (shape[d] > OX_MAX_ELEMS)
+                return ox_error(ox, n, "the output is too large");
         }
     }
     ox_set(ox, n->out[0], x->type, r, shape);
-    if (x->k) {
+    if (x->k && ox_numel(ox_val(ox, n->out[0])) <= OX_MAX_FOLD) {
         int64_t *src = src_buf(ox, n->out[0]), idx[OX_MAXRANK], xi[OX_MAXRANK];
         for (int64_t j = 0; j < ox_numel(ox_val(ox, n->out[0])); j++) {
             unflat(j, r, shape, idx);
@@ -965,7 +974,7 @@ static bool d2s_infer(Ox *ox, const OxNode *n)
         return false;
     OxVal *x = ox_val(ox, n->in[0]);
     int64_t b = ox_attr_int(n, "blocksize", 0);
-    if (x->rank != 4 || b < 1)
+    if (x->rank != 4 || b < 1 || b > OX_MAX_ATTR)
         return ox_error(ox, n, "needs a 4-d input and a blocksize");
     int64_t shape[4] = {x->shape[0], 0, 0, 0};
     if (strcmp(n->op, "DepthToSpace") == 0) {
@@ -1101,8 +1110,8 @@ static bool cos_infer(Ox *ox, const OxNode *n)
     for (int d = 0; d < cnt; d++) {
         if (s[d] < 1)
             return ox_unsupported(ox, n, "an empty output");
-        if (!i64_mul(total, s[d], &total) || total > ((int64_t)1 << 32))
-            return ox_error(ox, n, "the output is too large");
+        if (!i64_mul(total, s[d], &total) || total > OX_MAX_FOLD)
+            return ox_unsupported(ox, n, "an output too large to evaluate at import time");
     }
     const Onnx__AttributeProto *a = ox_attr(n, "value");
     OxConst *v = NULL;
@@ -1133,6 +1142,8 @@ static bool range_infer(Ox *ox, const OxNode *n)
     if (dl == 0)
         return ox_error(ox, n, "a delta of 0");
     double c = (lim - st) / dl;
+    if (!(c <= (double)OX_MAX_FOLD))
+        return ox_unsupported(ox, n, "an output too large to evaluate at import time");
     int64_t len = c > 0 ? (int64_t)(c + 0.999999999) : 0;
     if (len < 1)
         return ox_unsupported(ox, n, "an empty output");
