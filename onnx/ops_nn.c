@@ -696,10 +696,13 @@ static void coord(const Rs *r, int d, int64_t *a, int64_t *b, int64_t *den)
     if (strcmp(m, "asymmetric") == 0) {
         *a = q, *b = 0, *den = p;
     } else if (strcmp(m, "align_corners") == 0) {
-        if (r->out[d] == 1)
+        /* x = o * (in - 1) / (in * scale - 1): ONNX takes the resized
+         * length unrounded, in * p / q (out itself for sizes) */
+        int64_t l = r->in[d] * p - q;
+        if (l <= 0)
             *a = 0, *b = 0, *den = 1;
         else
-            *a = r->in[d] - 1, *b = 0, *den = r->out[d] - 1;
+            *a = (r->in[d] - 1) * q, *b = 0, *den = l;
     } else if (strcmp(m, "tf_half_pixel_for_nn") == 0) {
         *a = 2 * q, *b = q, *den = 2 * p;
     } else if (strcmp(m, "pytorch_half_pixel") == 0 && r->out[d] == 1) {
