@@ -227,6 +227,16 @@ static bool elem_infer(Ox *ox, const OxNode *n)
         memcpy(shape, x->shape, sizeof shape);
         if (f == B_PRELU && (n->nin != 2 || n->in[1] < 0))
             return ox_error(ox, n, "needs two inputs");
+        if (f == B_PRELU) {
+            OxVal *sv = ox_val(ox, n->in[1]);
+            bool legacy = ox->opset < 7 && sv->rank == 1 && rank >= 2 &&
+                          sv->shape[0] == shape[1];
+            for (int d = 0; d < sv->rank && !legacy; d++) {
+                int od = rank - sv->rank + d;
+                if (od < 0 || (sv->shape[d] != 1 && sv->shape[d] != shape[od]))
+                    return ox_error(ox, n, "the slope does not broadcast to the input");
+            }
+        }
     }
     int type = is_compare(f) ? OX_BOOL : x->type;
     for (int i = 1; i < n->nin && !is_compare(f); i++)
@@ -354,7 +364,14 @@ static bool elem_write(Ox *ox, const OxNode *n)
     const char *body;
     if (f == B_PRELU) {
         const char *x = ox_read(ox, n->in[0], idx);
-        const char *s = ox_read_bcast(ox, n->in[1], y->rank, y->shape, idx);
+        OxVal *sv = ox_val(ox, n->in[1]);
+        /* Before opset 7 a slope of shape [C] is per channel (dim 1), not
+         * numpy-aligned to the last dimension. */
+        const char *c[1] = {"i1"};
+        bool legacy = ox->opset < 7 && sv->rank == 1 && y->rank >= 2 &&
+                      sv->shape[0] == y->shape[1] && sv->shape[0] != 1;
+        const char *s = legacy ? ox_read(ox, n->in[1], c)
+                               : ox_read_bcast(ox, n->in[1], y->rank, y->shape, idx);
         body = arena_printf(ox->arena, "select(%s < 0, %s * %s, %s)", x, s, x, x);
     } else if (is_binary(f)) {
         if (is_compare(f))
