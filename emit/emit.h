@@ -15,7 +15,6 @@ typedef enum { TARGET_CUDA, TARGET_C } Target;
 typedef struct EmitOptions {
     Target target;
     bool main;                  /* --main: add the harness main() */
-    bool shared;                /* --shared: line 1 builds a shared library */
     const char *out_name;       /* output file as given with -o (for the
                                    first-line build command); NULL for stdout */
     const char *src_name;       /* the .ein file as named on the command line */
@@ -25,6 +24,7 @@ typedef struct EmitOptions {
      * main (emit/tuner.c) instead of the harness */
     const char *const *tune_keys;
     const char *tune_device;    /* the device line of the database it writes */
+    bool shared;                /* --shared: line 1 builds a shared library */
 } EmitOptions;
 
 /* Write the program; returns 0, or reports an error (diag_error) and
