@@ -62,14 +62,20 @@ static void write_build_line(Emit *em)
     char *dot = strrchr(exe, '.');
     if (dot && dot != exe)
         *dot = 0;
-    /* Without main() the file is a library: the command makes an object. */
-    bool link = em->opt->main;
-    if (!link)
+    /* Without main() the file is a library: the command makes an object,
+     * or with --shared a shared library (what python/einc loads). */
+    bool shared = em->opt->shared && !em->opt->main;
+    bool link = em->opt->main || shared;
+    if (shared)
+        exe = arena_printf(em->arena, "%s.so", exe);
+    else if (!link)
         exe = arena_printf(em->arena, "%s.o", exe);
     else if (strcmp(exe, src) == 0)
         exe = arena_printf(em->arena, "%s.out", src);
     Sb cmd = {0};
     sb_puts(&cmd, cuda ? "nvcc -O3 -arch=sm_90 " : "cc -O2 -fopenmp ");
+    if (shared)
+        sb_puts(&cmd, cuda ? "-Xcompiler -fPIC -shared " : "-fPIC -shared ");
     if (!link)
         sb_puts(&cmd, "-c ");
     if (!has_suffix(src, ext))

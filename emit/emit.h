@@ -24,6 +24,7 @@ typedef struct EmitOptions {
      * main (emit/tuner.c) instead of the harness */
     const char *const *tune_keys;
     const char *tune_device;    /* the device line of the database it writes */
+    bool shared;                /* --shared: line 1 builds a shared library */
 } EmitOptions;
 
 /* Write the program; returns 0, or reports an error (diag_error) and
