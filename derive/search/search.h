@@ -27,6 +27,7 @@ typedef struct SearchOptions {
     const Device *dev;
     Precision precision;        /* --precision: what vendor operators compute in */
     const TuneDb *tune_db;      /* --tune-db: measured times, or NULL */
+    Target target;              /* whose libraries the plan calls (cost_impl) */
 } SearchOptions;
 void search_default_options(SearchOptions *o);
 
