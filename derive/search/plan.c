@@ -56,7 +56,8 @@ void plan_price(IrCtx *cx, const CostModel *cm, PlanOp *op)
             op->cost += cost_stage(cm, op->rows->members[i]->stage, NULL);
 }
 
-PlanOp plan_choose(IrCtx *cx, const CostModel *cm, const IrTensor *out, const Stage *s)
+/* plan_choose without the price. */
+static PlanOp match_op(const CostModel *cm, const IrTensor *out, const Stage *s)
 {
     PlanOp op;
     memset(&op, 0, sizeof op);
@@ -71,6 +72,12 @@ PlanOp plan_choose(IrCtx *cx, const CostModel *cm, const IrTensor *out, const St
         memset(&op.op, 0, sizeof op.op);
         op.op.kind = OPK_KERNEL;
     }
+    return op;
+}
+
+PlanOp plan_choose(IrCtx *cx, const CostModel *cm, const IrTensor *out, const Stage *s)
+{
+    PlanOp op = match_op(cm, out, s);
     plan_price(cx, cm, &op);
     return op;
 }
@@ -150,8 +157,8 @@ static const IrTensor *add_tensor(Flat *f, const Stage *st)
 
 /* The operator `s` would be, computing `out`, or (out NULL) a new
  * intermediate, which is f32 with the extent of s's loops (starting at 0,
- * as add_tensor makes it). */
-static PlanOp choose(Flat *f, const IrTensor *out, const Stage *s)
+ * as add_tensor makes it); priced unless only its implementation counts. */
+static PlanOp choose_op(Flat *f, const IrTensor *out, const Stage *s, bool price)
 {
     IrTensor tmp;
     int64_t shape[MAXR + 1];
@@ -168,15 +175,22 @@ static PlanOp choose(Flat *f, const IrTensor *out, const Stage *s)
         tmp.weight_only = ir_stage_weight_only(s);
         out = &tmp;
     }
-    PlanOp op = plan_choose(f->cx, f->cm, out, s);
+    PlanOp op = match_op(f->cm, out, s);
+    if (price)
+        plan_price(f->cx, f->cm, &op);
     op.out = NULL;              /* tmp is gone */
     return op;
+}
+
+static PlanOp choose(Flat *f, const IrTensor *out, const Stage *s)
+{
+    return choose_op(f, out, s, true);
 }
 
 /* Whether the target runs `s` (computing out, as choose) as a library call. */
 static bool is_call(Flat *f, const IrTensor *out, const Stage *s)
 {
-    return choose(f, out, s).impl != IMPL_KERNEL;
+    return choose_op(f, out, s, false).impl != IMPL_KERNEL;
 }
 
 /* `s` with its loops in the order perm (new position j holds old loop
@@ -291,9 +305,10 @@ static const Stage *fit_gemm(Flat *f, const Stage *s, bool free_output, int *per
         const Stage *r = reorder_shift(f, t, perm, s->nloops);
         if (pass == 4)
             return t;
-        PlanOp o = free_output ? choose(f, NULL, r) : choose(f, f->result, t);
-        if (o.impl != IMPL_KERNEL) {
-            double c = o.cost;
+        const IrTensor *out = free_output ? NULL : f->result;
+        const Stage *op_stage = free_output ? r : t;
+        if (is_call(f, out, op_stage)) {
+            double c = choose(f, out, op_stage).cost;
             for (int i = before; i < f->out->ops.len; i++)
                 if (!f->out->ops.data[i].out->weight_only)
                     c += f->out->ops.data[i].cost;
