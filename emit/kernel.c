@@ -1,8 +1,11 @@
-/* kernel.c - the one description of a generated kernel, built from a
- * stage: which tensors it reads, the index type, and a dialect-neutral C
- * body that computes one output element into `acc`.  c.c and cuda.c wrap
- * the same body in a loop nest or a grid-stride loop, so the CPU tests
- * run exactly the arithmetic the GPU runs.
+/* kernel.c - the one description of a generated kernel, built from an
+ * operator of the plan: which tensors it reads, the index type, a
+ * dialect-neutral C body that computes one output element into `acc`, and
+ * what is stored (acc, or the operator's epilogue of it).  c.c and cuda.c
+ * wrap the same body in a loop nest or a grid-stride loop, so the CPU
+ * tests run exactly the arithmetic the GPU runs.  A library call's
+ * epilogue is a kernel of its own, run after the call over the output in
+ * place.
  *
  * Exactness rules carried out here: reads outside a tensor's shape are 0
  * (a check is written only where ix_bounds says the index can leave the
@@ -11,9 +14,9 @@
  * elements outside the loop ranges (output padding) and elements whose
  * loop-level guards fail are 0; a max=/min= with no term is 0.  Reads of
  * f16 and bf16 tensors widen the element to float (ein_ld_f16,
- * ein_ld_bf16); all arithmetic is in float.  Nested
- * stages in a body are not generated yet: they are reported as an
- * internal error. */
+ * ein_ld_bf16); all arithmetic is in float.  Nested stages in a body are
+ * not generated yet: they are an internal error (ICE), as is anything
+ * else a well-formed plan does not hold. */
 #include "config.h"
 #include "emit_int.h"
 
@@ -867,39 +870,50 @@ static void map_body(KGen *g, Kernel *k, const IExpr *epi, Sb *b)
     sb_free(&body);
 }
 
-/* A reduction, or a map with output padding or guards: the conditions
- * that do not depend on the sum, a loop per sum variable with the guards
- * that do, and the accumulation; then the lanes' part (build_part). */
-static void reduce_body(KGen *g, Kernel *k, Sb *b)
+/* The condition of an element that has terms at all: inside the loop
+ * ranges (output padding) and the guards that do not depend on a sum
+ * variable; level[i] receives the innermost sum variable guard i depends
+ * on (-1: none, it is in the condition).  Returns how many conditions
+ * there are. */
+static int outer_condition(KGen *g, Kernel *k, Sb *cond, int *level)
 {
     const Stage *st = k->st;
     const IrTensor *t = k->out;
-    line(b, 0, "float acc = 0.0f;");
-    if (st->red == RED_MAX || st->red == RED_MIN)
-        line(b, 0, "int any = 0;     /* no term at all gives 0 */");
-    /* Output padding and the guards that do not depend on the sum. */
-    Sb cond = {0};
     int nc = 0;
     for (int i = 0; i < st->nloops; i++) {
         const IrVar *v = &st->loops[i];
         if (v->lo > 0 || v->hi < t->shape[i])
             g->used[v->id] = true;
         if (v->lo > 0)
-            sb_printf(&cond, "%s%s >= %" PRId64, nc++ ? " && " : "", k->loopvar[i], v->lo);
+            sb_printf(cond, "%s%s >= %" PRId64, nc++ ? " && " : "", k->loopvar[i], v->lo);
         if (v->hi < t->shape[i])
-            sb_printf(&cond, "%s%s < %" PRId64, nc++ ? " && " : "", k->loopvar[i], v->hi);
+            sb_printf(cond, "%s%s < %" PRId64, nc++ ? " && " : "", k->loopvar[i], v->hi);
     }
-    int *level = arena_alloc(g->em->arena, sizeof *level * (size_t)(st->nguards + 1));
     for (int i = 0; i < st->nguards; i++) {
         level[i] = -1;
         for (int j = 0; j < st->nsums; j++)
             if (ir_expr_uses(st->guards[i], st->sums[j].id))
                 level[i] = j;
         if (level[i] < 0) {
-            sb_puts(&cond, nc++ ? " && " : "");
-            gen_b(g, st->guards[i], &cond);
+            sb_puts(cond, nc++ ? " && " : "");
+            gen_b(g, st->guards[i], cond);
         }
     }
+    return nc;
+}
+
+/* A reduction, or a map with output padding or guards: the outer
+ * condition, a loop per sum variable with the guards that depend on it,
+ * and the accumulation; then the lanes' part (build_part). */
+static void reduce_body(KGen *g, Kernel *k, Sb *b)
+{
+    const Stage *st = k->st;
+    line(b, 0, "float acc = 0.0f;");
+    if (st->red == RED_MAX || st->red == RED_MIN)
+        line(b, 0, "int any = 0;     /* no term at all gives 0 */");
+    Sb cond = {0};
+    int *level = arena_alloc(g->em->arena, sizeof *level * (size_t)(st->nguards + 1));
+    int nc = outer_condition(g, k, &cond, level);
     int depth = 0;
     if (nc)
         line(b, depth++, "if (%s) {", sb_str(&cond));
