@@ -186,6 +186,14 @@ static const Stage *tighten(Search *s, const Stage *e)
     return e;
 }
 
+/* FNV-1a over a text, and a byte that ends it. */
+static uint64_t fnv(uint64_t h, const char *s)
+{
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+    return (h ^ 0xff) * 0x100000001b3ULL;       /* ends every text */
+}
+
 /* A key for a plan: the canonical text of each library operator it runs
  * per call (its implementation and the operator key of cost.h, which
  * holds the kind, the precision, the element types and every size of
@@ -195,14 +203,7 @@ static const Stage *tighten(Search *s, const Stage *e)
  * a kernel is written, or in what runs at load, count once (the cheapest
  * is kept).  An epilogue counts as what it is: a pass after a call, or
  * part of a kernel's store. */
-static uint64_t fnv(uint64_t h, const char *s)
-{
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-    return (h ^ 0xff) * 0x100000001b3ULL;       /* ends every text */
-}
-
-static uint64_t plan_key(const Pieces *p, Precision prec)
+uint64_t search_plan_key(const Pieces *p, Precision prec)
 {
     uint64_t h = 0xcbf29ce484222325ULL;
     char extra[160];
@@ -227,7 +228,7 @@ static uint64_t plan_key(const Pieces *p, Precision prec)
 }
 
 /* The candidates kept are the MAX_CANDIDATES cheapest distinct plans (by
- * plan_key).  Returns whether `c` was kept. */
+ * search_plan_key).  Returns whether `c` was kept. */
 static bool keep_candidate(Search *s, const Candidate *c)
 {
     Arena *a = ir_arena(s->cx);
@@ -268,7 +269,7 @@ static int add_node(Search *s, const Stage *e, int parent, const RuleSite *via,
     CostModel cm = {s->opt->dev, s->opt->precision, s->opt->tune_db, s->opt->target};
     plan_instantiate(s->cx, &cm, s->result, e, s->next_id, &c.pieces);
     n.cost = c.pieces.cost;
-    c.key = plan_key(&c.pieces, s->opt->precision);
+    c.key = search_plan_key(&c.pieces, s->opt->precision);
     bool keep = keep_candidate(s, &c);
     if (!keep && !s->trace)
         ir_ctx_release(s->cx, mark);

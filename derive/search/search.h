@@ -65,4 +65,9 @@ void search_tensor(RuleCtx *rc, const IrTensor *result, const SearchOptions *opt
  * (search.c says what counts); 0 for a dense GEMM. */
 int search_distance(const Stage *s);
 
+/* What makes two plans the same for the search (search.c): the canonical
+ * text of every library operator they run per call, with every field
+ * that makes two operators differ, and the number of their kernels. */
+uint64_t search_plan_key(const Pieces *p, Precision prec);
+
 #endif
