@@ -104,7 +104,6 @@ typedef struct KGen {
     bool wide;                      /* index arithmetic in int64_t */
     bool *reads;                    /* by tensor id */
     bool *used;                     /* by var id: appears in the body */
-    int errors;
     /* --precision below fp32 and a summed body: the tensor operands of
      * its products are rounded to the format (ein_rnd), as library calls
      * round theirs, so a contraction computes the same wherever it runs */
