@@ -1002,7 +1002,8 @@ static void finish_kernel(KGen *g, Kernel *k, const PlanOp *op, bool pass)
         k->loopused[i] = g->used[st->loops[i].id];
     Sb c = {0};
     if (pass)
-        sb_printf(&c, "the epilogue of %s, after it:\n", lib_call_name(em, k->out));
+        sb_printf(&c, "the epilogue of %s, after it:\n",
+                  cost_impl_call(op->impl, op->op.kind, op->op.batch > 1));
     emit_source_comment(em->arena, em->p->cx, k->out, st, pass ? NULL : op->epi.value, &c);
     k->comment = arena_strdup(em->arena, sb_str(&c));
     sb_free(&c);
