@@ -98,12 +98,29 @@ static bool stage_reads(const Stage *st, const IrTensor *t)
     return false;
 }
 
+static bool ix_reads_tensor(const Ix *x, const IrTensor *t)
+{
+    const IExpr *g[16];
+    int n = ix_gathers(x, g, 16);
+    for (int i = 0; i < n && i < 16; i++)
+        if (reads_tensor(g[i], t))
+            return true;
+    return false;
+}
+
 static bool reads_tensor(const IExpr *e, const IrTensor *t)
 {
     switch (e->kind) {
-    case IE_CONST: case IE_INDEX: case IE_ICMP:
+    case IE_CONST:
         return false;
+    case IE_INDEX:
+        return ix_reads_tensor(e->ix, t);
+    case IE_ICMP:
+        return ix_reads_tensor(e->icmp.ix, t);
     case IE_ACCESS:
+        for (int k = 0; k < e->access.nidx; k++)
+            if (ix_reads_tensor(e->access.idx[k], t))
+                return true;
         if (e->access.tensor)
             return e->access.tensor == t;
         return stage_reads(e->access.stage, t);

@@ -242,6 +242,39 @@ void emit_write_helpers(Emit *em)
     if (h & HELP_MIN)
         sb_printf(o, "%s float ein_min(float a, float b)\n{\n"
                   "    return (a < b || isnan(a)) ? a : b;\n}\n\n", fn);
+    if (h & HELP_SIGN)
+        sb_printf(o, "/* sign is 0 for a zero and for NaN, as torch.sign. */\n"
+                  "%s float ein_sign(float x)\n{\n"
+                  "    return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : 0.0f;\n}\n\n", fn);
+    if (h & HELP_SOFTPLUS)
+        sb_printf(o, "/* log(1 + e^x) without overflow for large x. */\n"
+                  "%s float ein_softplus(float x)\n{\n"
+                  "    return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x)));\n}\n\n", fn);
+    if (h & HELP_GELU)
+        sb_printf(o, "/* GELU, the exact form: x * Phi(x). */\n"
+                  "%s float ein_gelu(float x)\n{\n"
+                  "    return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));\n}\n\n", fn);
+    if (h & HELP_TO_INT) {
+        sb_puts(o, "/* Conversions to the integer types, as a store into one does: toward\n"
+                   "   zero, saturating at the type's limits, NaN giving 0; bool is x != 0. */\n");
+        static const struct { const char *n, *t, *lo, *hi, *min, *max; ElemType e; } it[] = {
+            {"i8", "int8_t", "-128.0f", "127.0f", "INT8_MIN", "INT8_MAX", ELEM_I8},
+            {"i16", "int16_t", "-32768.0f", "32767.0f", "INT16_MIN", "INT16_MAX", ELEM_I16},
+            {"i32", "int32_t", "-2147483648.0f", "2147483648.0f", "INT32_MIN", "INT32_MAX",
+             ELEM_I32},
+            {"i64", "int64_t", "-9223372036854775808.0f", "9223372036854775808.0f",
+             "INT64_MIN", "INT64_MAX", ELEM_I64},
+            {"u8", "uint8_t", "0.0f", "255.0f", "0", "UINT8_MAX", ELEM_U8},
+        };
+        for (size_t i = 0; i < sizeof it / sizeof *it; i++)
+            if (h & HELP_TO(it[i].e))
+                sb_printf(o, "%s %s ein_to_%s(float x)\n{\n"
+                      "    return x != x ? 0 : x <= %s ? %s : x >= %s ? %s : (%s)x;\n}\n\n",
+                      fn, it[i].t, it[i].n, it[i].lo, it[i].min, it[i].hi, it[i].max, it[i].t);
+        if (h & HELP_TO(ELEM_BOOL))
+            sb_printf(o, "%s uint8_t ein_to_bool(float x)\n{\n    return x != 0.0f;\n}\n\n",
+                      fn);
+    }
     write_16bit_helpers(em);
     write_rnd_helper(em);
 }
@@ -269,7 +302,7 @@ static void check_plan(const Plan *pl)
         const IrTensor *t = p->tensors[i];
         if (t->id != i)
             ICE_AT(t->loc, "tensor '%s' has id %d at position %d", t->name, t->id, i);
-        if (t->elem != ELEM_F32 && t->elem != ELEM_F16 && t->elem != ELEM_BF16)
+        if ((unsigned)t->elem >= ELEM_COUNT)
             ICE_AT(t->loc, "tensor '%s' has element type %d", t->name, (int)t->elem);
         if ((t->kind == IT_STAGE) != (t->stage != NULL))
             ICE_AT(t->loc, "tensor '%s' %s a stage", t->name, t->stage ? "has" : "lacks");

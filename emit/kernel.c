@@ -135,6 +135,14 @@ static int64_t ix_mag(const KGen *g, const Ix *ix)
             a = ix_mag(g, t->arg);
             a = a / (t->d < 0 ? -t->d : t->d) + 1;
             break;
+        case IX_READ: {
+            /* the type's range; its subscripts are computed in their own
+             * width */
+            int64_t lo, hi;
+            elem_int_range(t->read->access.tensor->elem, &lo, &hi);
+            a = hi > (lo == INT64_MIN ? INT64_MAX : -lo) ? hi : (lo == INT64_MIN ? INT64_MAX : -lo);
+            break;
+        }
         default:
             a = ix_mag(g, t->arg);         /* the argument is computed too */
             break;
@@ -170,6 +178,8 @@ static void gen_ix_paren(KGen *g, const Ix *ix, Sb *b)
     }
 }
 
+static void gen_gather(KGen *g, const IExpr *e, Sb *b);
+
 static void gen_atom(KGen *g, const IxTerm *t, Sb *b)
 {
     if (t->kind == IX_VAR) {
@@ -179,6 +189,10 @@ static void gen_atom(KGen *g, const IxTerm *t, Sb *b)
                    g->out->name);
         g->used[t->var] = true;
         sb_puts(b, n);
+        return;
+    }
+    if (t->kind == IX_READ) {
+        gen_gather(g, t->read, b);
         return;
     }
     int64_t mn, mx;
@@ -265,6 +279,65 @@ static bool at_element(const KGen *g, const IExpr *e)
     return true;
 }
 
+/* The bounds checks of a read: "" when it cannot leave its tensor, else
+ * a condition; false when it never reads inside. */
+static bool read_conds(KGen *g, const IExpr *e, Sb *cond, int *nconds)
+{
+    const IrTensor *t = e->access.tensor;
+    *nconds = 0;
+    for (int k = 0; k < t->rank; k++) {
+        const Ix *ix = e->access.idx[k];
+        int64_t mn, mx, S = t->shape[k];
+        bounds(g, ix, &mn, &mx);
+        if (mx < 0 || mn >= S)
+            return false;
+        bool need_lo = mn < 0, need_hi = mx >= S;
+        if (!need_lo && !need_hi)
+            continue;
+        sb_puts(cond, (*nconds)++ ? " && " : "");
+        /* a gather's value is not bounded by the kernel's int width */
+        bool wide = g->wide || ix_has_read(ix);
+        if (need_lo && need_hi) {
+            sb_printf(cond, "(%s)(", wide ? "uint64_t" : "unsigned");
+            gen_ix(g, ix, cond);
+            sb_printf(cond, ") < %" PRId64 "u", S);
+        } else {
+            gen_ix(g, ix, cond);
+            if (need_lo)
+                sb_puts(cond, " >= 0");
+            else
+                sb_printf(cond, " < %" PRId64, S);
+        }
+    }
+    return true;
+}
+
+/* A gather: the element of an integer tensor as an index value, 0 when
+ * its subscripts leave the tensor; never a read out of bounds. */
+static void gen_gather(KGen *g, const IExpr *e, Sb *b)
+{
+    const IrTensor *t = e->access.tensor;
+    Sb cond = {0};
+    int nconds;
+    if (!read_conds(g, e, &cond, &nconds)) {
+        sb_puts(b, "0");
+        sb_free(&cond);
+        return;
+    }
+    g->reads[t->id] = true;
+    const char *ct = t->elem == ELEM_I64 || g->wide ? "int64_t" : "int";
+    if (nconds)
+        sb_printf(b, "(%s ? (%s)t_%s[", sb_str(&cond), ct, g->em->cname[t->id]);
+    else
+        sb_printf(b, "((%s)t_%s[", ct, g->em->cname[t->id]);
+    if (t->rank == 0)
+        sb_putc(b, '0');
+    else
+        gen_offset(g, t, e->access.idx, t->rank - 1, b);
+    sb_puts(b, nconds ? "] : 0)" : "])");
+    sb_free(&cond);
+}
+
 static void gen_access(KGen *g, const IExpr *e, Sb *b)
 {
     if (e->access.stage)
@@ -319,8 +392,11 @@ static void gen_access(KGen *g, const IExpr *e, Sb *b)
     const char *name = g->em->cname[t->id];
     if (nconds)
         sb_printf(b, "(%s ? ", sb_str(&cond));
-    /* An f16 or bf16 element is widened to float as it is read. */
-    if (t->elem != ELEM_F32) {
+    /* An f16 or bf16 element is widened to float as it is read, an
+     * integer one converted (exactly, up to 2^24). */
+    if (elem_is_int(t->elem)) {
+        sb_puts(b, "(float)(");
+    } else if (t->elem != ELEM_F32) {
         bool h = t->elem == ELEM_F16;
         sb_puts(b, h ? "ein_ld_f16(" : "ein_ld_bf16(");
         g->em->helpers |= h ? HELP_LD_F16 : HELP_LD_BF16;
@@ -369,8 +445,33 @@ static void gen_call(KGen *g, const IExpr *e, Sb *b)
         {FN_SQRT, "sqrtf", 1, 0}, {FN_RSQRT, "ein_rsqrt", 1, HELP_RSQRT},
         {FN_ABS, "fabsf", 1, 0}, {FN_ERF, "erff", 1, 0}, {FN_MAX, "ein_max", 2, HELP_MAX},
         {FN_MIN, "ein_min", 2, HELP_MIN}, {FN_POW, "powf", 2, 0},
+        {FN_SIN, "sinf", 1, 0}, {FN_COS, "cosf", 1, 0}, {FN_FLOOR, "floorf", 1, 0},
+        {FN_CEIL, "ceilf", 1, 0}, {FN_ROUND, "rintf", 1, 0},
+        {FN_SIGN, "ein_sign", 1, HELP_SIGN}, {FN_EXPM1, "expm1f", 1, 0},
+        {FN_LOG1P, "log1pf", 1, 0}, {FN_SOFTPLUS, "ein_softplus", 1, HELP_SOFTPLUS},
+        {FN_GELU, "ein_gelu", 1, HELP_GELU},
     };
     const IExpr *const *a = e->call.args;
+    if (FN_IS_TO(e->call.fn) && e->call.nargs == 1) {
+        /* a conversion, its result as a float value (exact for the integer
+         * types up to 2^24; f16 and bf16 values are floats) */
+        ElemType to = FN_TO_ELEM(e->call.fn);
+        if (to == ELEM_F32) {
+            gen_f(g, a[0], b);
+            return;
+        }
+        if (elem_is_int(to)) {
+            g->em->helpers |= HELP_TO(to);
+            sb_printf(b, "(float)ein_to_%s(", elem_name(to));
+        } else {
+            bool h = to == ELEM_F16;
+            g->em->helpers |= h ? HELP_LD_F16 | HELP_ST_F16 : HELP_LD_BF16 | HELP_ST_BF16;
+            sb_printf(b, "ein_ld_%s(ein_st_%s(", elem_name(to), elem_name(to));
+        }
+        gen_f(g, a[0], b);
+        sb_puts(b, elem_is_int(to) ? ")" : "))");
+        return;
+    }
     if (e->call.fn == FN_SELECT) {
         if (e->call.nargs != 3)
             goto bad;
@@ -597,7 +698,8 @@ static void build_part(KGen *g, Kernel *k, const char *cond, const int *level)
     const int64_t limit = INT32_MAX - (INT64_C(1) << 25);
     const char *tty = k->terms > limit ? "int64_t" : k->ity;
     bool cast = strcmp(tty, k->ity) != 0;
-    bool maxmin = st->red == RED_MAX || st->red == RED_MIN;
+    /* max, min and product keep `any`: no term at all gives 0 */
+    bool maxmin = st->red == RED_MAX || st->red == RED_MIN || st->red == RED_PROD;
 
     /* guards and body first: they decide which variables are bound */
     Sb in = {0};
@@ -616,6 +718,9 @@ static void build_part(KGen *g, Kernel *k, const char *cond, const int *level)
     g->rnd = false;
     if (st->red == RED_SUM) {
         line(&in, 0, "acc += %s;", sb_str(&body));
+    } else if (st->red == RED_PROD) {
+        line(&in, 0, "acc = any ? acc * (%s) : (%s);", sb_str(&body), sb_str(&body));
+        line(&in, 0, "any = 1;");
     } else {
         line(&in, 0, "float v = %s;", sb_str(&body));
         line(&in, 0, "if (!any || v %c acc || isnan(v))", st->red == RED_MAX ? '>' : '<');
@@ -908,7 +1013,8 @@ static void reduce_body(KGen *g, Kernel *k, Sb *b)
 {
     const Stage *st = k->st;
     line(b, 0, "float acc = 0.0f;");
-    if (st->red == RED_MAX || st->red == RED_MIN)
+    /* max, min and product keep `any`: no term at all gives 0 */
+    if (st->red == RED_MAX || st->red == RED_MIN || st->red == RED_PROD)
         line(b, 0, "int any = 0;     /* no term at all gives 0 */");
     Sb cond = {0};
     int *level = arena_alloc(g->em->arena, sizeof *level * (size_t)(st->nguards + 1));
@@ -943,6 +1049,11 @@ static void reduce_body(KGen *g, Kernel *k, Sb *b)
         break;
     case RED_SUM:
         line(b, depth, "acc += %s;", sb_str(&body));
+        break;
+    case RED_PROD:
+        line(b, depth, "float v = %s;", sb_str(&body));
+        line(b, depth, "acc = any ? acc * v : v;");
+        line(b, depth, "any = 1;");
         break;
     case RED_MAX:
     case RED_MIN:
@@ -1043,7 +1154,9 @@ int kernel_build(Emit *em, const PlanOp *op, bool pass, const char *name, Kernel
     k->name = name;
     /* The dialects round the element to its type as they store it; the
      * helpers are written before the kernels, so say so now. */
-    if (t->elem != ELEM_F32)
+    if (elem_is_int(t->elem))
+        em->helpers |= HELP_TO(t->elem);
+    else if (t->elem != ELEM_F32)
         em->helpers |= t->elem == ELEM_F16 ? HELP_ST_F16 : HELP_ST_BF16;
     KGen g;
     kgen_init(&g, em, k);

@@ -16,12 +16,21 @@
 
 const char *emit_ctype(ElemType e)
 {
-    return e == ELEM_F32 ? "float" : "uint16_t";
+    static const char *const t[ELEM_COUNT] = {
+        [ELEM_F32] = "float", [ELEM_F16] = "uint16_t", [ELEM_BF16] = "uint16_t",
+        [ELEM_I8] = "int8_t", [ELEM_I16] = "int16_t", [ELEM_I32] = "int32_t",
+        [ELEM_I64] = "int64_t", [ELEM_U8] = "uint8_t", [ELEM_BOOL] = "uint8_t",
+    };
+    return (unsigned)e < ELEM_COUNT ? t[e] : "float";
 }
 
 size_t emit_elem_size(ElemType e)
 {
-    return e == ELEM_F32 ? 4 : 2;
+    static const size_t n[ELEM_COUNT] = {
+        [ELEM_F32] = 4, [ELEM_F16] = 2, [ELEM_BF16] = 2, [ELEM_I8] = 1, [ELEM_I16] = 2,
+        [ELEM_I32] = 4, [ELEM_I64] = 8, [ELEM_U8] = 1, [ELEM_BOOL] = 1,
+    };
+    return (unsigned)e < ELEM_COUNT ? n[e] : 4;
 }
 
 bool emit_has_16bit(const IrProgram *p)
@@ -36,6 +45,11 @@ void emit_store_value(Emit *em, Sb *b, ElemType e, const char *value)
 {
     if (e == ELEM_F32) {
         sb_puts(b, value);
+        return;
+    }
+    if (elem_is_int(e)) {
+        em->helpers |= HELP_TO(e);
+        sb_printf(b, "ein_to_%s(%s)", elem_name(e), value);
         return;
     }
     em->helpers |= e == ELEM_F16 ? HELP_ST_F16 : HELP_ST_BF16;
@@ -71,6 +85,52 @@ static const char *const reserved[] = {
     "throw", "true", "try", "typedef", "typeid", "typename", "union",
     "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while",
     "xor", "xor_eq",
+    /* macros, types and predefined names of the headers the output
+       includes (glibc, OpenBLAS's cblas.h with <complex.h>, oneDNN,
+       CUDA, cuBLAS, cuDNN), beyond the families emit_is_reserved
+       matches; tests/emit/reserved.test checks them all */
+    "ADJ_ESTERROR", "ADJ_FREQUENCY", "ADJ_MAXERROR", "ADJ_MICRO", "ADJ_NANO",
+    "ADJ_OFFSET", "ADJ_OFFSET_SINGLESHOT", "ADJ_OFFSET_SS_READ",
+    "ADJ_SETOFFSET", "ADJ_STATUS", "ADJ_TAI", "ADJ_TICK", "ADJ_TIMECONST",
+    "BIG_ENDIAN", "BLASFUNC", "BUFSIZ", "BYTE_ORDER", "CHAR_BIT",
+    "CLOCKS_PER_SEC", "CLOCK_BOOTTIME", "CLOCK_BOOTTIME_ALARM",
+    "CLOCK_MONOTONIC", "CLOCK_MONOTONIC_COARSE", "CLOCK_MONOTONIC_RAW",
+    "CLOCK_PROCESS_CPUTIME_ID", "CLOCK_REALTIME", "CLOCK_REALTIME_ALARM",
+    "CLOCK_REALTIME_COARSE", "CLOCK_TAI", "CLOCK_THREAD_CPUTIME_ID", "CMPLX",
+    "CMPLXF", "CMPLXL", "EXIT_FAILURE", "EXIT_SUCCESS", "FD_CLR", "FD_ISSET",
+    "FD_SET", "FD_SETSIZE", "FD_ZERO", "FILENAME_MAX", "FLOATRET",
+    "FOPEN_MAX", "HUGE_VALL", "HUGE_VAL_F32", "HUGE_VAL_F32X", "HUGE_VAL_F64",
+    "HUGE_VAL_F64X", "I", "IF_DEVICE_OR_CUDACC", "LITTLE_ENDIAN", "LONG_BIT",
+    "L_ctermid", "L_cuserid", "L_tmpnam", "MATH_ERREXCEPT", "MATH_ERRNO",
+    "MAXFLOAT", "MAX_CANON", "MAX_INPUT", "MB_CUR_MAX", "MOD_CLKA",
+    "MOD_CLKB", "MOD_ESTERROR", "MOD_FREQUENCY", "MOD_MAXERROR", "MOD_MICRO",
+    "MOD_NANO", "MOD_OFFSET", "MOD_STATUS", "MOD_TAI", "MOD_TIMECONST",
+    "NFDBITS", "NL_ARGMAX", "NL_LANGMAX", "NL_MSGMAX", "NL_NMAX", "NL_SETMAX",
+    "NL_TEXTMAX", "NZERO", "PDP_ENDIAN", "PIPE_BUF",
+    "PTHREAD_DESTRUCTOR_ITERATIONS", "P_tmpdir", "RAND_MAX",
+    "RENAME_EXCHANGE", "RENAME_NOREPLACE", "RENAME_WHITEOUT", "SCHED_FIFO",
+    "SCHED_OTHER", "SCHED_RR", "SEEK_CUR", "SEEK_DATA", "SEEK_END",
+    "SEEK_HOLE", "SEEK_SET", "SNAN", "SNANF", "SNANF32", "SNANF32X",
+    "SNANF64", "SNANF64X", "SNANL", "STA_CLK", "STA_CLOCKERR", "STA_DEL",
+    "STA_FLL", "STA_FREQHOLD", "STA_INS", "STA_MODE", "STA_NANO", "STA_PLL",
+    "STA_PPSERROR", "STA_PPSFREQ", "STA_PPSJITTER", "STA_PPSSIGNAL",
+    "STA_PPSTIME", "STA_PPSWANDER", "STA_RONLY", "STA_UNSYNC",
+    "TIMER_ABSTIME", "TIME_UTC", "TMP_MAX", "WCONTINUED", "WEXITED",
+    "WEXITSTATUS", "WIFCONTINUED", "WIFEXITED", "WIFSIGNALED", "WIFSTOPPED",
+    "WNOHANG", "WNOWAIT", "WORD_BIT", "WSTOPPED", "WSTOPSIG", "WTERMSIG",
+    "WUNTRACED", "alloca", "assert_perror", "be16toh", "be32toh", "be64toh",
+    "blockDim", "blockIdx", "clock_t", "complex", "dim3", "div_t", "double_t",
+    "float_t", "fpclassify", "fpos_t", "gridDim", "half", "half2", "htobe16",
+    "htobe32", "htobe64", "htole16", "htole32", "htole64", "imaginary",
+    "isalnum_l", "isalpha_l", "isascii", "isascii_l", "isblank_l",
+    "iscntrl_l", "isdigit_l", "isgraph_l", "isgreater", "isgreaterequal",
+    "isless", "islessequal", "islessgreater", "islower_l", "isnormal",
+    "isprint_l", "ispunct_l", "isspace_l", "issubnormal", "isunordered",
+    "isupper_l", "isxdigit_l", "ldiv_t", "le16toh", "le32toh", "le64toh",
+    "linux", "lldiv_t", "math_errhandling", "max_align_t", "nv_bfloat16",
+    "nv_bfloat162", "off_t", "sched_priority", "ssize_t", "std", "strdupa",
+    "strndupa", "threadIdx", "time_t", "toascii", "toascii_l", "unix",
+    "va_copy", "warpSize", "xdouble",
 };
 
 bool emit_is_reserved(const char *id)
@@ -79,8 +139,46 @@ bool emit_is_reserved(const char *id)
         if (strcmp(reserved[i], id) == 0)
             return true;
     /* Names of the C implementation and of the generated helpers. */
-    return (id[0] == '_' && (id[1] == '_' || (id[1] >= 'A' && id[1] <= 'Z'))) ||
-           strncmp(id, "ein_", 4) == 0 || strncmp(id, "EIN_", 4) == 0;
+    if ((id[0] == '_' && (id[1] == '_' || (id[1] >= 'A' && id[1] <= 'Z'))) ||
+        strncmp(id, "ein_", 4) == 0 || strncmp(id, "EIN_", 4) == 0)
+        return true;
+    /* Families of the headers' names: libraries' prefixes, <stdint.h>,
+     * <inttypes.h>, <math.h>, <signal.h> and <errno.h> macros, limits,
+     * CUDA's vector types; and the kernels einc writes, k0_name. */
+    static const char *const prefixes[] = {
+        "CBLAS", "Cblas", "cblas", "OPENBLAS", "openblas", "LAPACK", "lapack",
+        "DNNL", "dnnl", "CUDA", "cuda", "CUDNN", "cudnn", "CUBLAS", "cublas",
+        "CU_", "CUB", "NV_", "nv_", "FP_", "M_", "PRI", "SCN", "SIG", "INT", "UINT",
+        "SIZE_", "PTRDIFF_", "WCHAR_", "WINT_", "int_", "uint_", "kband_",
+    };
+    for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+        if (strncmp(id, prefixes[i], strlen(prefixes[i])) == 0)
+            return true;
+    size_t n = strlen(id);
+    bool upper = true;
+    for (size_t i = 0; i < n; i++)
+        upper &= (id[i] >= 'A' && id[i] <= 'Z') || (id[i] >= '0' && id[i] <= '9') || id[i] == '_';
+    if (upper && id[0] == 'E' && n >= 2 && !strchr(id, '_'))
+        return true;                            /* errno's E2BIG .. EXDEV */
+    if (upper && n > 4 && (strcmp(id + n - 4, "_MAX") == 0 || strcmp(id + n - 4, "_MIN") == 0 ||
+                           (n > 6 && strcmp(id + n - 6, "_WIDTH") == 0)))
+        return true;                            /* limits */
+    if (id[0] == 'k' && id[1] >= '0' && id[1] <= '9') {
+        size_t i = 1;
+        while (id[i] >= '0' && id[i] <= '9')
+            i++;
+        if (id[i] == '_')
+            return true;                        /* a generated kernel's name */
+    }
+    static const char *const vec[] = {"char", "uchar", "short", "ushort", "int", "uint",
+                                      "long", "ulong", "longlong", "ulonglong", "float",
+                                      "double"};
+    for (size_t i = 0; i < sizeof vec / sizeof *vec; i++) {
+        size_t m = strlen(vec[i]);
+        if (n == m + 1 && strncmp(id, vec[i], m) == 0 && id[m] >= '1' && id[m] <= '4')
+            return true;                        /* CUDA's float4, int2, ... */
+    }
+    return false;
 }
 
 char *emit_sanitize(Arena *a, const char *name)

@@ -12,10 +12,10 @@
  *         convolutions  im2col (col2im) around cblas_sgemm: f32, one group
  *         G2BMM, GBMM   blocks of dense cblas_sgemm: f32
  *
- * On both, a library writes every element of its output and takes its
- * sizes as ints, so a stage whose loops leave part of its tensor to the
- * zero fill of output padding, or whose sizes exceed an int, stays a
- * generated kernel.  This decides what the plan records; emit/ writes
+ * On both, a library writes every element of its output, takes its sizes
+ * as ints and computes in floating point, so a stage whose loops leave
+ * part of its tensor to the zero fill of output padding, whose sizes
+ * exceed an int, or that has an integer tensor stays a generated kernel.  This decides what the plan records; emit/ writes
  * what the plan says and decides nothing. */
 #include "config.h"
 #include "cost.h"
@@ -163,6 +163,9 @@ static bool band_cuda_ok(const IrTensor *t, const OpMatch *mt)
 OpImpl cost_impl(Target tg, const IrTensor *out, const Stage *s, const OpMatch *m)
 {
     if (!m || m->kind == OPK_KERNEL || !covers_output(out, s))
+        return IMPL_KERNEL;
+    /* the libraries compute in floating point: integer tensors are kernels */
+    if (elem_is_int(out->elem) || elem_is_int(m->in[0]->elem) || elem_is_int(m->in[1]->elem))
         return IMPL_KERNEL;
     bool same = m->in[0]->elem == out->elem && m->in[1]->elem == out->elem;
     bool cuda = tg == TARGET_CUDA;
