@@ -46,6 +46,7 @@ typedef struct Options {
     const char *input;
     const char *output;             /* -o; NULL: derived from the input */
     EmitKind emit;
+    const char *target;             /* --target; NULL: from the output kind */
     bool main;
     bool shared;                    /* --shared */
     const char *tune_db;            /* --tune-db */
@@ -82,7 +83,11 @@ static void usage(FILE *fp)
 "                        candidate and writes a --tune-db file); default:\n"
 "                        from -o's extension (.ir .c .cu .dot .plan\n"
 "                        .json), else cuda\n"
-"      --target=T      same as --emit=T for T in c, cuda\n"
+"      --target=T      the target the plan is made for: c (the C file:\n"
+"                        CBLAS) or cuda (the C+CUDA file: cuBLAS, cuDNN);\n"
+"                        alone, the same as --emit=T; default: that of\n"
+"                        the output kind, and for plan, plan-json, dot and\n"
+"                        explain c with --device=cpu, else cuda\n"
 "      --dot           same as --emit=dot (--dot=program)\n"
 "      --main          add a main() harness to C and CUDA output\n"
 "      --shared        make line 1 of C and CUDA output build a shared\n"
@@ -261,7 +266,7 @@ static void handle(Options *o, int id, const char *val, const char *spelled)
         o->emit_given = true;
         if (strcmp(val, "c") != 0 && strcmp(val, "cuda") != 0)
             usage_error("unknown target '%s' (c, cuda)", val);
-        set_emit(o, val, "%s");
+        o->target = val;
         break;
     case 'g':
         o->emit_given = true;
@@ -401,8 +406,23 @@ static char *model_name(const char *path)
     return s;
 }
 
+/* The target the plan is made for (see --help). */
+static void resolve_target(Options *o)
+{
+    bool c = o->target ? strcmp(o->target, "c") == 0 : o->emit == EMIT_C;
+    if (!o->target && o->emit != EMIT_C && o->emit != EMIT_CUDA && o->emit != EMIT_TUNER)
+        c = strcmp(o->derive.search.dev->name, "cpu") == 0;
+    if (o->target && ((o->emit == EMIT_C && !c) || ((o->emit == EMIT_CUDA ||
+                                                     o->emit == EMIT_TUNER) && c)))
+        usage_error("--target=%s does not write that output kind", o->target);
+    o->derive.search.target = c ? TARGET_C : TARGET_CUDA;
+}
+
 static void resolve_outputs(Options *o)
 {
+    /* --target alone says what to write */
+    if (o->emit == EMIT_DEFAULT && o->target)
+        set_emit(o, o->target, "%s");
     if (o->emit == EMIT_DEFAULT && o->output && strcmp(o->output, "-") != 0) {
         for (size_t i = 0; i < NKINDS; i++)
             if (has_suffix(o->output, emit_kinds[i].ext))
@@ -428,6 +448,7 @@ static void resolve_outputs(Options *o)
         usage_error("%s", "--main needs C or CUDA output");
     if (o->shared && (o->main || (o->emit != EMIT_C && o->emit != EMIT_CUDA)))
         usage_error("%s", "--shared needs C or CUDA output without --main");
+    resolve_target(o);
 }
 
 /* ---- writing files all-or-nothing ---------------------------------------- */
@@ -594,7 +615,6 @@ static char *compile(const Options *o, size_t *len)
         d = derive_program(cx, p, &dopt);
         if (o->verify && !derive_verify(cx, d, o->verify == 2))
             return NULL;
-        p = d->plan->prog;
     }
 
     char *buf = NULL;
@@ -605,31 +625,29 @@ static char *compile(const Options *o, size_t *len)
     }
     int rc = 0;
     EmitOptions eo = {
-        .target = o->emit == EMIT_C ? TARGET_C : TARGET_CUDA,
         .main = o->main,
         .shared = o->shared,
         .out_name = strcmp(o->output, "-") == 0 ? NULL : o->output,
         .src_name = o->input,
-        .precision = o->derive.search.precision,
     };
     switch (o->emit) {
     case EMIT_IR: ir_print_program(p, fp); break;
-    case EMIT_DOT: rc = emit_dot(p, fp); break;
+    case EMIT_DOT: rc = emit_dot(d->plan, fp); break;
     case EMIT_PLAN: plan_print(d->plan, fp); break;
     case EMIT_PLAN_JSON: derive_print_json(cx, d, fp); break;
     case EMIT_EXPLAIN: derive_explain(cx, d, fp); break;
     case EMIT_DOT_DERIVATION: derive_dot(cx, d, fp); break;
     case EMIT_TUNER: {
-        CostModel cm = {dopt.search.dev, dopt.search.precision, NULL};
+        CostModel cm = {dopt.search.dev, dopt.search.precision, NULL, dopt.search.target};
         const char *const *keys;
-        IrProgram *tp = tune_program(cx, d, &cm, &keys);
+        const Plan *tp = tune_program(cx, d, &cm, &keys);
         eo.main = true;
         eo.tune_keys = keys;
         eo.tune_device = dopt.search.dev->name;
         rc = emit_program(tp, &eo, fp);
         break;
     }
-    default: rc = emit_program(p, &eo, fp); break;
+    default: rc = emit_program(d->plan, &eo, fp); break;
     }
     fclose(fp);
     if (rc != 0 || diag_error_count()) {

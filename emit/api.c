@@ -52,10 +52,16 @@ void emit_tpl(Emit *em, const char *text)
     tpl(em, text);
 }
 
-/* Is tensor t computed by the run-time kernels (not at weight load)? */
-static bool runtime_stage(const IrTensor *t)
+/* Does the plan compute t at weight load? */
+static bool at_load(const Emit *em, const IrTensor *t)
 {
-    return t->kind == IT_STAGE && !t->weight_only;
+    return t->kind == IT_STAGE && emit_op(em, t)->at_load;
+}
+
+/* Is tensor t computed by the run-time kernels (not at weight load)? */
+static bool runtime_stage(const Emit *em, const IrTensor *t)
+{
+    return t->kind == IT_STAGE && !at_load(em, t);
 }
 
 /* The C parameter name of an output in M_run: its name, or name_out when
@@ -246,7 +252,7 @@ void api_write_header_comment(Emit *em)
     for (int i = 0; i < p->ntensors; i++) {
         const IrTensor *t = p->tensors[i];
         const char *kind = t->kind == IT_INPUT ? "input" : t->kind == IT_WEIGHT ? "weight"
-                           : t->weight_only ? "computed at load" : "computed";
+                           : at_load(em, t) ? "computed at load" : "computed";
         sb_printf(o, " *   %-12s %s %s", t->name, kind, elem_name(t->elem));
         shape_text(o, t);
         sb_printf(o, "%s", t->is_output ? ", output" : "");
@@ -465,11 +471,11 @@ static void write_op(Emit *em, const IrTensor *t)
     Sb *o = &em->out;
     bool cuda = emit_is_cuda(em);
     bool lib = lib_is_call(em, t);
-    OpKind kind = em->op[t->id].kind;
+    OpImpl impl = emit_op(em, t)->impl;
     /* CUDA launches and convolutions check through rc; cuBLAS calls and
      * C code need none. */
-    bool rc = cuda && (!lib || kind == OPK_CONV2D || kind == OPK_CONV_TRANSPOSE2D ||
-                       kind == OPK_G2BMM || kind == OPK_GBMM);
+    bool rc = cuda && (!lib || impl == IMPL_CUDNN_CONV || impl == IMPL_CUDA_BAND ||
+                       em->pass_of[t->id] >= 0);
     sb_printf(o, "/* %s: %s */\nstatic int ein_op_%d(", t->name, lib_call_name(em, t), t->id);
     tpl(em, "$m_ctx *ctx, void *const *p$S)\n{\n");
     if (rc)
@@ -495,7 +501,7 @@ static void write_stage_runner(Emit *em, const char *fn, bool weight_only)
     bool cuda = emit_is_cuda(em);
     bool any = false;
     for (int i = 0; i < p->ntensors; i++)
-        any |= p->tensors[i]->kind == IT_STAGE && p->tensors[i]->weight_only == weight_only;
+        any |= p->tensors[i]->kind == IT_STAGE && at_load(em, p->tensors[i]) == weight_only;
     sb_printf(o, "static int %s(", fn);
     tpl(em, "$m_ctx *ctx, void *const *p$S)\n{\n");
     if (!any) {
@@ -506,7 +512,7 @@ static void write_stage_runner(Emit *em, const char *fn, bool weight_only)
     sb_puts(o, "    int rc;\n");
     for (int i = 0; i < p->ntensors; i++) {
         const IrTensor *t = p->tensors[i];
-        if (t->kind != IT_STAGE || t->weight_only != weight_only)
+        if (t->kind != IT_STAGE || at_load(em, t) != weight_only)
             continue;
         sb_printf(o, "    if ((rc = ein_op_%d(ctx, p", t->id);
         tpl(em, "$s)) != 0)\n        return rc;\n");
@@ -766,7 +772,7 @@ static void write_run(Emit *em)
 "            if (ein_tensors[i].kind == $M_COMPUTED)\n"
 "                ctx->valid[i] = 0;\n");
     for (int i = 0; i < p->ntensors; i++)
-        if (p->tensors[i]->weight_only && p->tensors[i]->kind == IT_STAGE)
+        if (at_load(em, p->tensors[i]))
             sb_printf(o, "        ctx->valid[%d] = 1;\n", i);
     tpl(em,
 "        ctx->weights_changed = 0;\n"
@@ -806,7 +812,7 @@ static void write_run(Emit *em)
     /* Outputs the run-time kernels compute are written in place. */
     for (int i = 0; i < p->noutputs; i++) {
         const IrTensor *t = p->tensors[p->outputs[i]];
-        if (runtime_stage(t))
+        if (runtime_stage(em, t))
             sb_printf(o, "    ein_p[%d] = %s;\n", t->id, out_param(em, t));
     }
     tpl(em,
@@ -815,7 +821,7 @@ static void write_run(Emit *em)
     /* The others are copies of a weight, an input or a load-time stage. */
     for (int i = 0; i < p->noutputs; i++) {
         const IrTensor *t = p->tensors[p->outputs[i]];
-        if (runtime_stage(t))
+        if (runtime_stage(em, t))
             continue;
         if (cuda)
             sb_printf(o, "    EIN_CUDA(cudaMemcpyAsync(%s, ein_p[%d], %zu, "
@@ -828,7 +834,7 @@ static void write_run(Emit *em)
     sb_puts(o, "    /* The context's output buffers were not written. */\n");
     for (int i = 0; i < p->noutputs; i++) {
         const IrTensor *t = p->tensors[p->outputs[i]];
-        if (runtime_stage(t))
+        if (runtime_stage(em, t))
             sb_printf(o, "    ctx->valid[%d] = 0;\n", t->id);
     }
     sb_puts(o, "    for (int ein_i = 0; ein_i < EIN_NT; ein_i++)\n"
