@@ -493,13 +493,10 @@ static void write_run(Emit *em)
         if (runtime_stage(t))
             sb_printf(o, "    ctx->valid[%d] = 0;\n", t->id);
     }
-    emit_api_text(em,
-"    for (int ein_i = 0; ein_i < EIN_NT; ein_i++)\n"
-"        if (ein_p[ein_i] == ctx->buf[ein_i] && ein_tensors[ein_i].kind == MODEL_COMPUTED)\n"
-"            ctx->valid[ein_i] = 1;\n"
-"    return MODEL_OK;\n"
-"}\n"
-"\n");
+    emit_api_text(em, "    ein_run_done(ctx, ein_p);\n"
+                      "    return MODEL_OK;\n"
+                      "}\n"
+                      "\n");
 
     /* The named run. */
     emit_api_text(em, "int model_run_named(model_ctx *ctx");

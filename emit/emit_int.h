@@ -195,12 +195,15 @@ static inline bool emit_is_cuda(const Emit *em)
  * band_supported: the stage of t matched as m (OPK_G2BMM or OPK_GBMM) is
  * f32 throughout, its loops cover its shape from 0 and its sizes fit the
  * kernel; otherwise the generic kernel is the one to write.  Then
- * band_write_kernel writes the kernel (named as the generic kernel that
- * emit.c built for t, when there is one) and band_write_launch its launch
- * inside a function where ctx, p (void *const *, buffers by tensor id),
- * stream and int rc exist, checked with ein_launched. */
+ * band_write_support writes, once before them, the kernels' code
+ * (runtime/band.cu); band_write_kernel writes the kernel of one operator
+ * (named as the generic kernel that emit.c built for t, when there is
+ * one) and band_write_launch its launch inside a function where ctx, p
+ * (void *const *, buffers by tensor id), stream and int rc exist, checked
+ * with ein_launched. */
 #include "../derive/pricing/match.h"
 bool band_supported(const IrTensor *t, const OpMatch *m);
+void band_write_support(Emit *em);
 void band_write_kernel(Emit *em, const IrTensor *t, const OpMatch *m);
 void band_write_launch(Emit *em, const IrTensor *t, const OpMatch *m, const char *indent);
 

@@ -493,8 +493,9 @@ void lib_write_call(Emit *em, const IrTensor *t, const char *indent)
  * kernels. */
 void lib_write_kernels(Emit *em)
 {
-    if (!emit_is_cuda(em))
+    if (!emit_is_cuda(em) || !(em->libs & LIB_BAND))
         return;
+    band_write_support(em);
     for (int i = 0; i < em->p->ntensors; i++) {
         const OpMatch *m = &em->op[i];
         if (m->kind == OPK_G2BMM || m->kind == OPK_GBMM)

@@ -22,6 +22,11 @@ tests_emit_test_emit_LDADD = emit/libemit.a derive/libderive.a \
 TESTS += tests/emit/examples.test tests/emit/nvcc.test tests/emit/vendor.test
 EXTRA_DIST += tests/emit/examples.test tests/emit/nvcc.test tests/emit/vendor.test
 
+# No function body of more than 20 lines in emit/'s string literals: the
+# code every program carries is in runtime/.
+TESTS += tests/emit/literals.test
+EXTRA_DIST += tests/emit/literals.test tests/emit/literals.py
+
 # The CUDA kernels (band.c's tiled band kernels, cuda.c's thread, warp and
 # block layouts) compiled as C++ over an emulation of CUDA's threads,
 # barriers and shuffles, run on the CPU against the IR interpreter; and

@@ -4,7 +4,8 @@
  * the targets differ they call the buffer functions of api_host.c or
  * api_cuda.cu; ein_lib_create and ein_lib_destroy, which the generated
  * file writes before this piece, make and free what its library calls
- * need.  model_run and model_run_named are written by emit/api.c. */
+ * need.  model_run and model_run_named, whose parameters are the
+ * model's, are written by emit/api.c after this piece. */
 #include <stdlib.h>
 #include <string.h>
 #include "model.h" /* EMBED-SKIP */
@@ -18,6 +19,15 @@ static int ein_find(model_ctx *ctx, const char *name)
             return i;
     ein_fail(ctx, MODEL_EINVAL, "the model has no tensor named '%s'", name);
     return -1;
+}
+
+/* After model_run: the computed tensors it left in the context's own
+   buffers hold values (the outputs went to the caller's). */
+RT_API void ein_run_done(model_ctx *ctx, void *const *p)
+{
+    for (int i = 0; i < EIN_NT; i++)
+        if (p[i] == ctx->buf[i] && ein_tensors[i].kind == MODEL_COMPUTED)
+            ctx->valid[i] = 1;
 }
 
 int model_create(model_ctx **out)

@@ -88,6 +88,8 @@ RT_API int ein_lib_destroy(model_ctx *ctx);
 
 /* The C target's banded products: rows a block (emit/lib.c). */
 #define EIN_BAND_ROWS 64
+/* The CUDA band kernels' load of an operand (emit/band.c). */
+#define EIN_BAND_LD(x) (x)
 
 /* The --main harness: outputs by tensor id (emit/main.c). */
 #define EIN_NOUT 1
