@@ -12,8 +12,6 @@
 #include "config.h"
 #include "emit_int.h"
 
-#include <string.h>
-
 /* The key as a C string literal (keys are printable ASCII; quotes and
  * backslashes escaped all the same). */
 static void put_literal(Sb *o, const char *s)

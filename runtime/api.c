@@ -21,6 +21,20 @@ static int ein_find(model_ctx *ctx, const char *name)
     return -1;
 }
 
+/* The host memory a set (get: 0) or get (1) of tensor i copies from or to:
+   not a null pointer, and of the tensor's size. */
+static int ein_check_data(model_ctx *ctx, int i, const void *data, size_t nbytes, int get)
+{
+    const model_tensor_info *t = &ein_tensors[i];
+    if (!data)
+        return ein_fail(ctx, MODEL_EINVAL, "%s for tensor '%s' is a null pointer",
+                        get ? "buffer" : "data", t->name);
+    if (nbytes != t->nbytes)
+        return ein_fail(ctx, MODEL_EINVAL, "tensor '%s' %s %zu bytes, not %zu", t->name,
+                        get ? "has" : "takes", t->nbytes, nbytes);
+    return MODEL_OK;
+}
+
 /* After model_run: the computed tensors it left in the context's own
    buffers hold values (the outputs went to the caller's). */
 RT_API void ein_run_done(model_ctx *ctx, void *const *p)
@@ -108,12 +122,8 @@ int model_set_tensor(model_ctx *ctx, const char *name, const void *data, size_t 
     if (t->kind == MODEL_COMPUTED)
         return ein_fail(ctx, MODEL_EINVAL, "tensor '%s' is computed by the model; only "
                         "inputs and weights can be set", name);
-    if (!data)
-        return ein_fail(ctx, MODEL_EINVAL, "data for tensor '%s' is a null pointer", name);
-    if (nbytes != t->nbytes)
-        return ein_fail(ctx, MODEL_EINVAL, "tensor '%s' takes %zu bytes, not %zu", name,
-                        t->nbytes, nbytes);
-    if ((rc = ein_buf_put(ctx, i, data, nbytes)) != MODEL_OK ||
+    if ((rc = ein_check_data(ctx, i, data, nbytes, 0)) != MODEL_OK ||
+        (rc = ein_buf_put(ctx, i, data, nbytes)) != MODEL_OK ||
         (rc = ein_buf_wait(ctx)) != MODEL_OK)
         return rc;
     ctx->valid[i] = 1;
@@ -124,18 +134,14 @@ int model_set_tensor(model_ctx *ctx, const char *name, const void *data, size_t 
 
 int model_get_tensor(model_ctx *ctx, const char *name, void *data, size_t nbytes)
 {
+    int rc;
     if (!ctx)
         return MODEL_EINVAL;
     int i = ein_find(ctx, name);
     if (i < 0)
         return MODEL_EINVAL;
-    const model_tensor_info *t = &ein_tensors[i];
-    if (!data)
-        return ein_fail(ctx, MODEL_EINVAL, "buffer for tensor '%s' is a null pointer",
-                        name);
-    if (nbytes != t->nbytes)
-        return ein_fail(ctx, MODEL_EINVAL, "tensor '%s' has %zu bytes, not %zu", name,
-                        t->nbytes, nbytes);
+    if ((rc = ein_check_data(ctx, i, data, nbytes, 1)) != MODEL_OK)
+        return rc;
     if (!ctx->valid[i])
         return ein_fail(ctx, MODEL_EMISSING, "tensor '%s' holds no value: it was not "
                         "set, loaded or computed (outputs of model_run go to the "
