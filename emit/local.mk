@@ -27,6 +27,11 @@ EXTRA_DIST += tests/emit/examples.test tests/emit/nvcc.test tests/emit/vendor.te
 TESTS += tests/emit/literals.test
 EXTRA_DIST += tests/emit/literals.test tests/emit/literals.py
 
+# Every macro of the headers the output includes, as a tensor name: the
+# output still builds (C; CUDA where $NVCC is set).
+TESTS += tests/emit/reserved.test
+EXTRA_DIST += tests/emit/reserved.test
+
 # The CUDA kernels (band.c's tiled band kernels, cuda.c's thread, warp and
 # block layouts) compiled as C++ over an emulation of CUDA's threads,
 # barriers and shuffles, run on the CPU against the IR interpreter; and

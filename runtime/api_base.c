@@ -38,5 +38,7 @@ RT_API int ein_st_code(int st)
 
 RT_API StDtype ein_st_dtype(int elem)
 {
-    return elem == MODEL_F16 ? ST_F16 : elem == MODEL_BF16 ? ST_BF16 : ST_F32;
+    static const StDtype st[] = {ST_F32, ST_F16, ST_BF16, ST_I8, ST_I16, ST_I32,
+                                 ST_I64, ST_U8, ST_BOOL};
+    return elem >= 0 && elem < (int)(sizeof st / sizeof *st) ? st[elem] : ST_F32;
 }

@@ -30,11 +30,16 @@ RT_API void ein_host_tensor(RtTensor *r, const model_tensor_info *t)
 
 RT_API double ein_host_value(const RtTensor *t, uint64_t j)
 {
-    if (t->dtype == ST_F16)
-        return st_f16_to_f32(((const uint16_t *)t->data)[j]);
-    if (t->dtype == ST_BF16)
-        return st_bf16_to_f32(((const uint16_t *)t->data)[j]);
-    return ((const float *)t->data)[j];
+    switch (t->dtype) {
+    case ST_F16: return st_f16_to_f32(((const uint16_t *)t->data)[j]);
+    case ST_BF16: return st_bf16_to_f32(((const uint16_t *)t->data)[j]);
+    case ST_I8: return ((const int8_t *)t->data)[j];
+    case ST_I16: return ((const int16_t *)t->data)[j];
+    case ST_I32: return ((const int32_t *)t->data)[j];
+    case ST_I64: return (double)((const int64_t *)t->data)[j];
+    case ST_U8: case ST_BOOL: return ((const uint8_t *)t->data)[j];
+    default: return ((const float *)t->data)[j];
+    }
 }
 
 /* Without --outputs: one line per output to look at. */
@@ -49,8 +54,7 @@ RT_API void ein_summary(const RtTensor *y, int n)
             lo = v < lo ? v : lo;
             hi = v > hi ? v : hi;
         }
-        printf("%s: %s[", y[i].name, y[i].dtype == ST_F16 ? "f16"
-               : y[i].dtype == ST_BF16 ? "bf16" : "f32");
+        printf("%s: %s[", y[i].name, st_dtype_name(y[i].dtype));
         for (int d = 0; d < y[i].rank; d++)
             printf("%s%lld", d ? ", " : "", (long long)y[i].shape[d]);
         printf("] sum %.6g min %.6g max %.6g\n", sum, lo, hi);

@@ -31,7 +31,10 @@ enum {
     MODEL_ENOMEM = 4, MODEL_ECUDA = 5, MODEL_EMISSING = 6
 };
 enum { MODEL_INPUT = 0, MODEL_WEIGHT = 1, MODEL_COMPUTED = 2 };
-enum { MODEL_F32 = 0, MODEL_F16 = 1, MODEL_BF16 = 2 };
+enum {
+    MODEL_F32 = 0, MODEL_F16 = 1, MODEL_BF16 = 2, MODEL_I8 = 3, MODEL_I16 = 4,
+    MODEL_I32 = 5, MODEL_I64 = 6, MODEL_U8 = 7, MODEL_BOOL = 8
+};
 
 typedef struct model_tensor_info {
     const char *name;
