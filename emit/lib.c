@@ -108,14 +108,6 @@ void lib_setup(Emit *em)
     }
 }
 
-/* The harness prints why a convolution fell back (after M_create). */
-void lib_write_main_notes(Emit *em, const char *prog)
-{
-    if (em->libs & LIB_CUDNN)
-        sb_printf(&em->out, "    if (ctx && ctx->dnn_note[0])\n"
-                  "        fprintf(stderr, \"%%s: note: %%s\\n\", %s, ctx->dnn_note);\n", prog);
-}
-
 bool lib_is_call(const Emit *em, const IrTensor *t)
 {
     return t->kind == IT_STAGE && emit_op(em, t)->impl != IMPL_KERNEL;
@@ -149,20 +141,8 @@ void lib_write_includes(Emit *em)
 /* Types and fields of the context, written before `struct M_ctx`. */
 void lib_write_types(Emit *em)
 {
-    if (!(em->libs & LIB_CUDNN))
-        return;
-    sb_puts(&em->out,
-"/* One cuDNN convolution: its execution plan, the descriptors it was made\n"
-"   from (kept until the context goes), and the variant pack of the\n"
-"   pointers it last ran on (rebuilt when they change). */\n"
-"typedef struct ein_conv {\n"
-"    cudnnBackendDescriptor_t *d;\n"
-"    int nd, capd;\n"
-"    cudnnBackendDescriptor_t plan, pack;\n"
-"    void *ptr[4];               /* x, w, y, workspace of `pack` */\n"
-"    int64_t ws_bytes;\n"
-"} ein_conv;\n"
-"\n");
+    if (em->libs & LIB_CUDNN)
+        emit_paste(em, "cudnn_types.h");
 }
 
 void lib_write_ctx_fields(Emit *em)
@@ -173,8 +153,7 @@ void lib_write_ctx_fields(Emit *em)
     if (em->libs & LIB_CUDNN)
         sb_printf(o, "    cudnnHandle_t dnn;\n"
                   "    ein_conv conv[%d];\n"
-                  "    void *ws;                       /* the convolutions' workspace */\n"
-                  "    char dnn_note[600];             /* why a convolution fell back */\n",
+                  "    void *ws;                       /* the convolutions' workspace */\n",
                   em->nconv);
     if (em->col_elems)
         sb_puts(o, "    float *col;                     /* im2col / col2im buffer */\n");
@@ -184,464 +163,21 @@ void lib_write_ctx_fields(Emit *em)
                       "--precision=%s */\n", j, j, cost_precision_name(em->precision));
 }
 
-/* ---- support functions, written after ein_fail ------------------------------ */
+/* ---- support code, written after api_host.c or api_cuda.cu ------------------- */
 
-static void write_cublas_support(Emit *em)
+void lib_write_support(Emit *em)
 {
-    emit_tpl(em,
-"/* cuBLAS calls go through EIN_BLAS: a failure returns $M_ECUDA with the\n"
-"   call and cuBLAS's message in ctx->err. */\n"
-"#define EIN_BLAS(call)                                                     \\\n"
-"    do {                                                                   \\\n"
-"        cublasStatus_t ein_b_ = (call);                                    \\\n"
-"        if (ein_b_ != CUBLAS_STATUS_SUCCESS)                               \\\n"
-"            return ein_fail(ctx, $M_ECUDA, \"%s failed: %s\", #call,         \\\n"
-"                            cublasGetStatusString(ein_b_));                \\\n"
-"    } while (0)\n"
-"\n"
-"static const float ein_one = 1.0f, ein_zero = 0.0f;\n"
-"\n");
-}
-
-static void write_cudnn_support(Emit *em)
-{
-    emit_tpl(em,
-"/* cuDNN calls go through EIN_DNN: a failure returns $M_ECUDA with the\n"
-"   call and cuDNN's message in ctx->err. */\n"
-"#define EIN_DNN(call)                                                      \\\n"
-"    do {                                                                   \\\n"
-"        cudnnStatus_t ein_d_ = (call);                                     \\\n"
-"        if (ein_d_ != CUDNN_STATUS_SUCCESS)                                \\\n"
-"            return ein_fail(ctx, $M_ECUDA, \"%s failed: %s\", #call,         \\\n"
-"                            cudnnGetErrorString(ein_d_));                  \\\n"
-"    } while (0)\n"
-"\n"
-"/* A backend descriptor owned by cv (destroyed with the context). */\n"
-"static cudnnStatus_t ein_dnn_make(ein_conv *cv, cudnnBackendDescriptorType_t type,\n"
-"                                  cudnnBackendDescriptor_t *out)\n"
-"{\n"
-"    *out = NULL;\n"
-"    if (cv->nd == cv->capd) {\n"
-"        int cap = cv->capd ? 2 * cv->capd : 16;\n"
-"        cudnnBackendDescriptor_t *d = (cudnnBackendDescriptor_t *)\n"
-"            realloc(cv->d, sizeof *d * (size_t)cap);\n"
-"        if (!d)\n"
-"            return CUDNN_STATUS_ALLOC_FAILED;\n"
-"        cv->d = d;\n"
-"        cv->capd = cap;\n"
-"    }\n"
-"    cudnnStatus_t s = cudnnBackendCreateDescriptor(type, out);\n"
-"    if (s == CUDNN_STATUS_SUCCESS)\n"
-"        cv->d[cv->nd++] = *out;\n"
-"    return s;\n"
-"}\n"
-"\n"
-"/* Everything cv made, destroyed; cv as new. */\n"
-"static void ein_conv_drop(ein_conv *cv)\n"
-"{\n"
-"    if (cv->pack)\n"
-"        cudnnBackendDestroyDescriptor(cv->pack);\n"
-"    for (int j = cv->nd - 1; j >= 0; j--)\n"
-"        cudnnBackendDestroyDescriptor(cv->d[j]);\n"
-"    free(cv->d);\n"
-"    memset(cv, 0, sizeof *cv);\n"
-"}\n"
-"\n"
-"/* A packed NCHW tensor of the convolution, named by uid in the variant pack. */\n"
-"static cudnnStatus_t ein_dnn_tensor(ein_conv *cv, int64_t uid, cudnnDataType_t dt,\n"
-"                                    const int64_t *dims, cudnnBackendDescriptor_t *out)\n"
-"{\n"
-"    int64_t strides[4], align = 16;\n"
-"    strides[3] = 1;\n"
-"    strides[2] = dims[3];\n"
-"    strides[1] = dims[2] * dims[3];\n"
-"    strides[0] = dims[1] * strides[1];\n"
-"    cudnnStatus_t s;\n"
-"    if ((s = ein_dnn_make(cv, CUDNN_BACKEND_TENSOR_DESCRIPTOR, out)) != CUDNN_STATUS_SUCCESS ||\n"
-"        (s = cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_DATA_TYPE,\n"
-"                                      CUDNN_TYPE_DATA_TYPE, 1, &dt)) != CUDNN_STATUS_SUCCESS ||\n"
-"        (s = cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_DIMENSIONS,\n"
-"                                      CUDNN_TYPE_INT64, 4, dims)) != CUDNN_STATUS_SUCCESS ||\n"
-"        (s = cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_STRIDES,\n"
-"                                      CUDNN_TYPE_INT64, 4, strides)) != CUDNN_STATUS_SUCCESS ||\n"
-"        (s = cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_UNIQUE_ID,\n"
-"                                      CUDNN_TYPE_INT64, 1, &uid)) != CUDNN_STATUS_SUCCESS ||\n"
-"        (s = cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT,\n"
-"                                      CUDNN_TYPE_INT64, 1, &align)) != CUDNN_STATUS_SUCCESS)\n"
-"        return s;\n"
-"    return cudnnBackendFinalize(*out);\n"
-"}\n"
-"\n"
-"/* Does an engine configuration compute in plain fp32?  Tensor-core engines\n"
-"   round f32 operands to TF32; --precision=fp32 excludes them. */\n"
-"static int ein_dnn_plain_fp32(ein_conv *cv, cudnnBackendDescriptor_t cfg)\n"
-"{\n"
-"    cudnnBackendDescriptor_t engine;\n"
-"    cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];\n"
-"    int64_t n = 0;\n"
-"    if (ein_dnn_make(cv, CUDNN_BACKEND_ENGINE_DESCRIPTOR, &engine) != CUDNN_STATUS_SUCCESS ||\n"
-"        cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE,\n"
-"                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &engine) !=\n"
-"            CUDNN_STATUS_SUCCESS ||\n"
-"        cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,\n"
-"                                 CUDNN_TYPE_NUMERICAL_NOTE, CUDNN_NUMERICAL_NOTE_TYPE_COUNT,\n"
-"                                 &n, notes) != CUDNN_STATUS_SUCCESS)\n"
-"        return 0;\n"
-"    for (int64_t i = 0; i < n; i++)\n"
-"        if (notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE ||\n"
-"            notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS)\n"
-"            return 0;\n"
-"    return 1;\n"
-"}\n"
-"\n"
-"/* Build the execution plan of one convolution: a forward convolution of x\n"
-"   (uid 1) with w (uid 2) into y (uid 3), or for a transposed one the\n"
-"   backward-data operation with dy = x and dx = y.  Sizes are NCHW and\n"
-"   [K, C/groups, R, S]; pad[] is the same before and after. */\n"
-"static int ein_conv_setup($m_ctx *ctx, ein_conv *cv, const char *name, int transposed,\n"
-"                          cudnnDataType_t dt, const int64_t *xd, const int64_t *wd,\n"
-"                          const int64_t *yd, const int64_t *pad, const int64_t *stride,\n"
-"                          const int64_t *dil, int tensor_cores)\n"
-"{\n"
-"    cudnnBackendDescriptor_t x, w, y, conv, op, graph;\n"
-"    cudnnDataType_t comp = CUDNN_DATA_FLOAT;\n"
-"    cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;\n"
-"    int64_t nsp = 2;\n"
-"    float alpha = 1.0f, beta = 0.0f;\n"
-"    EIN_DNN(ein_dnn_tensor(cv, 1, dt, xd, &x));\n"
-"    EIN_DNN(ein_dnn_tensor(cv, 2, dt, wd, &w));\n"
-"    EIN_DNN(ein_dnn_tensor(cv, 3, dt, yd, &y));\n"
-"    EIN_DNN(ein_dnn_make(cv, CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &conv));\n"
-"    EIN_DNN(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS,\n"
-"                                     CUDNN_TYPE_INT64, 1, &nsp));\n"
-"    EIN_DNN(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE,\n"
-"                                     CUDNN_TYPE_DATA_TYPE, 1, &comp));\n"
-"    EIN_DNN(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE,\n"
-"                                     CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode));\n"
-"    EIN_DNN(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_DILATIONS,\n"
-"                                     CUDNN_TYPE_INT64, 2, dil));\n"
-"    EIN_DNN(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES,\n"
-"                                     CUDNN_TYPE_INT64, 2, stride));\n"
-"    EIN_DNN(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS,\n"
-"                                     CUDNN_TYPE_INT64, 2, pad));\n"
-"    EIN_DNN(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS,\n"
-"                                     CUDNN_TYPE_INT64, 2, pad));\n"
-"    EIN_DNN(cudnnBackendFinalize(conv));\n"
-"    if (!transposed) {\n"
-"        EIN_DNN(ein_dnn_make(cv, CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, &op));\n"
-"        EIN_DNN(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,\n"
-"                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x));\n"
-"        EIN_DNN(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,\n"
-"                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w));\n"
-"        EIN_DNN(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,\n"
-"                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y));\n"
-"        EIN_DNN(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,\n"
-"                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv));\n"
-"        EIN_DNN(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,\n"
-"                                         CUDNN_TYPE_FLOAT, 1, &alpha));\n"
-"        EIN_DNN(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA,\n"
-"                                         CUDNN_TYPE_FLOAT, 1, &beta));\n"
-"    } else {\n"
-"        EIN_DNN(ein_dnn_make(cv, CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,\n"
-"                             &op));\n"
-"        EIN_DNN(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,\n"
-"                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x));\n"
-"        EIN_DNN(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,\n"
-"                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w));\n"
-"        EIN_DNN(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,\n"
-"                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y));\n"
-"        EIN_DNN(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,\n"
-"                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv));\n"
-"        EIN_DNN(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,\n"
-"                                         CUDNN_TYPE_FLOAT, 1, &alpha));\n"
-"        EIN_DNN(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA,\n"
-"                                         CUDNN_TYPE_FLOAT, 1, &beta));\n"
-"    }\n"
-"    EIN_DNN(cudnnBackendFinalize(op));\n"
-"    EIN_DNN(ein_dnn_make(cv, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &graph));\n"
-"    EIN_DNN(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS,\n"
-"                                     CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &op));\n"
-"    EIN_DNN(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE,\n"
-"                                     CUDNN_TYPE_HANDLE, 1, &ctx->dnn));\n"
-"    EIN_DNN(cudnnBackendFinalize(graph));\n"
-"    /* The heuristics' engines in their order; the first one that builds a\n"
-"       plan (and, for fp32, uses no tensor cores) is the one. */\n"
-"    static const cudnnBackendHeurMode_t modes[] = {CUDNN_HEUR_MODE_A,\n"
-"                                                   CUDNN_HEUR_MODE_FALLBACK};\n"
-"    for (int mi = 0; mi < 2; mi++) {\n"
-"        cudnnBackendDescriptor_t heur, cfg[16];\n"
-"        cudnnBackendHeurMode_t hm = modes[mi];\n"
-"        int64_t n = 0;\n"
-"        EIN_DNN(ein_dnn_make(cv, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur));\n"
-"        EIN_DNN(cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,\n"
-"                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph));\n"
-"        EIN_DNN(cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_MODE,\n"
-"                                         CUDNN_TYPE_HEUR_MODE, 1, &hm));\n"
-"        if (cudnnBackendFinalize(heur) != CUDNN_STATUS_SUCCESS)\n"
-"            continue;\n"
-"        for (int i = 0; i < 16; i++)\n"
-"            EIN_DNN(ein_dnn_make(cv, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfg[i]));\n"
-"        if (cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,\n"
-"                                     CUDNN_TYPE_BACKEND_DESCRIPTOR, 16, &n, cfg) !=\n"
-"            CUDNN_STATUS_SUCCESS)\n"
-"            continue;\n"
-"        for (int64_t i = 0; i < n && i < 16; i++) {\n"
-"            cudnnBackendDescriptor_t plan;\n"
-"            if (!tensor_cores && !ein_dnn_plain_fp32(cv, cfg[i]))\n"
-"                continue;\n"
-"            EIN_DNN(ein_dnn_make(cv, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan));\n"
-"            if (cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE,\n"
-"                                         CUDNN_TYPE_HANDLE, 1, &ctx->dnn) !=\n"
-"                    CUDNN_STATUS_SUCCESS ||\n"
-"                cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,\n"
-"                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg[i]) !=\n"
-"                    CUDNN_STATUS_SUCCESS ||\n"
-"                cudnnBackendFinalize(plan) != CUDNN_STATUS_SUCCESS)\n"
-"                continue;\n"
-"            EIN_DNN(cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,\n"
-"                                             CUDNN_TYPE_INT64, 1, &n, &cv->ws_bytes));\n"
-"            cv->plan = plan;\n"
-"            return 0;\n"
-"        }\n"
-"    }\n"
-"    return ein_fail(ctx, $M_ECUDA, \"cuDNN has no engine for the convolution computing \"\n"
-"                    \"'%s'%s\", name, tensor_cores ? \"\" : \" without tensor cores (the \"\n"
-"                    \"program was compiled with --precision=fp32)\");\n"
-"}\n"
-"\n"
-"/* A convolution cuDNN cannot plan runs as its generated kernel instead\n"
-"   (ein_op_N checks cv->plan); the first reason is kept in ctx->dnn_note,\n"
-"   which the --main harness prints as a note. */\n"
-"static void ein_conv_fall_back($m_ctx *ctx, ein_conv *cv)\n"
-"{\n"
-"    if (!ctx->dnn_note[0])\n"
-"        snprintf(ctx->dnn_note, sizeof ctx->dnn_note, \"%s; it runs as a generated \"\n"
-"                 \"kernel\", ctx->err);\n"
-"    ctx->err[0] = 0;\n"
-"    ein_conv_drop(cv);\n"
-"}\n"
-"\n"
-"/* Run a convolution on the caller's stream; the variant pack is rebuilt\n"
-"   only when the pointers differ from the last run's. */\n"
-"static int ein_conv_run($m_ctx *ctx, ein_conv *cv, const void *x, const void *w, void *y,\n"
-"                        cudaStream_t stream)\n"
-"{\n"
-"    void *ptr[4] = {(void *)x, (void *)w, y, ctx->ws};\n"
-"    if (((uintptr_t)x | (uintptr_t)w | (uintptr_t)y) % 16 != 0)\n"
-"        return ein_fail(ctx, $M_EINVAL, \"cuDNN needs 16-byte aligned tensors\");\n"
-"    if (!cv->pack || memcmp(ptr, cv->ptr, sizeof ptr) != 0) {\n"
-"        static const int64_t uids[3] = {1, 2, 3};\n"
-"        cudnnBackendDescriptor_t pack;\n"
-"        if (cv->pack)\n"
-"            cudnnBackendDestroyDescriptor(cv->pack);\n"
-"        cv->pack = NULL;\n"
-"        EIN_DNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack));\n"
-"        if (cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS,\n"
-"                                     CUDNN_TYPE_INT64, 3, uids) != CUDNN_STATUS_SUCCESS ||\n"
-"            cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS,\n"
-"                                     CUDNN_TYPE_VOID_PTR, 3, ptr) != CUDNN_STATUS_SUCCESS ||\n"
-"            cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE,\n"
-"                                     CUDNN_TYPE_VOID_PTR, 1, &ptr[3]) != CUDNN_STATUS_SUCCESS ||\n"
-"            cudnnBackendFinalize(pack) != CUDNN_STATUS_SUCCESS) {\n"
-"            cudnnBackendDestroyDescriptor(pack);\n"
-"            return ein_fail(ctx, $M_ECUDA, \"cannot make the cuDNN variant pack\");\n"
-"        }\n"
-"        cv->pack = pack;\n"
-"        memcpy(cv->ptr, ptr, sizeof ptr);\n"
-"    }\n"
-"    EIN_DNN(cudnnSetStream(ctx->dnn, stream));\n"
-"    EIN_DNN(cudnnBackendExecute(ctx->dnn, cv->plan, cv->pack));\n"
-"    return 0;\n"
-"}\n"
-"\n");
-}
-
-/* The C target's library pieces. */
-static void write_c_support(Emit *em)
-{
-    Sb *o = &em->out;
-    if (em->libs & LIB_GEMM_C)
-        sb_puts(o,
-"/* C = A B for a batch of row-major matrices (out_nm: C stored [n][m],\n"
-"   computed as C^T = B^T A^T).  ta: A stored [k][m]; tb: B stored [n][k]. */\n"
-"static void ein_sgemm(int ta, int tb, int out_nm, int64_t m, int64_t n, int64_t k,\n"
-"                      const float *a, int64_t lda, int64_t sa,\n"
-"                      const float *b, int64_t ldb, int64_t sb,\n"
-"                      float *c, int64_t ldc, int64_t sc, int64_t batch)\n"
-"{\n"
-"    for (int64_t i = 0; i < batch; i++) {\n"
-"        if (!out_nm)\n"
-"            cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,\n"
-"                        tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, 1.0f,\n"
-"                        a + i * sa, (int)lda, b + i * sb, (int)ldb, 0.0f, c + i * sc,\n"
-"                        (int)ldc);\n"
-"        else\n"
-"            cblas_sgemm(CblasRowMajor, tb ? CblasNoTrans : CblasTrans,\n"
-"                        ta ? CblasNoTrans : CblasTrans, (int)n, (int)m, (int)k, 1.0f,\n"
-"                        b + i * sb, (int)ldb, a + i * sa, (int)lda, 0.0f, c + i * sc,\n"
-"                        (int)ldc);\n"
-"    }\n"
-"}\n"
-"\n");
-    if (em->libs & LIB_CONV_C)
-        sb_puts(o,
-"/* y[n, f, ho, wo] = sum x[n, c, st*ho + dil*r - ph, st*wo + dil*s - pw] w[f, c, r, s]\n"
-"   (zero outside x): per image, the patches as a (c r s) x (ho wo) matrix\n"
-"   (im2col) times the filters as f x (c r s).  A 1x1 convolution with\n"
-"   stride 1 and no padding multiplies the image itself. */\n"
-"static void ein_conv2d(const float *x, const float *w, float *y, float *col,\n"
-"                       int64_t nn, int64_t c, int64_t h, int64_t wd, int64_t f,\n"
-"                       int64_t r, int64_t s, int64_t ho, int64_t wo, int64_t st,\n"
-"                       int64_t dil, int64_t ph, int64_t pw)\n"
-"{\n"
-"    int64_t kk = c * r * s, pp = ho * wo;\n"
-"    int direct = r == 1 && s == 1 && st == 1 && ph == 0 && pw == 0 && ho == h && wo == wd;\n"
-"    for (int64_t n = 0; n < nn; n++) {\n"
-"        const float *xn = x + n * c * h * wd;\n"
-"        if (!direct) {\n"
-"#ifdef _OPENMP\n"
-"#pragma omp parallel for schedule(static) if (kk * pp > 32768)\n"
-"#endif\n"
-"            for (int64_t row = 0; row < kk; row++) {\n"
-"                int64_t ci = row / (r * s), ri = row / s % r, si = row % s;\n"
-"                float *dst = col + row * pp;\n"
-"                for (int64_t oh = 0; oh < ho; oh++) {\n"
-"                    int64_t ih = st * oh + dil * ri - ph;\n"
-"                    for (int64_t ow = 0; ow < wo; ow++) {\n"
-"                        int64_t iw = st * ow + dil * si - pw;\n"
-"                        dst[oh * wo + ow] = ih >= 0 && ih < h && iw >= 0 && iw < wd\n"
-"                                                ? xn[(ci * h + ih) * wd + iw] : 0.0f;\n"
-"                    }\n"
-"                }\n"
-"            }\n"
-"        }\n"
-"        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)f, (int)pp, (int)kk,\n"
-"                    1.0f, w, (int)kk, direct ? xn : col, (int)pp, 0.0f, y + n * f * pp,\n"
-"                    (int)pp);\n"
-"    }\n"
-"}\n"
-"\n");
-    if (em->libs & LIB_CONVT_C)
-        sb_puts(o,
-"/* The transposed convolution y[n, f, st*ih - pad + r, st*iw - pad + s] +=\n"
-"   x[n, c, ih, iw] w[c, f, r, s]: per image, w^T as (f r s) x c times the\n"
-"   image as c x (h w), then each column added where it lands (col2im). */\n"
-"static void ein_conv_t2d(const float *x, const float *w, float *y, float *col,\n"
-"                         int64_t nn, int64_t c, int64_t h, int64_t wd, int64_t f,\n"
-"                         int64_t r, int64_t s, int64_t ho, int64_t wo, int64_t st,\n"
-"                         int64_t pad)\n"
-"{\n"
-"    int64_t hw = h * wd, frs = f * r * s;\n"
-"    for (int64_t n = 0; n < nn; n++) {\n"
-"        float *yn = y + n * f * ho * wo;\n"
-"        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)frs, (int)hw, (int)c,\n"
-"                    1.0f, w, (int)frs, x + n * c * hw, (int)hw, 0.0f, col, (int)hw);\n"
-"#ifdef _OPENMP\n"
-"#pragma omp parallel for schedule(static) if (frs * hw > 32768)\n"
-"#endif\n"
-"        for (int64_t fi = 0; fi < f; fi++) {\n"
-"            float *plane = yn + fi * ho * wo;\n"
-"            memset(plane, 0, sizeof *plane * (size_t)(ho * wo));\n"
-"            for (int64_t ri = 0; ri < r; ri++)\n"
-"                for (int64_t si = 0; si < s; si++) {\n"
-"                    const float *src = col + ((fi * r + ri) * s + si) * hw;\n"
-"                    for (int64_t ih = 0; ih < h; ih++) {\n"
-"                        int64_t oh = st * ih - pad + ri;\n"
-"                        if (oh < 0 || oh >= ho)\n"
-"                            continue;\n"
-"                        for (int64_t iw = 0; iw < wd; iw++) {\n"
-"                            int64_t ow = st * iw - pad + si;\n"
-"                            if (ow >= 0 && ow < wo)\n"
-"                                plane[oh * wo + ow] += src[ih * wd + iw];\n"
-"                        }\n"
-"                    }\n"
-"                }\n"
-"        }\n"
-"    }\n"
-"}\n"
-"\n");
-    if (em->libs & (LIB_G2BMM_C | LIB_GBMM_C))
-        sb_puts(o,
-"/* Banded products, b batches of m rows, band 2w + 1, inner size k, dilation\n"
-"   d.  Row i = r + d*t (residue r) meets key rows r + d*u, u = t + j - w: a\n"
-"   block of rows of one residue and the key rows of that residue its band\n"
-"   covers make one dense product, whose band is the result (a block of T\n"
-"   rows computes T (T + 2w) entries for T (2w + 1): little waste for a\n"
-"   wide band).  Rows are d*k floats apart, a leading dimension as any.\n"
-"   Key rows outside the sequence are zero. */\n");
-    if (em->libs & LIB_G2BMM_C)
-        sb_printf(o,
-"/* s[b, i, j] = sum_c q[b, i, c] k[b, i + d (j - w), c] */\n"
-"static void ein_g2bmm(const float *q, const float *k, float *s, float *tmp, int64_t nb,\n"
-"                      int64_t m, int64_t w, int64_t kk, int64_t d)\n"
-"{\n"
-"    int64_t band = 2 * w + 1;\n"
-"    for (int64_t b = 0; b < nb; b++)\n"
-"        for (int64_t r = 0; r < d && r < m; r++) {\n"
-"            int64_t nr = (m - r + d - 1) / d;\n"
-"            const float *qr = q + (b * m + r) * kk, *kr = k + (b * m + r) * kk;\n"
-"            float *sr = s + (b * m + r) * band;\n"
-"            for (int64_t t0 = 0; t0 < nr; t0 += %d) {\n"
-"                int64_t tn = nr - t0 < %d ? nr - t0 : %d;\n"
-"                int64_t v0 = t0 - w > 0 ? t0 - w : 0;\n"
-"                int64_t v1 = t0 + tn + w < nr ? t0 + tn + w : nr;\n"
-"                int64_t len = v1 - v0;\n"
-"                if (len > 0)\n"
-"                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)tn, (int)len,\n"
-"                                (int)kk, 1.0f, qr + t0 * d * kk, (int)(d * kk),\n"
-"                                kr + v0 * d * kk, (int)(d * kk), 0.0f, tmp, (int)len);\n"
-"                for (int64_t t = 0; t < tn; t++) {\n"
-"                    float *row = sr + (t0 + t) * d * band;\n"
-"                    for (int64_t j = 0; j < band; j++) {\n"
-"                        int64_t u = t0 + t + j - w;\n"
-"                        row[j] = u >= v0 && u < v1 ? tmp[t * len + (u - v0)] : 0.0f;\n"
-"                    }\n"
-"                }\n"
-"            }\n"
-"        }\n"
-"}\n"
-"\n", BAND_C_ROWS, BAND_C_ROWS, BAND_C_ROWS);
-    if (em->libs & LIB_GBMM_C)
-        sb_printf(o,
-"/* o[b, i, c] = sum_j s[b, i, j] v[b, i + d (j - w), c] */\n"
-"static void ein_gbmm(const float *s, const float *v, float *o, float *tmp, int64_t nb,\n"
-"                     int64_t m, int64_t w, int64_t kk, int64_t d)\n"
-"{\n"
-"    int64_t band = 2 * w + 1;\n"
-"    for (int64_t b = 0; b < nb; b++)\n"
-"        for (int64_t r = 0; r < d && r < m; r++) {\n"
-"            int64_t nr = (m - r + d - 1) / d;\n"
-"            const float *sr = s + (b * m + r) * band, *vr = v + (b * m + r) * kk;\n"
-"            float *orow = o + (b * m + r) * kk;\n"
-"            for (int64_t t0 = 0; t0 < nr; t0 += %d) {\n"
-"                int64_t tn = nr - t0 < %d ? nr - t0 : %d;\n"
-"                int64_t v0 = t0 - w > 0 ? t0 - w : 0;\n"
-"                int64_t v1 = t0 + tn + w < nr ? t0 + tn + w : nr;\n"
-"                int64_t len = v1 - v0;\n"
-"                if (len <= 0) {\n"
-"                    for (int64_t t = 0; t < tn; t++)\n"
-"                        memset(orow + (t0 + t) * d * kk, 0, sizeof(float) * (size_t)kk);\n"
-"                    continue;\n"
-"                }\n"
-"                /* the block's band as dense rows over the key rows v0 .. v1 */\n"
-"                memset(tmp, 0, sizeof(float) * (size_t)(tn * len));\n"
-"                for (int64_t t = 0; t < tn; t++) {\n"
-"                    const float *row = sr + (t0 + t) * d * band;\n"
-"                    for (int64_t j = 0; j < band; j++) {\n"
-"                        int64_t u = t0 + t + j - w;\n"
-"                        if (u >= v0 && u < v1)\n"
-"                            tmp[t * len + (u - v0)] = row[j];\n"
-"                    }\n"
-"                }\n"
-"                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)tn, (int)kk,\n"
-"                            (int)len, 1.0f, tmp, (int)len, vr + v0 * d * kk, (int)(d * kk),\n"
-"                            0.0f, orow + t0 * d * kk, (int)(d * kk));\n"
-"            }\n"
-"        }\n"
-"}\n"
-"\n", BAND_C_ROWS, BAND_C_ROWS, BAND_C_ROWS);
+    if (em->libs & LIB_CUBLAS)
+        emit_paste(em, "cublas.cu");
+    if (em->libs & LIB_CUDNN)
+        emit_paste(em, "cudnn.cu");
+    if (em->libs & LIB_CBLAS) {
+        sb_printf(&em->out, "#define EIN_BAND_ROWS %d  /* rows of a block of ein_g2bmm and "
+                  "ein_gbmm */\n\n", BAND_C_ROWS);
+        emit_paste(em, "cblas.c");
+    }
     if (em->rnd_elems[0] || em->rnd_elems[1])
-        sb_puts(o,
+        sb_puts(&em->out,
 "/* A library operand rounded as a whole (ein_rnd) into a scratch buffer. */\n"
 "static const float *ein_round(float *dst, const float *src, int64_t n)\n"
 "{\n"
@@ -652,16 +188,6 @@ static void write_c_support(Emit *em)
 "\n");
 }
 
-void lib_write_support(Emit *em)
-{
-    if (em->libs & LIB_CUBLAS)
-        write_cublas_support(em);
-    if (em->libs & LIB_CUDNN)
-        write_cudnn_support(em);
-    if (em->libs & LIB_CBLAS)
-        write_c_support(em);
-}
-
 /* ---- create and destroy ------------------------------------------------------- */
 
 static const char *cudnn_type(ElemType e)
@@ -670,48 +196,59 @@ static const char *cudnn_type(ElemType e)
                                                               : "CUDNN_DATA_FLOAT";
 }
 
-void lib_write_create(Emit *em)
+/* The convolutions as runtime/cudnn.cu takes them: ein_convs[i] is built
+ * into ctx->conv[i]. */
+static void write_conv_table(Emit *em)
 {
     const IrProgram *p = em->p;
     Sb *o = &em->out;
-    if (em->libs & LIB_CUBLAS)
-        sb_puts(o, "    EIN_BLAS(cublasCreate(&ctx->blas));\n");
-    if (em->libs & LIB_CUDNN) {
-        sb_puts(o, "    EIN_DNN(cudnnCreate(&ctx->dnn));\n    {\n"
-                   "        int64_t ws = 0;\n");
-        for (int i = 0; i < p->ntensors; i++) {
-            const IrTensor *t = p->tensors[i];
-            if (em->slot[i] < 0)
-                continue;
-            const OpMatch *m = &emit_op(em, t)->op;
-            bool tr = m->kind == OPK_CONV_TRANSPOSE2D;
-            /* the filter as cuDNN sees it: [K, C/groups, R, S] of the
-             * forward convolution (for a transposed one: K = c, C = f) */
-            int64_t wk = tr ? m->c : m->f, wc = tr ? m->f : m->c / m->groups;
-            bool tc = em->precision != PREC_FP32 || t->elem != ELEM_F32;
-            sb_printf(o, "        {   /* %s: %s */\n", t->name, op_kind_name(m->kind));
-            sb_printf(o, "            static const int64_t x[4] = {%" PRId64 ", %" PRId64
-                      ", %" PRId64 ", %" PRId64 "};\n", m->cn, m->c, m->h, m->w);
-            sb_printf(o, "            static const int64_t w[4] = {%" PRId64 ", %" PRId64
-                      ", %" PRId64 ", %" PRId64 "};\n", wk, wc, m->r, m->s);
-            sb_printf(o, "            static const int64_t y[4] = {%" PRId64 ", %" PRId64
-                      ", %" PRId64 ", %" PRId64 "};\n", m->cn, m->f,
-                      out_h(t), out_w(t));
-            sb_printf(o, "            static const int64_t pad[2] = {%" PRId64 ", %" PRId64
-                      "}, st[2] = {%" PRId64 ", %" PRId64 "}, dil[2] = {%" PRId64 ", %"
-                      PRId64 "};\n", m->pad, m->pad_w, m->stride, m->stride, m->dilation,
-                      m->dilation);
-            sb_printf(o, "            if (ein_conv_setup(ctx, &ctx->conv[%d], \"%s\", %d, "
-                      "%s, x, w, y, pad, st, dil, %d) != 0)\n"
-                      "                ein_conv_fall_back(ctx, &ctx->conv[%d]);\n"
-                      "            else if (ctx->conv[%d].ws_bytes > ws)\n"
-                      "                ws = ctx->conv[%d].ws_bytes;\n        }\n",
-                      em->slot[i], t->name, tr, cudnn_type(t->elem), tc, em->slot[i],
-                      em->slot[i], em->slot[i]);
-        }
-        sb_puts(o, "        if (ws > 0)\n"
-                   "            EIN_CUDA(cudaMalloc(&ctx->ws, (size_t)ws));\n    }\n");
+    sb_printf(o, "/* The convolutions cuDNN runs, ctx->conv[i] for ein_convs[i]: name,\n"
+                 "   transposed, data type, tensor cores, x, w, y, pad, stride, dilation\n"
+                 "   (runtime/cudnn_types.h). */\n"
+                 "static const ein_conv_spec ein_convs[%d] = {\n", em->nconv);
+    for (int i = 0; i < p->ntensors; i++) {
+        const IrTensor *t = p->tensors[i];
+        if (em->slot[i] < 0)
+            continue;
+        const OpMatch *m = &emit_op(em, t)->op;
+        bool tr = m->kind == OPK_CONV_TRANSPOSE2D;
+        /* the filter as cuDNN sees it: [K, C/groups, R, S] of the forward
+         * convolution (for a transposed one: K = c, C = f) */
+        int64_t wk = tr ? m->c : m->f, wc = tr ? m->f : m->c / m->groups;
+        bool tc = em->precision != PREC_FP32 || t->elem != ELEM_F32;
+        sb_printf(o, "    /* %s: %s */\n", t->name, op_kind_name(m->kind));
+        sb_printf(o, "    {\"%s\", %d, %s, %d,\n", t->name, tr, cudnn_type(t->elem), tc);
+        sb_printf(o, "     {%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "}, {%" PRId64
+                  ", %" PRId64 ", %" PRId64 ", %" PRId64 "}, {%" PRId64 ", %" PRId64 ", %"
+                  PRId64 ", %" PRId64 "},\n", m->cn, m->c, m->h, m->w, wk, wc, m->r, m->s,
+                  m->cn, m->f, out_h(t), out_w(t));
+        sb_printf(o, "     {%" PRId64 ", %" PRId64 "}, {%" PRId64 ", %" PRId64 "}, {%" PRId64
+                  ", %" PRId64 "}},\n", m->pad, m->pad_w, m->stride, m->stride, m->dilation,
+                  m->dilation);
     }
+    sb_puts(o, "};\n\n");
+}
+
+void lib_write_create_destroy(Emit *em)
+{
+    Sb *o = &em->out;
+    unsigned libs = em->libs;
+    bool any = (libs & (LIB_CUBLAS | LIB_CUDNN)) || em->col_elems || em->rnd_elems[0] ||
+               em->rnd_elems[1];
+    if (libs & LIB_CUDNN)
+        write_conv_table(em);
+    emit_api_text(em, "/* What the library calls need: made after the tensors' buffers, freed\n"
+                      "   before them. */\n"
+                      "static int ein_lib_create(model_ctx *ctx)\n{\n");
+    if (libs & LIB_CUDNN)
+        sb_puts(o, "    int rc;\n");
+    if (!any)
+        sb_puts(o, "    (void)ctx;\n");
+    if (libs & LIB_CUBLAS)
+        sb_puts(o, "    EIN_BLAS(cublasCreate(&ctx->blas));\n");
+    if (libs & LIB_CUDNN)
+        sb_printf(o, "    if ((rc = ein_dnn_create(ctx, ein_convs, %d)) != 0)\n"
+                  "        return rc;\n", em->nconv);
     if (em->col_elems)
         sb_printf(o, "    if (!(ctx->col = (float *)malloc(sizeof(float) * %" PRId64 ")))\n"
                   "        return ein_fail(ctx, %s_ENOMEM, \"out of memory for the im2col "
@@ -721,30 +258,24 @@ void lib_write_create(Emit *em)
             sb_printf(o, "    if (!(ctx->rnd%d = (float *)malloc(sizeof(float) * %" PRId64 ")))\n"
                       "        return ein_fail(ctx, %s_ENOMEM, \"out of memory for the "
                       "rounded operands\");\n", j, em->rnd_elems[j], em->upper);
-}
-
-void lib_write_destroy(Emit *em)
-{
-    Sb *o = &em->out;
-    if (em->libs & LIB_CUBLAS)
-        sb_puts(o, "    if (ctx->blas && cublasDestroy(ctx->blas) != CUBLAS_STATUS_SUCCESS)\n"
-                   "        rc = ");
-    if (em->libs & LIB_CUBLAS)
-        emit_tpl(em, "$M_ECUDA;\n");
-    if (em->libs & LIB_CUDNN) {
-        sb_printf(o, "    for (int i = 0; i < %d; i++)\n"
-                  "        ein_conv_drop(&ctx->conv[i]);\n"
-                  "    if (ctx->dnn && cudnnDestroy(ctx->dnn) != CUDNN_STATUS_SUCCESS)\n",
-                  em->nconv);
-        emit_tpl(em, "        rc = $M_ECUDA;\n"
-                     "    if (ctx->ws && cudaFree(ctx->ws) != cudaSuccess)\n"
-                     "        rc = $M_ECUDA;\n");
-    }
+    emit_api_text(em, "    return MODEL_OK;\n}\n\n"
+                      "/* The context is gone by then: a failure has no message. */\n"
+                      "static int ein_lib_destroy(model_ctx *ctx)\n{\n"
+                      "    int rc = MODEL_OK;\n");
+    if (!any)
+        sb_puts(o, "    (void)ctx;\n");
+    if (libs & LIB_CUBLAS)
+        emit_api_text(em, "    if (ctx->blas && cublasDestroy(ctx->blas) != CUBLAS_STATUS_SUCCESS)\n"
+                          "        rc = MODEL_ECUDA;\n");
+    if (libs & LIB_CUDNN)
+        sb_printf(o, "    if (ein_dnn_destroy(ctx, %d) != 0)\n        rc = %s_ECUDA;\n",
+                  em->nconv, em->upper);
     if (em->col_elems)
         sb_puts(o, "    free(ctx->col);\n");
     for (int j = 0; j < 2; j++)
         if (em->rnd_elems[j])
             sb_printf(o, "    free(ctx->rnd%d);\n", j);
+    sb_puts(o, "    return rc;\n}\n\n");
 }
 
 /* ---- the calls ------------------------------------------------------------------ */
@@ -889,6 +420,9 @@ void lib_write_call(Emit *em, const IrTensor *t, const char *indent)
  * kernels. */
 void lib_write_kernels(Emit *em)
 {
+    if (!emit_is_cuda(em) || !(em->libs & LIB_BAND))
+        return;
+    band_write_support(em);
     for (int i = 0; i < em->p->ntensors; i++) {
         const IrTensor *t = em->p->tensors[i];
         if (t->kind == IT_STAGE && emit_op(em, t)->impl == IMPL_CUDA_BAND)

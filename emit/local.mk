@@ -22,6 +22,11 @@ tests_emit_test_emit_LDADD = emit/libemit.a derive/libderive.a \
 TESTS += tests/emit/examples.test tests/emit/nvcc.test tests/emit/vendor.test
 EXTRA_DIST += tests/emit/examples.test tests/emit/nvcc.test tests/emit/vendor.test
 
+# No function body of more than 20 lines in emit/'s string literals: the
+# code every program carries is in runtime/.
+TESTS += tests/emit/literals.test
+EXTRA_DIST += tests/emit/literals.test tests/emit/literals.py
+
 # Every macro of the headers the output includes, as a tensor name: the
 # output still builds (C; CUDA where $NVCC is set).
 TESTS += tests/emit/reserved.test

@@ -269,13 +269,18 @@ static void run_program(const char *name, const IrProgram *p, bool with_nvcc)
     bool *band = arena_alloc(em.arena, sizeof *band * (size_t)(p->ntensors + 1));
     int bands = 0;
     for (int i = 0; i < em.nkernels; i++) {
-        const Kernel *k = &em.kernels[i];
-        const IrTensor *t = k->out;
+        const IrTensor *t = em.kernels[i].out;
         op[t->id] = &pl->ops[t->id].op;
         band[t->id] = pl->ops[t->id].impl == IMPL_CUDA_BAND;
+        bands += band[t->id];
+    }
+    if (bands > 0)
+        band_write_support(&em);        /* runtime/band.cu, as emit.c writes it */
+    for (int i = 0; i < em.nkernels; i++) {
+        const Kernel *k = &em.kernels[i];
+        const IrTensor *t = k->out;
         if (band[t->id]) {
             band_write_kernel(&em, t, op[t->id]);
-            bands++;
         } else {
             cuda_write_kernel(&em, k);
         }
