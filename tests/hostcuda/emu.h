@@ -96,6 +96,7 @@ struct Fiber {
     int bar;                    /* barrier waited at: 0 the block, 1 + w warp w */
     unsigned long gen;          /* that barrier's generation when it arrived */
     void *fake;                 /* ASan's fake stack of this fiber */
+    Dim tid;                    /* its threadIdx */
 };
 
 enum { MAX_THREADS = 1024, MAX_WARPS = MAX_THREADS / 32, STACK = 256 * 1024 };
@@ -117,7 +118,12 @@ struct Sched {
     unsigned arrived[1 + MAX_WARPS];
     unsigned need[1 + MAX_WARPS];
     unsigned long gen[1 + MAX_WARPS];
-    unsigned char xchg[MAX_WARPS][32][8];   /* the shuffles' exchange */
+    unsigned nwait[1 + MAX_WARPS];
+    unsigned short waiting[1 + MAX_WARPS][MAX_THREADS];     /* who waits where */
+    unsigned runq[MAX_THREADS];         /* the fibers that can go on, in order */
+    unsigned long rq_head, rq_tail;
+    unsigned char xchg[2][MAX_WARPS][32][8];    /* the shuffles' exchange, by parity */
+    unsigned char parity[MAX_THREADS];          /* of each thread's next shuffle */
     bool running;
 };
 
@@ -135,9 +141,10 @@ inline hc_emu::Dim hc_threadIdx, hc_blockIdx, hc_blockDim, hc_gridDim;
 #endif
 
 #if defined(__x86_64__)
-/* hc_emu_swap(&save, to): save the callee-saved registers, the SSE and x87
- * control words and the stack pointer into *save, load them from `to`.
- * Weak: the header may be in several files of one program. */
+/* hc_emu_swap(&save, to): save the callee-saved registers and the stack
+ * pointer into *save, load them from `to`.  The SSE and x87 control words
+ * are the same in every fiber (kernels do not change them), so they are
+ * not switched.  Weak: the header may be in several files of a program. */
 extern "C" void hc_emu_swap(void **save, void *to);
 asm(".text\n"
     ".weak hc_emu_swap\n"
@@ -149,14 +156,8 @@ asm(".text\n"
     "    pushq %r13\n"
     "    pushq %r14\n"
     "    pushq %r15\n"
-    "    subq $8, %rsp\n"
-    "    stmxcsr (%rsp)\n"
-    "    fnstcw 4(%rsp)\n"
     "    movq %rsp, (%rdi)\n"
     "    movq %rsi, %rsp\n"
-    "    ldmxcsr (%rsp)\n"
-    "    fldcw 4(%rsp)\n"
-    "    addq $8, %rsp\n"
     "    popq %r15\n"
     "    popq %r14\n"
     "    popq %r13\n"
@@ -235,18 +236,14 @@ inline void make_fiber(Fiber *f)
     }
     f->stack = (char *)m;
 #if defined(__x86_64__)
-    /* the frame hc_emu_swap pops: control words, six registers, the
-     * address it returns to (hc_emu_entry, entered as if called: rsp = 8
-     * mod 16) */
+    /* the frame hc_emu_swap pops: six registers, then the address it
+     * returns to (hc_emu_entry, entered as if called: rsp = 8 mod 16) */
     uintptr_t top = ((uintptr_t)f->stack + f->size) & ~(uintptr_t)15;
     uint64_t *sp = (uint64_t *)top;
     *--sp = 0;                              /* hc_emu_entry's return address */
     *--sp = (uint64_t)(uintptr_t)&hc_emu_entry;
     for (int i = 0; i < 6; i++)
         *--sp = 0;                          /* rbp rbx r12 r13 r14 r15 */
-    uint32_t ctl[2] = {0x1f80u, 0x037fu};   /* MXCSR, x87 control word: the defaults */
-    --sp;
-    memcpy(sp, ctl, sizeof ctl);
     f->sp = sp;
 #else
     getcontext(&f->uc);
@@ -262,9 +259,7 @@ inline void resume(unsigned t)
 {
     Fiber *f = &sched.f[t];
     sched.cur = t;
-    hc_threadIdx.x = t % hc_blockDim.x;
-    hc_threadIdx.y = t / hc_blockDim.x % hc_blockDim.y;
-    hc_threadIdx.z = t / (hc_blockDim.x * hc_blockDim.y);
+    hc_threadIdx = f->tid;
 #ifdef HC_EMU_ASAN
     __sanitizer_start_switch_fiber(&sched.main_fake, f->stack, f->size);
 #endif
@@ -279,17 +274,26 @@ inline void resume(unsigned t)
 }
 
 /* Barrier b (0: the block, 1 + w: warp w): wait until every thread it
- * names is here. */
+ * names is here.  The last to arrive releases the others (they go to the
+ * run queue) and goes on. */
 inline void barrier(int b)
 {
     Fiber *me = &sched.f[sched.cur];
-    me->bar = b;
-    me->gen = sched.gen[b];
-    me->state = FIBER_WAITING;
     if (++sched.arrived[b] == sched.need[b]) {
         sched.arrived[b] = 0;
         sched.gen[b]++;
+        for (unsigned i = 0; i < sched.nwait[b]; i++) {
+            unsigned t = sched.waiting[b][i];
+            sched.f[t].state = FIBER_READY;
+            sched.runq[sched.rq_tail++ % MAX_THREADS] = t;
+        }
+        sched.nwait[b] = 0;
+        return;
     }
+    me->bar = b;
+    me->gen = sched.gen[b];
+    me->state = FIBER_WAITING;
+    sched.waiting[b][sched.nwait[b]++] = sched.cur;
     yield();
 }
 
@@ -314,9 +318,11 @@ inline void run_grid(Dim grid, Dim block, const std::function<void()> &body, con
     }
     if (!sched.f)
         sched.f = (Fiber *)calloc(MAX_THREADS, sizeof *sched.f);
-    for (unsigned t = 0; t < n; t++)
+    for (unsigned t = 0; t < n; t++) {
         if (!sched.f[t].stack)
             make_fiber(&sched.f[t]);
+        sched.f[t].tid = Dim{t % block.x, t / block.x % block.y, t / (block.x * block.y)};
+    }
     sched.running = true;
     sched.n = n;
     sched.body = &body;
@@ -328,28 +334,21 @@ inline void run_grid(Dim grid, Dim block, const std::function<void()> &body, con
     for (unsigned w = 0; w < nw; w++)
         sched.need[1 + w] = w + 1 < nw || n % 32 == 0 ? 32 : n % 32;
     memset(sched.arrived, 0, sizeof sched.arrived);
+    memset(sched.nwait, 0, sizeof sched.nwait);
+    memset(sched.parity, 0, sizeof sched.parity);
     sched.block_no = 0;
     for (unsigned bz = 0; bz < grid.z; bz++)
         for (unsigned by = 0; by < grid.y; by++)
             for (unsigned bx = 0; bx < grid.x; bx++, sched.block_no++) {
                 hc_blockIdx = Dim{bx, by, bz};
-                for (unsigned t = 0; t < n; t++)
+                sched.rq_head = sched.rq_tail = 0;
+                for (unsigned t = 0; t < n; t++) {
                     sched.f[t].state = FIBER_READY;
+                    sched.runq[sched.rq_tail++ % MAX_THREADS] = t;
+                }
                 unsigned live = n;
                 while (live > 0) {
-                    bool progressed = false;
-                    for (unsigned t = 0; t < n; t++) {
-                        Fiber *f = &sched.f[t];
-                        if (f->state == FIBER_DONE ||
-                            (f->state == FIBER_WAITING && f->gen == sched.gen[f->bar]))
-                            continue;
-                        f->state = FIBER_READY;
-                        resume(t);
-                        progressed = true;
-                        if (f->state == FIBER_DONE)
-                            live--;
-                    }
-                    if (!progressed) {
+                    if (sched.rq_head == sched.rq_tail) {
                         unsigned done = 0, t0 = n;
                         for (unsigned t = 0; t < n; t++) {
                             done += sched.f[t].state == FIBER_DONE;
@@ -362,6 +361,10 @@ inline void run_grid(Dim grid, Dim block, const std::function<void()> &body, con
                              barrier_name(b), t0, live - 1, sched.arrived[b], sched.need[b],
                              done);
                     }
+                    unsigned t = sched.runq[sched.rq_head++ % MAX_THREADS];
+                    resume(t);
+                    if (sched.f[t].state == FIBER_DONE)
+                        live--;
                 }
             }
     sched.running = false;
@@ -401,20 +404,23 @@ inline void check_mask(const char *what, unsigned mask)
 }
 
 /* A shuffle: every lane puts v, the warp waits, each takes its source
- * lane's (src(lane) < 0: its own), the warp waits again before the next
- * exchange overwrites the values. */
+ * lane's (src(lane) < 0: its own).  Consecutive shuffles use the two
+ * exchange buffers in turn, so one barrier each is enough: a lane can
+ * overwrite a buffer only two shuffles later, after the whole warp passed
+ * the next barrier, that is after every lane read it. */
 template <class T, class F> inline T shuffle(const char *what, unsigned mask, T v, F src)
 {
     static_assert(sizeof(T) <= 8, "shuffles of at most 8 bytes");
     check_mask(what, mask);
     unsigned t = flat_tid(), w = t / 32, l = t % 32;
-    memcpy(sched.xchg[w][l], &v, sizeof v);
+    unsigned p = sched.parity[t];
+    sched.parity[t] = (unsigned char)(1 - p);
+    memcpy(sched.xchg[p][w][l], &v, sizeof v);
     barrier(1 + (int)w);
     T r = v;
     int s = src((int)l);
     if (s >= 0 && s < (int)sched.need[1 + w])
-        memcpy(&r, sched.xchg[w][s], sizeof r);
-    barrier(1 + (int)w);
+        memcpy(&r, sched.xchg[p][w][s], sizeof r);
     return r;
 }
 
