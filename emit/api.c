@@ -131,8 +131,9 @@ void api_write_header_comment(Emit *em)
 " *                     size_t nbytes);\n"
 " *       Copy a tensor that holds a value (set, loaded or computed) to\n"
 " *       host memory.");
-    tpl(em, cuda ? "  $m_set_tensor and $m_get_tensor synchronise the\n"
-                   " *       device." : "");
+    tpl(em, cuda ? "  $m_load_weights, $m_set_tensor and $m_get_tensor\n"
+                   " *       wait for the runs queued before them and return when their\n"
+                   " *       copy is done." : "");
     sb_puts(o, "\n");
     /* The run prototype on one line, wrapped at the commas. */
     Sb proto = {0};
@@ -172,6 +173,8 @@ void api_write_header_comment(Emit *em)
     sb_puts(o, cuda ? "; the kernels are queued on\n"
                       " *       `stream` and the call returns without waiting for them (a\n"
                       " *       failure while they run shows at the next synchronising call).\n"
+                      " *       Runs of one context run one after another whatever their\n"
+                      " *       streams; order the inputs and outputs with `stream`.\n"
                     : ".\n");
     tpl(em,
 " *       Every weight must have been loaded or set.\n"
@@ -326,7 +329,9 @@ static void write_tables(Emit *em)
     tpl(em,
 "    unsigned char valid[EIN_NT];    /* holds a value */\n"
 "    int weights_changed;            /* the load-time stages must rerun */\n");
-    sb_puts(o, cuda ? "    cudaStream_t last_stream;       /* of the latest run */\n" : "");
+    sb_puts(o, cuda ? "    cudaStream_t io;                /* the context's own copies (set, load, get) */\n"
+                      "    cudaEvent_t done;               /* recorded at the end of every run */\n"
+                    : "");
     lib_write_ctx_fields(em);
     tpl(em,
 "    char err[512];\n"
@@ -479,7 +484,14 @@ static void write_create_destroy(Emit *em)
 "                 \"out of host memory for the context\");\n"
 "        return $M_ENOMEM;\n"
 "    }\n"
-"    ctx->weights_changed = 1;\n"
+"    ctx->weights_changed = 1;\n");
+    if (cuda)
+        tpl(em,
+"    /* Runs of this context wait for the one before (ctx->done), whatever\n"
+"       stream they are on; copies from and to the host go on ctx->io. */\n"
+"    EIN_CUDA(cudaStreamCreateWithFlags(&ctx->io, cudaStreamNonBlocking));\n"
+"    EIN_CUDA(cudaEventCreateWithFlags(&ctx->done, cudaEventDisableTiming));\n");
+    tpl(em,
 "    for (int i = 0; i < EIN_NT; i++) {\n"
 "        size_t bytes = ein_tensors[i].nbytes;\n");
     if (cuda)
@@ -510,13 +522,22 @@ static void write_create_destroy(Emit *em)
 "    int rc = $M_OK;\n"
 "    if (!ctx)\n"
 "        return rc;\n");
+    if (cuda)
+        tpl(em,
+"    /* nothing is freed under a run in flight */\n"
+"    if (ctx->done && cudaEventSynchronize(ctx->done) != cudaSuccess)\n"
+"        rc = $M_ECUDA;\n");
     lib_write_destroy(em);
     tpl(em,
 "    for (int i = 0; i < EIN_NT; i++)\n");
     if (cuda)
         tpl(em,
 "        if (ctx->buf[i] && cudaFree(ctx->buf[i]) != cudaSuccess)\n"
-"            rc = $M_ECUDA;      /* the context is gone: no message */\n");
+"            rc = $M_ECUDA;      /* the context is gone: no message */\n"
+"    if (ctx->done && cudaEventDestroy(ctx->done) != cudaSuccess)\n"
+"        rc = $M_ECUDA;\n"
+"    if (ctx->io && cudaStreamDestroy(ctx->io) != cudaSuccess)\n"
+"        rc = $M_ECUDA;\n");
     else
         tpl(em,
 "        free(ctx->buf[i]);\n");
@@ -566,7 +587,16 @@ static void write_load_set_get(Emit *em)
 "    if (!path)\n"
 "        return ein_fail(ctx, $M_EINVAL, \"weights file name is a null pointer\");\n"
 "    if ((st = st_open(path, &f, msg, sizeof msg)) != ST_OK)\n"
-"        return ein_fail(ctx, ein_st_code(st), \"%s\", msg);\n"
+"        return ein_fail(ctx, ein_st_code(st), \"%s\", msg);\n");
+    if (cuda)
+        tpl(em,
+"    /* after the runs already queued, whatever their streams */\n"
+"    cudaError_t e = cudaStreamWaitEvent(ctx->io, ctx->done, 0);\n"
+"    if (e != cudaSuccess) {\n"
+"        st_close(f);\n"
+"        return ein_cuda_fail(ctx, e, \"cudaStreamWaitEvent (loading weights)\");\n"
+"    }\n");
+    tpl(em,
 "    for (int i = 0; i < EIN_NT; i++) {\n"
 "        const $m_tensor_info *t = &ein_tensors[i];\n"
 "        size_t bytes = t->nbytes;\n"
@@ -583,9 +613,11 @@ static void write_load_set_get(Emit *em)
 "        }\n"
 "        st = st_read(f, t->name, ein_st_dtype(t->elem), t->rank, t->shape, host,\n"
 "                     bytes, msg, sizeof msg);\n"
-"        cudaError_t e = st == ST_OK ? cudaMemcpy(ctx->buf[i], host, bytes,\n"
-"                                                 cudaMemcpyHostToDevice)\n"
-"                                    : cudaSuccess;\n"
+"        e = st == ST_OK ? cudaMemcpyAsync(ctx->buf[i], host, bytes,\n"
+"                                          cudaMemcpyHostToDevice, ctx->io)\n"
+"                        : cudaSuccess;\n"
+"        if (e == cudaSuccess)\n"
+"            e = cudaStreamSynchronize(ctx->io);     /* before host is freed */\n"
 "        free(host);\n"
 "        if (st != ST_OK || e != cudaSuccess) {\n"
 "            st_close(f);\n"
@@ -606,8 +638,6 @@ static void write_load_set_get(Emit *em)
 "        ctx->weights_changed = 1;\n"
 "    }\n"
 "    st_close(f);\n");
-    if (cuda)
-        tpl(em, "    EIN_CUDA(cudaDeviceSynchronize());\n");
     tpl(em,
 "    return $M_OK;\n"
 "}\n"
@@ -630,8 +660,11 @@ static void write_load_set_get(Emit *em)
 "                        t->nbytes, nbytes);\n");
     if (cuda)
         tpl(em,
-"    EIN_CUDA(cudaMemcpy(ctx->buf[i], data, nbytes, cudaMemcpyHostToDevice));\n"
-"    EIN_CUDA(cudaDeviceSynchronize());\n");
+"    /* after the runs already queued (they read the old value), before any\n"
+"       run queued after this returns */\n"
+"    EIN_CUDA(cudaStreamWaitEvent(ctx->io, ctx->done, 0));\n"
+"    EIN_CUDA(cudaMemcpyAsync(ctx->buf[i], data, nbytes, cudaMemcpyHostToDevice, ctx->io));\n"
+"    EIN_CUDA(cudaStreamSynchronize(ctx->io));\n");
     else
         tpl(em,
 "    memcpy(ctx->buf[i], data, nbytes);\n");
@@ -662,8 +695,10 @@ static void write_load_set_get(Emit *em)
 "                        \"caller's buffers)\", name);\n");
     if (cuda)
         tpl(em,
-"    EIN_CUDA(cudaStreamSynchronize(ctx->last_stream));\n"
-"    EIN_CUDA(cudaMemcpy(data, ctx->buf[i], nbytes, cudaMemcpyDeviceToHost));\n");
+"    /* after every run queued, whatever its stream */\n"
+"    EIN_CUDA(cudaStreamWaitEvent(ctx->io, ctx->done, 0));\n"
+"    EIN_CUDA(cudaMemcpyAsync(data, ctx->buf[i], nbytes, cudaMemcpyDeviceToHost, ctx->io));\n"
+"    EIN_CUDA(cudaStreamSynchronize(ctx->io));\n");
     else
         tpl(em,
 "    memcpy(data, ctx->buf[i], nbytes);\n");
@@ -687,7 +722,13 @@ static void write_run(Emit *em)
 "    for (int i = 0; i < EIN_NT; i++)\n"
 "        if (ein_tensors[i].kind == $M_WEIGHT && !ctx->valid[i])\n"
 "            return ein_fail(ctx, $M_EMISSING, \"weight '%s' was never loaded or set\",\n"
-"                            ein_tensors[i].name);\n"
+"                            ein_tensors[i].name);\n");
+    if (cuda)
+        tpl(em,
+"    /* after the previous run, whatever its stream: they share the\n"
+"       context's buffers */\n"
+"    EIN_CUDA(cudaStreamWaitEvent(stream, ctx->done, 0));\n");
+    tpl(em,
 "    if (ctx->weights_changed) {\n"
 "        if ((rc = ein_load_stages(ctx, ctx->buf$s)) != 0)\n"
 "            return rc;\n"
@@ -702,7 +743,6 @@ static void write_run(Emit *em)
 "    }\n"
 "    if ((rc = ein_run_stages(ctx, p$s)) != 0)\n"
 "        return rc;\n");
-    sb_puts(o, cuda ? "    ctx->last_stream = stream;\n" : "");
     sb_puts(o, "    return 0;\n}\n\n");
 
     /* The positional run. */
@@ -763,7 +803,10 @@ static void write_run(Emit *em)
     sb_puts(o, "    for (int ein_i = 0; ein_i < EIN_NT; ein_i++)\n"
                "        if (ein_p[ein_i] == ctx->buf[ein_i] && ein_tensors[ein_i].kind == ");
     tpl(em, "$M_COMPUTED)\n"
-"            ctx->valid[ein_i] = 1;\n"
+"            ctx->valid[ein_i] = 1;\n");
+    if (cuda)
+        tpl(em, "    EIN_CUDA(cudaEventRecord(ctx->done, stream));\n");
+    tpl(em,
 "    return $M_OK;\n"
 "}\n"
 "\n");
@@ -783,7 +826,10 @@ static void write_run(Emit *em)
 "        return rc;\n"
 "    for (int i = 0; i < EIN_NT; i++)\n"
 "        if (ein_tensors[i].kind == $M_COMPUTED)\n"
-"            ctx->valid[i] = 1;\n"
+"            ctx->valid[i] = 1;\n");
+    if (cuda)
+        tpl(em, "    EIN_CUDA(cudaEventRecord(ctx->done, stream));\n");
+    tpl(em,
 "    return $M_OK;\n"
 "}\n"
 "\n");

@@ -388,7 +388,7 @@ cublasStatus_t gemm(const char *call, cublasHandle_t h, cublasOperation_t transa
     hc::count(std::string("gemm ") + arith_name[g.arith]);
     if (m == 0 || n == 0 || batch == 0)
         return CUBLAS_STATUS_SUCCESS;
-    hc::enqueue(h->stream, call, [g]() { run_gemm(g); });
+    hc::enqueue(h->stream, call, [g]() { run_gemm(g); }, {A, B, C});
     return CUBLAS_STATUS_SUCCESS;
 }
 

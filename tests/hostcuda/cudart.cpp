@@ -20,8 +20,9 @@
  *
  * Ambiguities, and what the mock does:
  *  - cudaMalloc(&p, 0) is not documented: success, p = NULL.
- *  - cudaFree "may perform implicit synchronization": it does here (all
- *    queued work runs first), as on every driver seen.
+ *  - cudaFree "may perform implicit synchronization": a caller cannot count
+ *    on it, so freeing memory that queued work still uses is reported;
+ *    then it does synchronize, as drivers do.
  *  - cudaMemcpyAsync from pageable memory "might be synchronous" and "may
  *    stage": the source is read at the call (staged), the device is
  *    written when the stream gets there, and a copy to the host is not
@@ -67,6 +68,7 @@ struct Op {
     std::vector<std::shared_ptr<Op>> deps;  /* on other streams */
     hc::Fn fn;
     const char *what;
+    std::vector<unsigned long> uses;        /* allocation ids */
     bool done;
     double t;                       /* when it ran (for event timing) */
 };
@@ -279,9 +281,13 @@ void drain_all()
  * it waits for all earlier work of every blocking stream, and later work
  * on a blocking stream waits for it.  Non-blocking streams
  * (cudaStreamNonBlocking) are ordered with nothing but themselves. */
-static void add_op(CUstream_st *s, const char *what, Fn fn)
+static void add_op(CUstream_st *s, const char *what, Fn fn,
+                   const std::vector<const void *> &uses = {})
 {
     auto op = std::make_shared<Op>();
+    for (const void *p : uses)
+        if (const Alloc *a = find_alloc(p))
+            op->uses.push_back(a->id);
     op->seq = ++next_seq;
     op->s = s;
     op->what = what;
@@ -304,9 +310,29 @@ static void add_op(CUstream_st *s, const char *what, Fn fn)
     s->last = op;
 }
 
-void enqueue(cudaStream_t s, const char *what, Fn fn)
+void enqueue(cudaStream_t s, const char *what, Fn fn, std::vector<const void *> uses)
 {
-    add_op(resolve(s), what, std::move(fn));
+    add_op(resolve(s), what, std::move(fn), uses);
+}
+
+/* Queued work that uses allocation id, or null. */
+static const Op *user_of(unsigned long id)
+{
+    auto in = [&](CUstream_st *s) -> const Op * {
+        for (auto &op : s->q)
+            for (unsigned long u : op->uses)
+                if (u == id)
+                    return op.get();
+        return nullptr;
+    };
+    if (const Op *o = in(&legacy_stream))
+        return o;
+    if (const Op *o = in(&per_thread_stream))
+        return o;
+    for (CUstream_st *s : streams)
+        if (const Op *o = in(s))
+            return o;
+    return nullptr;
 }
 
 /* ---- the exit report ---------------------------------------------------------- */
@@ -472,7 +498,13 @@ cudaError_t cudaFree(void *p)
         misuse("cudaFree", "%p is not an allocation of cudaMalloc (or was freed)", p);
         return fail(cudaErrorInvalidValue);
     }
-    drain_all();        /* "may perform implicit synchronization" */
+    /* "may perform implicit synchronization": a caller may not count on
+     * it, so freeing what queued work still uses is an error; then it
+     * does synchronize, as drivers do */
+    if (const Op *u = user_of(it->second.id))
+        misuse("cudaFree", "%p is still used by queued work (%s): synchronize first", p,
+               u->what);
+    drain_all();
     used_bytes -= it->second.size;
     allocs.erase(it);
     free(p);
@@ -562,7 +594,7 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, cudaMemcpyKind 
      * before the copy is initiated" and the function returns once the
      * source is staged; device to host returns once the copy is done;
      * device to device: "no host-side synchronization" */
-    add_op(&legacy_stream, "cudaMemcpy", copy_op(dst, src, count, kind));
+    add_op(&legacy_stream, "cudaMemcpy", copy_op(dst, src, count, kind), {dst, src});
     if (kind != cudaMemcpyDeviceToDevice)
         force(legacy_stream.last);
     return cudaSuccess;
@@ -584,7 +616,7 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, cudaMemcpy
         memcpy(dst, src, count);
         return cudaSuccess;
     }
-    add_op(resolve(stream), "cudaMemcpyAsync", copy_op(dst, src, count, kind));
+    add_op(resolve(stream), "cudaMemcpyAsync", copy_op(dst, src, count, kind), {dst, src});
     return cudaSuccess;
 }
 
@@ -595,7 +627,7 @@ cudaError_t cudaMemset(void *p, int value, size_t count)
         misuse("cudaMemset", "%zu bytes at %p are not inside one allocation", count, p);
         return fail(cudaErrorInvalidValue);
     }
-    add_op(&legacy_stream, "cudaMemset", [p, value, count]() { memset(p, value, count); });
+    add_op(&legacy_stream, "cudaMemset", [p, value, count]() { memset(p, value, count); }, {p});
     return cudaSuccess;
 }
 
@@ -608,7 +640,8 @@ cudaError_t cudaMemsetAsync(void *p, int value, size_t count, cudaStream_t strea
         misuse("cudaMemsetAsync", "%zu bytes at %p are not inside one allocation", count, p);
         return fail(cudaErrorInvalidValue);
     }
-    add_op(resolve(stream), "cudaMemsetAsync", [p, value, count]() { memset(p, value, count); });
+    add_op(resolve(stream), "cudaMemsetAsync", [p, value, count]() { memset(p, value, count); },
+           {p});
     return cudaSuccess;
 }
 
@@ -766,7 +799,8 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags)
 /* ---- kernel launches (hostcuda.h) ---------------------------------------------------- */
 
 void hc_launch_enqueue(const char *name, dim3 grid, dim3 block, size_t smem,
-                       cudaStream_t stream, std::function<void()> run)
+                       cudaStream_t stream, std::function<void()> run,
+                       std::vector<const void *> uses)
 {
     init();
     unsigned long threads = (unsigned long)block.x * block.y * block.z;
@@ -782,7 +816,7 @@ void hc_launch_enqueue(const char *name, dim3 grid, dim3 block, size_t smem,
         return;
     }
     count("kernel launches");
-    add_op(resolve(stream), name, std::move(run));
+    add_op(resolve(stream), name, std::move(run), uses);
 }
 
 void hc_check_kernel_pointer(const char *name, int arg, const void *p)

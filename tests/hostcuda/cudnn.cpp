@@ -1184,6 +1184,6 @@ cudnnStatus_t cudnnBackendExecute(cudnnHandle_t h, cudnnBackendDescriptor_t plan
             hc::count(nn == CUDNN_NUMERICAL_NOTE_TENSOR_CORE
                           ? "cudnn executions on a TENSOR_CORE engine"
                           : "cudnn executions on a NONDETERMINISTIC engine");
-    hc::enqueue(h->stream, call, [e]() { run_conv(e); });
+    hc::enqueue(h->stream, call, [e]() { run_conv(e); }, {e.x, e.w, e.y, e.ws});
     return CUDNN_STATUS_SUCCESS;
 }

@@ -32,6 +32,7 @@
 #include <functional>
 #include <tuple>
 #include <type_traits>
+#include <vector>
 
 #include "emu.h"
 
@@ -39,7 +40,8 @@
  * cudaLaunchKernel does (an error for cudaGetLastError, nothing queued),
  * then queues `run` on the stream. */
 void hc_launch_enqueue(const char *name, dim3 grid, dim3 block, size_t smem,
-                       cudaStream_t stream, std::function<void()> run);
+                       cudaStream_t stream, std::function<void()> run,
+                       std::vector<const void *> uses);
 /* A pointer argument of a kernel must be device memory (or null). */
 void hc_check_kernel_pointer(const char *name, int arg, const void *p);
 
@@ -50,29 +52,36 @@ template <class... P> struct hc_launcher {
     size_t smem;
     cudaStream_t stream;
 
-    template <class T> static void check_arg(const char *name, int i, const T &v)
+    template <class T>
+    static void check_arg(const char *name, int i, const T &v, std::vector<const void *> &uses)
     {
-        if constexpr (std::is_pointer<T>::value)
+        if constexpr (std::is_pointer<T>::value) {
             hc_check_kernel_pointer(name, i, (const void *)v);
+            uses.push_back((const void *)v);
+        }
     }
 
     template <size_t... I>
-    void check(const std::tuple<P...> &a, std::index_sequence<I...>) const
+    void check(const std::tuple<P...> &a, std::vector<const void *> &uses,
+               std::index_sequence<I...>) const
     {
         (void)a;
-        (check_arg(name, (int)I + 1, std::get<I>(a)), ...);
+        (void)uses;
+        (check_arg(name, (int)I + 1, std::get<I>(a), uses), ...);
     }
 
     template <class... A> void operator()(A &&...a) const
     {
         static_assert(sizeof...(A) == sizeof...(P), "a kernel launched with the wrong arguments");
         const std::tuple<P...> args(std::forward<A>(a)...);
-        check(args, std::index_sequence_for<P...>{});
+        std::vector<const void *> uses;
+        check(args, uses, std::index_sequence_for<P...>{});
         auto k = kern;
         const char *n = name;
         hc_emu::Dim g{grid.x, grid.y, grid.z}, b{block.x, block.y, block.z};
         hc_launch_enqueue(name, grid, block, smem, stream,
-                          [k, n, g, b, args]() { hc_emu::launch_tuple(k, n, g, b, args); });
+                          [k, n, g, b, args]() { hc_emu::launch_tuple(k, n, g, b, args); },
+                          std::move(uses));
     }
 };
 

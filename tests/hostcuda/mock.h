@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace hc {
 
@@ -46,7 +47,9 @@ bool device_range(const void *p, size_t n);
  * order least favourable to a caller who forgot to order it. */
 using Fn = std::function<void()>;
 bool stream_ok(const char *call, cudaStream_t s);
-void enqueue(cudaStream_t s, const char *what, Fn fn);
+/* `uses`: the device pointers the work reads or writes (cudaFree of their
+ * allocations while it is queued is reported). */
+void enqueue(cudaStream_t s, const char *what, Fn fn, std::vector<const void *> uses);
 void drain_all();                           /* what cudaDeviceSynchronize does */
 void set_last_error(cudaError_t e);
 

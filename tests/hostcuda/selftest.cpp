@@ -201,9 +201,11 @@ static void test_memory()
     cudaStreamSynchronize(nb);
     CHECK(got == 7.0f, "cudaStreamWaitEvent did not order the streams (%g)", got);
     cudaEventDestroy(ev);
+    HC_LAUNCH(k_fill, 1, 32, 0, nb)(d, 8.0f, 16);
+    cudaFree(d);
+    CHECK(reported(), "cudaFree of memory queued work still uses is accepted");
     cudaStreamDestroy(nb);
     cudaStreamDestroy(bl);
-    cudaFree(d);
     int st = in_child([]() {
         void *p;
         cudaMalloc(&p, 4);
