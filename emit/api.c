@@ -374,7 +374,8 @@ static void write_tables(Emit *em)
 "\n");
     }
     /* (nvcc warns about an unused static function: only with kernels.) */
-    if (cuda && (em->nkernels > 0 || (em->libs & LIB_BAND))) {
+    if (cuda && (em->nkernels > 0 || (em->libs & LIB_BAND) || em->rnd_elems[0] ||
+                 em->rnd_elems[1])) {
         tpl(em,
 "/* A launch fails without a return value: ask for its error at once. */\n"
 "static int ein_launched($m_ctx *ctx, const char *kernel)\n"
@@ -415,7 +416,7 @@ static void write_op(Emit *em, const IrTensor *t)
     /* CUDA launches and convolutions check through rc; cuBLAS calls and
      * C code need none. */
     bool rc = cuda && (!lib || kind == OPK_CONV2D || kind == OPK_CONV_TRANSPOSE2D ||
-                       kind == OPK_G2BMM || kind == OPK_GBMM);
+                       kind == OPK_G2BMM || kind == OPK_GBMM || lib_rounds(em, t));
     sb_printf(o, "/* %s: %s */\nstatic int ein_op_%d(", t->name, lib_call_name(em, t), t->id);
     tpl(em, "$m_ctx *ctx, void *const *p$S)\n{\n");
     if (rc)

@@ -86,7 +86,7 @@ typedef struct Emit {
     int nconv, nlib;
     unsigned libs;                  /* LIB_* bits */
     int64_t col_elems;              /* C: im2col buffer, elements */
-    int64_t rnd_elems[2];           /* C: rounded operand copies, elements */
+    int64_t rnd_elems[2];           /* rounded operand copies, elements (lib_rounds) */
 } Emit;
 
 enum {
@@ -158,6 +158,7 @@ bool lib_is_call(const Emit *em, const IrTensor *t);
 /* A library call that keeps its generated kernel as a fallback (CUDA
  * convolutions: cuDNN may have no plan for one on the GPU at hand). */
 bool lib_needs_kernel(const Emit *em, const IrTensor *t);
+bool lib_rounds(const Emit *em, const IrTensor *t);    /* operands rounded first */
 void lib_write_main_notes(Emit *em, const char *prog);   /* after M_create */
 const char *lib_call_name(const Emit *em, const IrTensor *t);
 void lib_write_link_flags(const Emit *em, Sb *cmd);

@@ -432,6 +432,35 @@ inline void check_width(const char *what, int width)
 
 } /* namespace hc_emu */
 
+/* Device intrinsics einc's kernels use, on the host. */
+inline unsigned __float_as_uint(float x)
+{
+    unsigned u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+inline float __uint_as_float(unsigned u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+inline int __float_as_int(float x)
+{
+    int i;
+    memcpy(&i, &x, sizeof i);
+    return i;
+}
+
+inline float __int_as_float(int i)
+{
+    float x;
+    memcpy(&x, &i, sizeof x);
+    return x;
+}
+
 inline void __syncthreads()
 {
     hc_emu::barrier(0);
