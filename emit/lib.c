@@ -980,8 +980,12 @@ static void write_conv(Emit *em, const IrTensor *t, const OpMatch *m, const char
     Sb *o = &em->out;
     if (emit_is_cuda(em)) {
         const Kernel *k = &em->kernels[em->kernel_of[t->id]];
-        sb_printf(o, "%sif (!ctx->conv[%d].plan) {     /* cuDNN had no plan for it */\n",
-                  in, em->slot[t->id]);
+        /* its generated kernel where cuDNN had no plan, or where a pointer
+         * is below the 16-byte alignment its tensors declare (a caller's
+         * buffer: device pointers of any alignment may be passed to run) */
+        sb_printf(o, "%sif (!ctx->conv[%d].plan || ((uintptr_t)%s | (uintptr_t)%s | "
+                  "(uintptr_t)p[%d]) %% 16 != 0) {\n", in, em->slot[t->id],
+                  cuda_operand(em, t, m, 0), cuda_operand(em, t, m, 1), t->id);
         cuda_write_launch(em, k, arena_printf(em->arena, "%s    ", in));
         sb_printf(o, "%s    return 0;\n%s}\n", in, in);
         if (lib_rounds(em, t)) {

@@ -125,7 +125,7 @@ wait
 streams_status="not in the bundle"
 if [ -f "$bundle/streams_api.cu" ] && [ -f "$bundle/streams.cpp" ]; then
     cp "$bundle/streams_api.cu" . &&
-    "$NVCC" -O2 ${NVCC_ARCH:+-arch=$NVCC_ARCH} -x cu -I. '-DSTREAMS_CU="streams_api.cu"' \
+    "$NVCC" -O2 ${NVCC_ARCH:+-arch=$NVCC_ARCH} -x cu -I. '-DMODEL_CU="streams_api.cu"' \
         "$bundle/streams.cpp" -o streams_api \
         $(sed -n 's/^ \* Linking its object file takes \(.*\)\.$/\1/p' streams_api.cu) \
         >streams.build.log 2>&1 &&

@@ -2,7 +2,7 @@
  * on the model of streams.ein: a load-time stage (w2 = 2 w + 1, run when
  * a weight changed) and a cuBLAS product y = x w2.  Built by
  * tests/emit/hostcuda.test with the generated file (its launches
- * rewritten) included as STREAMS_CU; the mock queues work and runs it only
+ * rewritten) included as MODEL_CU; the mock queues work and runs it only
  * when it must, so an order the API does not make shows as a wrong y.
  *
  *  1. a run queued on a non-blocking stream, then set_tensor of the weight:
@@ -13,7 +13,7 @@
  *     load-time stage of the first run seen by the second;
  *  4. destroy with a run in flight.
  * Prints `streams: N checks, M failed`; exit 1 when one failed. */
-#include STREAMS_CU
+#include MODEL_CU
 
 #include <cmath>
 #include <cstdio>
