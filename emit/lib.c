@@ -309,6 +309,13 @@ static void write_cublas_support(Emit *em)
 static void write_cudnn_support(Emit *em)
 {
     emit_tpl(em,
+"/* The most workspace one cuDNN convolution may ask for, in bytes: an\n"
+"   engine configuration that wants more is passed over for the next (build\n"
+"   with -DEIN_CUDNN_WORKSPACE_LIMIT=BYTES for another limit). */\n"
+"#ifndef EIN_CUDNN_WORKSPACE_LIMIT\n"
+"#define EIN_CUDNN_WORKSPACE_LIMIT ((int64_t)1 << 30)\n"
+"#endif\n"
+"\n"
 "/* cuDNN calls go through EIN_DNN: a failure returns $M_ECUDA with the\n"
 "   call and cuDNN's message in ctx->err. */\n"
 "#define EIN_DNN(call)                                                      \\\n"
@@ -375,9 +382,12 @@ static void write_cudnn_support(Emit *em)
 "    return cudnnBackendFinalize(*out);\n"
 "}\n"
 "\n"
-"/* Does an engine configuration compute in plain fp32?  Tensor-core engines\n"
-"   round f32 operands to TF32; --precision=fp32 excludes them. */\n"
-"static int ein_dnn_plain_fp32(ein_conv *cv, cudnnBackendDescriptor_t cfg)\n"
+"/* May einc use this engine configuration?  Never one whose results may\n"
+"   change from run to run (NONDETERMINISTIC: einc promises the same bits\n"
+"   every run) or that sums in less than f32 (REDUCED_PRECISION_REDUCTION);\n"
+"   for --precision=fp32 (tensor_cores 0) none that rounds f32 operands to\n"
+"   TF32 (TENSOR_CORE, DOWN_CONVERT_INPUTS). */\n"
+"static int ein_dnn_engine_ok(ein_conv *cv, cudnnBackendDescriptor_t cfg, int tensor_cores)\n"
 "{\n"
 "    cudnnBackendDescriptor_t engine;\n"
 "    cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];\n"
@@ -390,9 +400,11 @@ static void write_cudnn_support(Emit *em)
 "                                 CUDNN_TYPE_NUMERICAL_NOTE, CUDNN_NUMERICAL_NOTE_TYPE_COUNT,\n"
 "                                 &n, notes) != CUDNN_STATUS_SUCCESS)\n"
 "        return 0;\n"
-"    for (int64_t i = 0; i < n; i++)\n"
-"        if (notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE ||\n"
-"            notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS)\n"
+"    for (int64_t i = 0; i < n && i < CUDNN_NUMERICAL_NOTE_TYPE_COUNT; i++)\n"
+"        if (notes[i] == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC ||\n"
+"            notes[i] == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION ||\n"
+"            (!tensor_cores && (notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE ||\n"
+"                               notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS)))\n"
 "            return 0;\n"
 "    return 1;\n"
 "}\n"
@@ -400,11 +412,13 @@ static void write_cudnn_support(Emit *em)
 "/* Build the execution plan of one convolution: a forward convolution of x\n"
 "   (uid 1) with w (uid 2) into y (uid 3), or for a transposed one the\n"
 "   backward-data operation with dy = x and dx = y.  Sizes are NCHW and\n"
-"   [K, C/groups, R, S]; pad[] is the same before and after. */\n"
+"   [K, C/groups, R, S]; pad[] is the same before and after.  The first\n"
+"   engine configuration that einc may use (ein_dnn_engine_ok), that\n"
+"   builds a plan and whose workspace is at most ws_cap bytes. */\n"
 "static int ein_conv_setup($m_ctx *ctx, ein_conv *cv, const char *name, int transposed,\n"
 "                          cudnnDataType_t dt, const int64_t *xd, const int64_t *wd,\n"
 "                          const int64_t *yd, const int64_t *pad, const int64_t *stride,\n"
-"                          const int64_t *dil, int tensor_cores)\n"
+"                          const int64_t *dil, int tensor_cores, int64_t ws_cap)\n"
 "{\n"
 "    cudnnBackendDescriptor_t x, w, y, conv, op, graph;\n"
 "    cudnnDataType_t comp = CUDNN_DATA_FLOAT;\n"
@@ -490,7 +504,7 @@ static void write_cudnn_support(Emit *em)
 "            continue;\n"
 "        for (int64_t i = 0; i < n && i < 16; i++) {\n"
 "            cudnnBackendDescriptor_t plan;\n"
-"            if (!tensor_cores && !ein_dnn_plain_fp32(cv, cfg[i]))\n"
+"            if (!ein_dnn_engine_ok(cv, cfg[i], tensor_cores))\n"
 "                continue;\n"
 "            EIN_DNN(ein_dnn_make(cv, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan));\n"
 "            if (cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE,\n"
@@ -501,15 +515,19 @@ static void write_cudnn_support(Emit *em)
 "                    CUDNN_STATUS_SUCCESS ||\n"
 "                cudnnBackendFinalize(plan) != CUDNN_STATUS_SUCCESS)\n"
 "                continue;\n"
+"            int64_t got = 0;        /* not n: the loop goes on over the configs */\n"
 "            EIN_DNN(cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,\n"
-"                                             CUDNN_TYPE_INT64, 1, &n, &cv->ws_bytes));\n"
+"                                             CUDNN_TYPE_INT64, 1, &got, &cv->ws_bytes));\n"
+"            if (cv->ws_bytes > ws_cap)\n"
+"                continue;           /* too much workspace: the next one */\n"
 "            cv->plan = plan;\n"
 "            return 0;\n"
 "        }\n"
 "    }\n"
-"    return ein_fail(ctx, $M_ECUDA, \"cuDNN has no engine for the convolution computing \"\n"
-"                    \"'%s'%s\", name, tensor_cores ? \"\" : \" without tensor cores (the \"\n"
-"                    \"program was compiled with --precision=fp32)\");\n"
+"    return ein_fail(ctx, $M_ECUDA, \"cuDNN has no deterministic engine for the convolution \"\n"
+"                    \"computing '%s'%s with a workspace of at most %lld bytes\", name,\n"
+"                    tensor_cores ? \"\" : \" without tensor cores (the program was compiled \"\n"
+"                    \"with --precision=fp32)\", (long long)ws_cap);\n"
 "}\n"
 "\n"
 "/* A convolution cuDNN cannot plan runs as its generated kernel instead\n"
@@ -769,29 +787,74 @@ static void write_round_support(Emit *em)
 "\n");
 }
 
-void lib_write_support(Emit *em)
-{
-    if (emit_is_cuda(em) && (em->rnd_elems[0] || em->rnd_elems[1]))
-        write_round_support(em);
-    if (em->libs & LIB_CUBLAS)
-        write_cublas_support(em);
-    if (em->libs & LIB_CUDNN)
-        write_cudnn_support(em);
-    if (em->libs & LIB_CBLAS)
-        write_c_support(em);
-}
-
-/* ---- create and destroy ------------------------------------------------------- */
-
 static const char *cudnn_type(ElemType e)
 {
     return e == ELEM_F16 ? "CUDNN_DATA_HALF" : e == ELEM_BF16 ? "CUDNN_DATA_BFLOAT16"
                                                               : "CUDNN_DATA_FLOAT";
 }
 
-void lib_write_create(Emit *em)
+/* ein_dnn_plan(ctx, cap): the execution plan of every convolution, each
+ * workspace at most cap bytes (one cuDNN cannot plan falls back to its
+ * generated kernel); the largest workspace.  M_create calls it again with
+ * less when the device cannot give that much. */
+static void write_dnn_plan(Emit *em)
 {
     const IrProgram *p = em->p;
+    Sb *o = &em->out;
+    emit_tpl(em, "static int64_t ein_dnn_plan($m_ctx *ctx, int64_t cap)\n{\n"
+                 "    int64_t ws = 0;\n"
+                 "    ctx->dnn_note[0] = 0;\n");
+    for (int i = 0; i < p->ntensors; i++) {
+        const IrTensor *t = p->tensors[i];
+        const OpMatch *m = &em->op[i];
+        if (em->slot[i] < 0)
+            continue;
+        bool tr = m->kind == OPK_CONV_TRANSPOSE2D;
+        /* the filter as cuDNN sees it: [K, C/groups, R, S] of the
+         * forward convolution (for a transposed one: K = c, C = f) */
+        int64_t wk = tr ? m->c : m->f, wc = tr ? m->f : m->c / m->groups;
+        bool tc = em->opt->precision != PREC_FP32 || t->elem != ELEM_F32;
+        sb_printf(o, "    {   /* %s: %s */\n", t->name, op_kind_name(m->kind));
+        sb_printf(o, "        static const int64_t x[4] = {%" PRId64 ", %" PRId64
+                  ", %" PRId64 ", %" PRId64 "};\n", m->cn, m->c, m->h, m->w);
+        sb_printf(o, "        static const int64_t w[4] = {%" PRId64 ", %" PRId64
+                  ", %" PRId64 ", %" PRId64 "};\n", wk, wc, m->r, m->s);
+        sb_printf(o, "        static const int64_t y[4] = {%" PRId64 ", %" PRId64
+                  ", %" PRId64 ", %" PRId64 "};\n", m->cn, m->f, out_h(t), out_w(t));
+        sb_printf(o, "        static const int64_t pad[2] = {%" PRId64 ", %" PRId64
+                  "}, st[2] = {%" PRId64 ", %" PRId64 "}, dil[2] = {%" PRId64 ", %"
+                  PRId64 "};\n", m->pad, m->pad_w, m->stride, m->stride, m->dilation,
+                  m->dilation);
+        sb_printf(o, "        if (ein_conv_setup(ctx, &ctx->conv[%d], \"%s\", %d, %s, x, w, y, "
+                  "pad, st, dil, %d, cap) != 0)\n"
+                  "            ein_conv_fall_back(ctx, &ctx->conv[%d]);\n"
+                  "        else if (ctx->conv[%d].ws_bytes > ws)\n"
+                  "            ws = ctx->conv[%d].ws_bytes;\n    }\n",
+                  em->slot[i], t->name, tr, cudnn_type(t->elem), tc, em->slot[i],
+                  em->slot[i], em->slot[i]);
+    }
+    sb_puts(o, "    return ws;\n}\n\n");
+}
+
+void lib_write_support(Emit *em)
+{
+    if (emit_is_cuda(em) && (em->rnd_elems[0] || em->rnd_elems[1]))
+        write_round_support(em);
+    if (em->libs & LIB_CUBLAS)
+        write_cublas_support(em);
+    if (em->libs & LIB_CUDNN) {
+        write_cudnn_support(em);
+        write_dnn_plan(em);
+    }
+    if (em->libs & LIB_CBLAS)
+        write_c_support(em);
+}
+
+/* ---- create and destroy ------------------------------------------------------- */
+
+
+void lib_write_create(Emit *em)
+{
     Sb *o = &em->out;
     if (em->libs & LIB_CUBLAS)
         sb_puts(o, "    EIN_BLAS(cublasCreate(&ctx->blas));\n");
@@ -805,39 +868,23 @@ void lib_write_create(Emit *em)
                    "                 \"the convolutions run as generated kernels\",\n"
                    "                 cudnnGetErrorString(dnn_status));\n"
                    "    } else {\n"
-                   "        int64_t ws = 0;\n");
-        for (int i = 0; i < p->ntensors; i++) {
-            const IrTensor *t = p->tensors[i];
-            const OpMatch *m = &em->op[i];
-            if (em->slot[i] < 0)
-                continue;
-            bool tr = m->kind == OPK_CONV_TRANSPOSE2D;
-            /* the filter as cuDNN sees it: [K, C/groups, R, S] of the
-             * forward convolution (for a transposed one: K = c, C = f) */
-            int64_t wk = tr ? m->c : m->f, wc = tr ? m->f : m->c / m->groups;
-            bool tc = em->opt->precision != PREC_FP32 || t->elem != ELEM_F32;
-            sb_printf(o, "        {   /* %s: %s */\n", t->name, op_kind_name(m->kind));
-            sb_printf(o, "            static const int64_t x[4] = {%" PRId64 ", %" PRId64
-                      ", %" PRId64 ", %" PRId64 "};\n", m->cn, m->c, m->h, m->w);
-            sb_printf(o, "            static const int64_t w[4] = {%" PRId64 ", %" PRId64
-                      ", %" PRId64 ", %" PRId64 "};\n", wk, wc, m->r, m->s);
-            sb_printf(o, "            static const int64_t y[4] = {%" PRId64 ", %" PRId64
-                      ", %" PRId64 ", %" PRId64 "};\n", m->cn, m->f,
-                      out_h(t), out_w(t));
-            sb_printf(o, "            static const int64_t pad[2] = {%" PRId64 ", %" PRId64
-                      "}, st[2] = {%" PRId64 ", %" PRId64 "}, dil[2] = {%" PRId64 ", %"
-                      PRId64 "};\n", m->pad, m->pad_w, m->stride, m->stride, m->dilation,
-                      m->dilation);
-            sb_printf(o, "            if (ein_conv_setup(ctx, &ctx->conv[%d], \"%s\", %d, "
-                      "%s, x, w, y, pad, st, dil, %d) != 0)\n"
-                      "                ein_conv_fall_back(ctx, &ctx->conv[%d]);\n"
-                      "            else if (ctx->conv[%d].ws_bytes > ws)\n"
-                      "                ws = ctx->conv[%d].ws_bytes;\n        }\n",
-                      em->slot[i], t->name, tr, cudnn_type(t->elem), tc, em->slot[i],
-                      em->slot[i], em->slot[i]);
-        }
-        sb_puts(o, "        if (ws > 0)\n"
-                   "            EIN_CUDA(cudaMalloc(&ctx->ws, (size_t)ws));\n    }\n");
+                   "        /* each convolution's workspace at most EIN_CUDNN_WORKSPACE_LIMIT;\n"
+                   "           when the device cannot give the largest, plan again with\n"
+                   "           less (the next configurations, at worst the generated\n"
+                   "           kernels) */\n"
+                   "        int64_t cap = EIN_CUDNN_WORKSPACE_LIMIT, ws;\n"
+                   "        while ((ws = ein_dnn_plan(ctx, cap)) > 0) {\n"
+                   "            cudaError_t e = cudaMalloc(&ctx->ws, (size_t)ws);\n"
+                   "            if (e == cudaSuccess)\n"
+                   "                break;\n"
+                   "            ctx->ws = NULL;\n"
+                   "            if (e != cudaErrorMemoryAllocation)\n"
+                   "                return ein_cuda_fail(ctx, e, \"cudaMalloc (the cuDNN workspace)\");\n"
+                   "            (void)cudaGetLastError();\n");
+        sb_printf(o, "            for (int i = 0; i < %d; i++)\n"
+                  "                ein_conv_drop(&ctx->conv[i]);\n"
+                  "            cap = ws - 1;\n"
+                  "        }\n    }\n", em->nconv);
     }
     if (em->col_elems)
         sb_printf(o, "    if (!(ctx->col = (float *)malloc(sizeof(float) * %" PRId64 ")))\n"
