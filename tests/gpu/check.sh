@@ -38,8 +38,8 @@
 # CUBLAS_EMULATE_SINGLE_PRECISION=1, which fp32 GEMMs must resist
 # (CUBLAS_COMPUTE_32F_PEDANTIC; it matters on GPUs with BF16x9 emulation).
 # The precision variants NAME.PRECISION are compared with their C target at
-# the same precision.  Then streams_api (streams_api.cu with the driver
-# streams.cpp): the C API's promises about streams (emit/README.md).
+# the same precision.  Then the C API's checks NAME_api (NAME_api.cu with
+# its driver NAME_api.cpp: streams, align), what emit/README.md promises.
 # Tuning: for each model the bundle holds NAME.tune.cu (einc --emit=tuner),
 # which is built with the programs and run after them; it times every
 # operator of every candidate plan and writes TUNE_OUT/NAME.db, the file
@@ -121,17 +121,24 @@ for n in $(cd "$bundle" && for m in $names $tuners; do echo "$(wc -c 2>/dev/null
     while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n 2>/dev/null || sleep 0.2; done
 done
 wait
-# the C API's stream check (tests/hostcuda/streams.cpp)
-streams_status="not in the bundle"
-if [ -f "$bundle/streams_api.cu" ] && [ -f "$bundle/streams.cpp" ]; then
-    cp "$bundle/streams_api.cu" . &&
-    "$NVCC" -O2 ${NVCC_ARCH:+-arch=$NVCC_ARCH} -x cu -I. '-DMODEL_CU="streams_api.cu"' \
-        "$bundle/streams.cpp" -o streams_api \
-        $(sed -n 's/^ \* Linking its object file takes \(.*\)\.$/\1/p' streams_api.cu) \
-        >streams.build.log 2>&1 &&
-    streams_status=$(timeout "$RUN_TIMEOUT" ./streams_api 2>streams.err | tail -1) &&
-        [ -n "$streams_status" ] || streams_status="FAIL: $(tail -3 streams.build.log streams.err 2>/dev/null | tr '\n' ' ')"
-fi
+# the C API's checks (tests/hostcuda/NAME.cpp on NAME.ein: streams, align)
+api_report= api_fail=0
+for d in "$bundle"/*_api.cpp; do
+    [ -f "$d" ] || continue
+    a=$(basename "$d" .cpp)
+    cp "$bundle/$a.cu" . &&
+    "$NVCC" -O2 ${NVCC_ARCH:+-arch=$NVCC_ARCH} -x cu -I. "-DMODEL_CU=\"$a.cu\"" "$d" -o "$a" \
+        $(sed -n 's/^ \* Linking its object file takes \(.*\)\.$/\1/p' "$a.cu") \
+        >"$a.build.log" 2>&1 &&
+    line=$(timeout "$RUN_TIMEOUT" "./$a" 2>"$a.err" | tail -1) || line=
+    case $line in
+    *" 0 failed") ;;
+    *) api_fail=$((api_fail + 1))
+       line="FAIL ${line:-$(tail -3 "$a.build.log" "$a.err" 2>/dev/null | tr '\n' ' ')}" ;;
+    esac
+    api_report="$api_report
+  $a: $line"
+done
 t_built=$(date +%s)
 
 have_torch=0
@@ -331,8 +338,8 @@ if [ -n "$torch_names" ]; then
     done
 fi
 echo
-echo "C API streams check: $streams_status"
-case $streams_status in "streams: "*" 0 failed") ;; "not in the bundle") ;; *) nfail=$((nfail + 1)) ;; esac
+echo "C API checks:${api_report:- none in the bundle}"
+nfail=$((nfail + api_fail))
 echo
 echo "$nok ok, $nfail failed; build $((t_built - t_start)) s, einc runs $((t_ran - t_built)) s, PyTorch $((t_end - t_ran)) s, total $((t_end - t_start)) s"
 [ "$nfail" -eq 0 ]

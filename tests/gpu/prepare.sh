@@ -26,8 +26,9 @@
 # -P none: none) compiled with --precision=PRECISION, with its C target's
 # outputs at that precision as the reference: the two targets round the
 # operands of their library calls alike, so they must agree as closely.
-# And the C API's stream check: streams_api.cu (einc, no --main, from
-# tests/hostcuda/streams.ein) and its driver streams.cpp.
+# And the C API's checks: for each driver tests/hostcuda/NAME.cpp with a
+# NAME.ein (streams, align), NAME_api.cu (einc, no --main) and
+# NAME_api.cpp.
 # Then DIR/MANIFEST, check.sh, stgen.c, stcmp.c, torchbench.py, stio.py and
 # the PyTorch models.  DIR defaults to gpu-bundle/ in the source tree (git
 # ignores it).  Environment: EINC, top_srcdir, CC, PYTHON (/usr/bin/python3).
@@ -166,10 +167,14 @@ status=$?
     done
 } >"$out/MANIFEST"
 cp "$gpu/check.sh" "$gpu/stgen.c" "$gpu/stcmp.c" "$gpu/torchbench.py" \
-   "$top_srcdir/tests/num/stio.py" "$top_srcdir/tests/hostcuda/streams.cpp" "$out/" ||
-    die "cannot copy the scripts"
-"$EINC" "$top_srcdir/tests/hostcuda/streams.ein" -o "$out/streams_api.cu" ||
-    die "cannot compile tests/hostcuda/streams.ein"
+   "$top_srcdir/tests/num/stio.py" "$out/" || die "cannot copy the scripts"
+# the drivers of the C API (tests/hostcuda/NAME.cpp on NAME.ein, no --main)
+for d in "$top_srcdir"/tests/hostcuda/*.cpp; do
+    a=$(basename "$d" .cpp)
+    [ -f "${d%.cpp}.ein" ] || continue
+    cp "$d" "$out/${a}_api.cpp" && "$EINC" "${d%.cpp}.ein" -o "$out/${a}_api.cu" ||
+        die "cannot bundle the C API check $a"
+done
 mkdir -p "$out/models" && cp "$top_srcdir"/tests/models/*.py "$out/models/"
 rm -rf "$out/.work"
 du -sh "$out" | sed 's/^/prepare.sh: bundle size /'
