@@ -102,7 +102,8 @@ static void usage(FILE *fp)
 "Input:\n"
 "  -D NAME=VALUE       override the integer constant NAME\n"
 "  -I DIR              search DIR for imported files (after the\n"
-"                        importing file's folder)\n"
+"                        importing file's folder; before the standard\n"
+"                        library for 'import <nn.ein>')\n"
 "\n"
 "Make dependencies (as gcc writes them):\n"
 "  -M                  write a rule for the output's dependencies instead\n"
@@ -114,7 +115,7 @@ static void usage(FILE *fp)
 "  -MP                 add a phony rule for each imported file\n"
 "\n"
 "Diagnostics:\n"
-"  -W NAME, -WNAME     enable warning NAME (unused, sum-invariant)\n"
+"  -W NAME, -WNAME     enable warning NAME (unused, sum-invariant, padded-max)\n"
 "  -Wno-NAME           disable warning NAME\n"
 "  -Werror             treat warnings as errors\n"
 "  -w                  disable every warning\n"
@@ -532,7 +533,11 @@ static const char *dep_path(const Options *o)
 
 static char *compile(const Options *o, size_t *len)
 {
-    ParseOptions popt = {o->includes.data, o->includes.len};
+    /* import <nn.ein>: after the -I folders, $EINC_STDLIB (the tests'
+     * uninstalled lib/) or the installed standard library */
+    const char *lib = getenv("EINC_STDLIB");
+    ParseOptions popt = {o->includes.data, o->includes.len,
+                         lib && *lib ? lib : EINC_LIBDIR};
     Ast *ast = parse_file(o->input, &popt, arena);
     if (!ast || diag_error_count())
         return NULL;

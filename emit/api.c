@@ -66,6 +66,17 @@ static const char *out_param(Emit *em, const IrTensor *t)
                                : em->cname[t->id];
 }
 
+/* "F32", "I32", ...: the element type as the API's enum names it. */
+static const char *api_elem_upper(ElemType e)
+{
+    static const char *const n[ELEM_COUNT] = {
+        [ELEM_F32] = "F32", [ELEM_F16] = "F16", [ELEM_BF16] = "BF16", [ELEM_I8] = "I8",
+        [ELEM_I16] = "I16", [ELEM_I32] = "I32", [ELEM_I64] = "I64", [ELEM_U8] = "U8",
+        [ELEM_BOOL] = "BOOL",
+    };
+    return (unsigned)e < ELEM_COUNT ? n[e] : "F32";
+}
+
 static void write_run_params(Emit *em, bool names)
 {
     const IrProgram *p = em->p;
@@ -116,7 +127,8 @@ void api_write_header_comment(Emit *em)
 " *       ($m_last_error(NULL) then says so).\n"
 " *   int $m_load_weights($m_ctx *ctx, const char *path);\n"
 " *       Load every weight found in a safetensors file (by its .ein name,\n");
-    sb_puts(o, h16 ? " *       its element type as dtype: F32, F16 or BF16, matching shape);\n"
+    sb_puts(o, h16 ? " *       its element type as dtype: F32, F16, BF16, I32 ..., matching\n"
+                     " *       shape);\n"
                      " *       other entries of the file are ignored.\n"
                    : " *       F32, matching shape); other entries of the file are ignored.\n");
     tpl(em,
@@ -197,7 +209,10 @@ void api_write_header_comment(Emit *em)
 " * an array of uint16_t holding IEEE binary16 or bfloat16 bit patterns\n"
 " * (safetensors' F16 and BF16; on CUDA __half and __nv_bfloat16 have the\n"
 " * same layout: cast the pointers).  The kernels compute in float: a read\n"
-" * widens an element exactly, a store rounds to nearest even.\n");
+" * widens an element exactly, a store rounds to nearest even.  An i8, i16,\n"
+" * i32, i64 or u8 tensor is an array of int8_t .. uint8_t, a bool tensor of\n"
+" * uint8_t 0 or 1 (safetensors' I8 .. U8, BOOL); a store converts toward\n"
+" * zero, saturating.\n");
     tpl(em,
 " * To call the API from another file, declare it there with\n"
 " *     #define $M_API_ONLY\n");
@@ -245,8 +260,10 @@ static void write_decls(Emit *em)
 "};\n"
 "\n"
 "enum { $M_INPUT = 0, $M_WEIGHT = 1, $M_COMPUTED = 2 };\n"
-"/* Element types: float; uint16_t IEEE binary16 and bfloat16 bit patterns. */\n"
-"enum { $M_F32 = 0, $M_F16 = 1, $M_BF16 = 2 };\n"
+"/* Element types: float; uint16_t IEEE binary16 and bfloat16 bit patterns;\n"
+"   int8_t, int16_t, int32_t, int64_t, uint8_t; bool as a uint8_t 0 or 1. */\n"
+"enum { $M_F32 = 0, $M_F16 = 1, $M_BF16 = 2, $M_I8 = 3, $M_I16 = 4, $M_I32 = 5,\n"
+"       $M_I64 = 6, $M_U8 = 7, $M_BOOL = 8 };\n"
 "\n"
 "typedef struct $m_tensor_info {\n"
 "    const char *name;           /* as in the .ein file */\n"
@@ -255,8 +272,8 @@ static void write_decls(Emit *em)
 "    int rank;\n"
 "    const int64_t *shape;       /* rank entries; NULL for rank 0 */\n"
 "    size_t count;               /* elements */\n"
-"    int elem;                   /* $M_F32, $M_F16, $M_BF16 */\n"
-"    size_t nbytes;              /* count * element size: 4 (f32) or 2 */\n"
+"    int elem;                   /* $M_F32, $M_F16, $M_BF16, $M_I8, ... */\n"
+"    size_t nbytes;              /* count * element size */\n"
 "} $m_tensor_info;\n"
 "\n"
 "int $m_create($m_ctx **ctx);\n"
@@ -314,7 +331,7 @@ static void write_tables(Emit *em)
         else
             sb_puts(o, "NULL");
         sb_printf(o, ", %" PRId64 ", %s_%s, %" PRId64 "},\n", n, em->upper,
-                  t->elem == ELEM_F16 ? "F16" : t->elem == ELEM_BF16 ? "BF16" : "F32",
+                  api_elem_upper(t->elem),
                   n * (int64_t)emit_elem_size(t->elem));
     }
     if (nt == 0)
@@ -575,7 +592,9 @@ static void write_load_set_get(Emit *em)
 "\n"
 "static StDtype ein_st_dtype(int elem)\n"
 "{\n"
-"    return elem == $M_F16 ? ST_F16 : elem == $M_BF16 ? ST_BF16 : ST_F32;\n"
+"    static const StDtype st[] = {ST_F32, ST_F16, ST_BF16, ST_I8, ST_I16, ST_I32,\n"
+"                                 ST_I64, ST_U8, ST_BOOL};\n"
+"    return elem >= 0 && elem < (int)(sizeof st / sizeof *st) ? st[elem] : ST_F32;\n"
 "}\n"
 "\n"
 "int $m_load_weights($m_ctx *ctx, const char *path)\n"

@@ -89,6 +89,17 @@ static void write_combine(Sb *o, const Kernel *k, int ind, int first)
         sb_printf(o, "\n%*s    acc += __shfl_down_sync(0xffffffffu, acc, ein_o);\n", ind, "");
         return;
     }
+    if (red == RED_PROD) {
+        sb_printf(o, " {\n"
+                  "%*s    const float ein_v = __shfl_down_sync(0xffffffffu, acc, ein_o);\n"
+                  "%*s    const int ein_a = __shfl_down_sync(0xffffffffu, any, ein_o);\n"
+                  "%*s    if (ein_a) {\n"
+                  "%*s        acc = any ? acc * ein_v : ein_v;\n"
+                  "%*s        any = 1;\n"
+                  "%*s    }\n"
+                  "%*s}\n", ind, "", ind, "", ind, "", ind, "", ind, "", ind, "", ind, "");
+        return;
+    }
     sb_printf(o, " {\n"
               "%*s    const float ein_v = __shfl_down_sync(0xffffffffu, acc, ein_o);\n"
               "%*s    const int ein_a = __shfl_down_sync(0xffffffffu, any, ein_o);\n"
@@ -112,7 +123,7 @@ void cuda_write_kernel(Emit *em, const Kernel *k)
     Sb *o = &em->out;
     const char *t = k->ity;
     int n = lanes(k);
-    bool maxmin = k->st->red == RED_MAX || k->st->red == RED_MIN;
+    bool maxmin = k->st->red == RED_MAX || k->st->red == RED_MIN || k->st->red == RED_PROD;
     emit_block_comment(o, k->comment, 0);
     if (n > 1)
         sb_printf(o, "/* one %s per element, %" PRId64 " terms split across its lanes */\n",

@@ -105,12 +105,29 @@ static bool stage_reads(const Stage *st, int id)
     return false;
 }
 
+static bool ix_reads_tensor(const Ix *x, int id)
+{
+    const IExpr *g[16];
+    int n = ix_gathers(x, g, 16);
+    for (int i = 0; i < n && i < 16; i++)
+        if (reads_tensor(g[i], id))
+            return true;
+    return false;
+}
+
 static bool reads_tensor(const IExpr *e, int id)
 {
     switch (e->kind) {
-    case IE_CONST: case IE_INDEX: case IE_ICMP:
+    case IE_CONST:
         return false;
+    case IE_INDEX:
+        return ix_reads_tensor(e->ix, id);
+    case IE_ICMP:
+        return ix_reads_tensor(e->icmp.ix, id);
     case IE_ACCESS:
+        for (int k = 0; k < e->access.nidx; k++)
+            if (ix_reads_tensor(e->access.idx[k], id))
+                return true;
         if (e->access.tensor)
             return e->access.tensor->id == id;
         return stage_reads(e->access.stage, id);

@@ -121,12 +121,21 @@ static void write_head_comment(Emit *em)
 
 const char *emit_ctype(ElemType e)
 {
-    return e == ELEM_F32 ? "float" : "uint16_t";
+    static const char *const t[ELEM_COUNT] = {
+        [ELEM_F32] = "float", [ELEM_F16] = "uint16_t", [ELEM_BF16] = "uint16_t",
+        [ELEM_I8] = "int8_t", [ELEM_I16] = "int16_t", [ELEM_I32] = "int32_t",
+        [ELEM_I64] = "int64_t", [ELEM_U8] = "uint8_t", [ELEM_BOOL] = "uint8_t",
+    };
+    return (unsigned)e < ELEM_COUNT ? t[e] : "float";
 }
 
 size_t emit_elem_size(ElemType e)
 {
-    return e == ELEM_F32 ? 4 : 2;
+    static const size_t n[ELEM_COUNT] = {
+        [ELEM_F32] = 4, [ELEM_F16] = 2, [ELEM_BF16] = 2, [ELEM_I8] = 1, [ELEM_I16] = 2,
+        [ELEM_I32] = 4, [ELEM_I64] = 8, [ELEM_U8] = 1, [ELEM_BOOL] = 1,
+    };
+    return (unsigned)e < ELEM_COUNT ? n[e] : 4;
 }
 
 bool emit_has_16bit(const IrProgram *p)
@@ -141,6 +150,11 @@ void emit_store_value(Emit *em, Sb *b, ElemType e, const char *value)
 {
     if (e == ELEM_F32) {
         sb_puts(b, value);
+        return;
+    }
+    if (elem_is_int(e)) {
+        em->helpers |= HELP_TO(e);
+        sb_printf(b, "ein_to_%s(%s)", elem_name(e), value);
         return;
     }
     em->helpers |= e == ELEM_F16 ? HELP_ST_F16 : HELP_ST_BF16;
@@ -270,6 +284,39 @@ void emit_write_helpers(Emit *em)
     if (h & HELP_MIN)
         sb_printf(o, "%s float ein_min(float a, float b)\n{\n"
                   "    return (a < b || isnan(a)) ? a : b;\n}\n\n", fn);
+    if (h & HELP_SIGN)
+        sb_printf(o, "/* sign is 0 for a zero and for NaN, as torch.sign. */\n"
+                  "%s float ein_sign(float x)\n{\n"
+                  "    return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : 0.0f;\n}\n\n", fn);
+    if (h & HELP_SOFTPLUS)
+        sb_printf(o, "/* log(1 + e^x) without overflow for large x. */\n"
+                  "%s float ein_softplus(float x)\n{\n"
+                  "    return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x)));\n}\n\n", fn);
+    if (h & HELP_GELU)
+        sb_printf(o, "/* GELU, the exact form: x * Phi(x). */\n"
+                  "%s float ein_gelu(float x)\n{\n"
+                  "    return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));\n}\n\n", fn);
+    if (h & HELP_TO_INT) {
+        sb_puts(o, "/* Conversions to the integer types, as a store into one does: toward\n"
+                   "   zero, saturating at the type's limits, NaN giving 0; bool is x != 0. */\n");
+        static const struct { const char *n, *t, *lo, *hi, *min, *max; ElemType e; } it[] = {
+            {"i8", "int8_t", "-128.0f", "127.0f", "INT8_MIN", "INT8_MAX", ELEM_I8},
+            {"i16", "int16_t", "-32768.0f", "32767.0f", "INT16_MIN", "INT16_MAX", ELEM_I16},
+            {"i32", "int32_t", "-2147483648.0f", "2147483648.0f", "INT32_MIN", "INT32_MAX",
+             ELEM_I32},
+            {"i64", "int64_t", "-9223372036854775808.0f", "9223372036854775808.0f",
+             "INT64_MIN", "INT64_MAX", ELEM_I64},
+            {"u8", "uint8_t", "0.0f", "255.0f", "0", "UINT8_MAX", ELEM_U8},
+        };
+        for (size_t i = 0; i < sizeof it / sizeof *it; i++)
+            if (h & HELP_TO(it[i].e))
+                sb_printf(o, "%s %s ein_to_%s(float x)\n{\n"
+                      "    return x != x ? 0 : x <= %s ? %s : x >= %s ? %s : (%s)x;\n}\n\n",
+                      fn, it[i].t, it[i].n, it[i].lo, it[i].min, it[i].hi, it[i].max, it[i].t);
+        if (h & HELP_TO(ELEM_BOOL))
+            sb_printf(o, "%s uint8_t ein_to_bool(float x)\n{\n    return x != 0.0f;\n}\n\n",
+                      fn);
+    }
     write_16bit_helpers(em);
     write_rnd_helper(em);
 }
@@ -326,7 +373,7 @@ int emit_check_program(const IrProgram *p)
                        "(please report)", t->name, t->id, i);
             return -1;
         }
-        if (t->elem != ELEM_F32 && t->elem != ELEM_F16 && t->elem != ELEM_BF16) {
+        if ((unsigned)t->elem >= ELEM_COUNT) {
             diag_error(t->loc, "internal error: tensor '%s' has element type %d "
                        "(please report)", t->name, (int)t->elem);
             errors++;

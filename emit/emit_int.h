@@ -108,7 +108,11 @@ enum {
     HELP_LD_BF16 = 1 << 11, HELP_ST_BF16 = 1 << 12,
     /* --precision below fp32: round a product's operand to the format */
     HELP_RND = 1 << 13,
+    HELP_SIGN = 1 << 14, HELP_SOFTPLUS = 1 << 15, HELP_GELU = 1 << 16,
+    HELP_TO_INT = 0x3f << 17,         /* ein_to_i8 .. ein_to_bool: HELP_TO(e) */
 };
+/* The conversion helper of an integer type. */
+#define HELP_TO(e) (1u << (17 + (int)(e) - (int)ELEM_I8))
 
 /* The C type of a tensor's elements in buffers and kernel parameters:
  * "float" for f32, "uint16_t" (the IEEE binary16 or bfloat16 bit

@@ -119,6 +119,52 @@ static const char *const reserved[] = {
     "throw", "true", "try", "typedef", "typeid", "typename", "union",
     "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while",
     "xor", "xor_eq",
+    /* macros, types and predefined names of the headers the output
+       includes (glibc, OpenBLAS's cblas.h with <complex.h>, oneDNN,
+       CUDA, cuBLAS, cuDNN), beyond the families emit_is_reserved
+       matches; tests/emit/reserved.test checks them all */
+    "ADJ_ESTERROR", "ADJ_FREQUENCY", "ADJ_MAXERROR", "ADJ_MICRO", "ADJ_NANO",
+    "ADJ_OFFSET", "ADJ_OFFSET_SINGLESHOT", "ADJ_OFFSET_SS_READ",
+    "ADJ_SETOFFSET", "ADJ_STATUS", "ADJ_TAI", "ADJ_TICK", "ADJ_TIMECONST",
+    "BIG_ENDIAN", "BLASFUNC", "BUFSIZ", "BYTE_ORDER", "CHAR_BIT",
+    "CLOCKS_PER_SEC", "CLOCK_BOOTTIME", "CLOCK_BOOTTIME_ALARM",
+    "CLOCK_MONOTONIC", "CLOCK_MONOTONIC_COARSE", "CLOCK_MONOTONIC_RAW",
+    "CLOCK_PROCESS_CPUTIME_ID", "CLOCK_REALTIME", "CLOCK_REALTIME_ALARM",
+    "CLOCK_REALTIME_COARSE", "CLOCK_TAI", "CLOCK_THREAD_CPUTIME_ID", "CMPLX",
+    "CMPLXF", "CMPLXL", "EXIT_FAILURE", "EXIT_SUCCESS", "FD_CLR", "FD_ISSET",
+    "FD_SET", "FD_SETSIZE", "FD_ZERO", "FILENAME_MAX", "FLOATRET",
+    "FOPEN_MAX", "HUGE_VALL", "HUGE_VAL_F32", "HUGE_VAL_F32X", "HUGE_VAL_F64",
+    "HUGE_VAL_F64X", "I", "IF_DEVICE_OR_CUDACC", "LITTLE_ENDIAN", "LONG_BIT",
+    "L_ctermid", "L_cuserid", "L_tmpnam", "MATH_ERREXCEPT", "MATH_ERRNO",
+    "MAXFLOAT", "MAX_CANON", "MAX_INPUT", "MB_CUR_MAX", "MOD_CLKA",
+    "MOD_CLKB", "MOD_ESTERROR", "MOD_FREQUENCY", "MOD_MAXERROR", "MOD_MICRO",
+    "MOD_NANO", "MOD_OFFSET", "MOD_STATUS", "MOD_TAI", "MOD_TIMECONST",
+    "NFDBITS", "NL_ARGMAX", "NL_LANGMAX", "NL_MSGMAX", "NL_NMAX", "NL_SETMAX",
+    "NL_TEXTMAX", "NZERO", "PDP_ENDIAN", "PIPE_BUF",
+    "PTHREAD_DESTRUCTOR_ITERATIONS", "P_tmpdir", "RAND_MAX",
+    "RENAME_EXCHANGE", "RENAME_NOREPLACE", "RENAME_WHITEOUT", "SCHED_FIFO",
+    "SCHED_OTHER", "SCHED_RR", "SEEK_CUR", "SEEK_DATA", "SEEK_END",
+    "SEEK_HOLE", "SEEK_SET", "SNAN", "SNANF", "SNANF32", "SNANF32X",
+    "SNANF64", "SNANF64X", "SNANL", "STA_CLK", "STA_CLOCKERR", "STA_DEL",
+    "STA_FLL", "STA_FREQHOLD", "STA_INS", "STA_MODE", "STA_NANO", "STA_PLL",
+    "STA_PPSERROR", "STA_PPSFREQ", "STA_PPSJITTER", "STA_PPSSIGNAL",
+    "STA_PPSTIME", "STA_PPSWANDER", "STA_RONLY", "STA_UNSYNC",
+    "TIMER_ABSTIME", "TIME_UTC", "TMP_MAX", "WCONTINUED", "WEXITED",
+    "WEXITSTATUS", "WIFCONTINUED", "WIFEXITED", "WIFSIGNALED", "WIFSTOPPED",
+    "WNOHANG", "WNOWAIT", "WORD_BIT", "WSTOPPED", "WSTOPSIG", "WTERMSIG",
+    "WUNTRACED", "alloca", "assert_perror", "be16toh", "be32toh", "be64toh",
+    "blockDim", "blockIdx", "clock_t", "complex", "dim3", "div_t", "double_t",
+    "float_t", "fpclassify", "fpos_t", "gridDim", "half", "half2", "htobe16",
+    "htobe32", "htobe64", "htole16", "htole32", "htole64", "imaginary",
+    "isalnum_l", "isalpha_l", "isascii", "isascii_l", "isblank_l",
+    "iscntrl_l", "isdigit_l", "isgraph_l", "isgreater", "isgreaterequal",
+    "isless", "islessequal", "islessgreater", "islower_l", "isnormal",
+    "isprint_l", "ispunct_l", "isspace_l", "issubnormal", "isunordered",
+    "isupper_l", "isxdigit_l", "ldiv_t", "le16toh", "le32toh", "le64toh",
+    "linux", "lldiv_t", "math_errhandling", "max_align_t", "nv_bfloat16",
+    "nv_bfloat162", "off_t", "sched_priority", "ssize_t", "std", "strdupa",
+    "strndupa", "threadIdx", "time_t", "toascii", "toascii_l", "unix",
+    "va_copy", "warpSize", "xdouble",
 };
 
 bool emit_is_reserved(const char *id)
@@ -127,8 +173,46 @@ bool emit_is_reserved(const char *id)
         if (strcmp(reserved[i], id) == 0)
             return true;
     /* Names of the C implementation and of the generated helpers. */
-    return (id[0] == '_' && (id[1] == '_' || (id[1] >= 'A' && id[1] <= 'Z'))) ||
-           strncmp(id, "ein_", 4) == 0 || strncmp(id, "EIN_", 4) == 0;
+    if ((id[0] == '_' && (id[1] == '_' || (id[1] >= 'A' && id[1] <= 'Z'))) ||
+        strncmp(id, "ein_", 4) == 0 || strncmp(id, "EIN_", 4) == 0)
+        return true;
+    /* Families of the headers' names: libraries' prefixes, <stdint.h>,
+     * <inttypes.h>, <math.h>, <signal.h> and <errno.h> macros, limits,
+     * CUDA's vector types; and the kernels einc writes, k0_name. */
+    static const char *const prefixes[] = {
+        "CBLAS", "Cblas", "cblas", "OPENBLAS", "openblas", "LAPACK", "lapack",
+        "DNNL", "dnnl", "CUDA", "cuda", "CUDNN", "cudnn", "CUBLAS", "cublas",
+        "CU_", "CUB", "NV_", "nv_", "FP_", "M_", "PRI", "SCN", "SIG", "INT", "UINT",
+        "SIZE_", "PTRDIFF_", "WCHAR_", "WINT_", "int_", "uint_", "kband_",
+    };
+    for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+        if (strncmp(id, prefixes[i], strlen(prefixes[i])) == 0)
+            return true;
+    size_t n = strlen(id);
+    bool upper = true;
+    for (size_t i = 0; i < n; i++)
+        upper &= (id[i] >= 'A' && id[i] <= 'Z') || (id[i] >= '0' && id[i] <= '9') || id[i] == '_';
+    if (upper && id[0] == 'E' && n >= 2 && !strchr(id, '_'))
+        return true;                            /* errno's E2BIG .. EXDEV */
+    if (upper && n > 4 && (strcmp(id + n - 4, "_MAX") == 0 || strcmp(id + n - 4, "_MIN") == 0 ||
+                           (n > 6 && strcmp(id + n - 6, "_WIDTH") == 0)))
+        return true;                            /* limits */
+    if (id[0] == 'k' && id[1] >= '0' && id[1] <= '9') {
+        size_t i = 1;
+        while (id[i] >= '0' && id[i] <= '9')
+            i++;
+        if (id[i] == '_')
+            return true;                        /* a generated kernel's name */
+    }
+    static const char *const vec[] = {"char", "uchar", "short", "ushort", "int", "uint",
+                                      "long", "ulong", "longlong", "ulonglong", "float",
+                                      "double"};
+    for (size_t i = 0; i < sizeof vec / sizeof *vec; i++) {
+        size_t m = strlen(vec[i]);
+        if (n == m + 1 && strncmp(id, vec[i], m) == 0 && id[m] >= '1' && id[m] <= '4')
+            return true;                        /* CUDA's float4, int2, ... */
+    }
+    return false;
 }
 
 char *emit_sanitize(Arena *a, const char *name)
@@ -259,6 +343,14 @@ static int64_t ix_mag(const KGen *g, const Ix *ix)
             a = ix_mag(g, t->arg);
             a = a / (t->d < 0 ? -t->d : t->d) + 1;
             break;
+        case IX_READ: {
+            /* the type's range; its subscripts are computed in their own
+             * width */
+            int64_t lo, hi;
+            elem_int_range(t->read->access.tensor->elem, &lo, &hi);
+            a = hi > (lo == INT64_MIN ? INT64_MAX : -lo) ? hi : (lo == INT64_MIN ? INT64_MAX : -lo);
+            break;
+        }
         default:
             a = ix_mag(g, t->arg);         /* the argument is computed too */
             break;
@@ -294,6 +386,8 @@ static void gen_ix_paren(KGen *g, const Ix *ix, Sb *b)
     }
 }
 
+static void gen_gather(KGen *g, const IExpr *e, Sb *b);
+
 static void gen_atom(KGen *g, const IxTerm *t, Sb *b)
 {
     if (t->kind == IX_VAR) {
@@ -307,6 +401,10 @@ static void gen_atom(KGen *g, const IxTerm *t, Sb *b)
         }
         g->used[t->var] = true;
         sb_puts(b, n);
+        return;
+    }
+    if (t->kind == IX_READ) {
+        gen_gather(g, t->read, b);
         return;
     }
     int64_t mn, mx;
@@ -377,6 +475,65 @@ static void gen_offset(KGen *g, const IrTensor *t, const Ix **idx, int k, Sb *b)
     gen_ix(g, idx[k], b);
 }
 
+/* The bounds checks of a read: "" when it cannot leave its tensor, else
+ * a condition; false when it never reads inside. */
+static bool read_conds(KGen *g, const IExpr *e, Sb *cond, int *nconds)
+{
+    const IrTensor *t = e->access.tensor;
+    *nconds = 0;
+    for (int k = 0; k < t->rank; k++) {
+        const Ix *ix = e->access.idx[k];
+        int64_t mn, mx, S = t->shape[k];
+        bounds(g, ix, &mn, &mx);
+        if (mx < 0 || mn >= S)
+            return false;
+        bool need_lo = mn < 0, need_hi = mx >= S;
+        if (!need_lo && !need_hi)
+            continue;
+        sb_puts(cond, (*nconds)++ ? " && " : "");
+        /* a gather's value is not bounded by the kernel's int width */
+        bool wide = g->wide || ix_has_read(ix);
+        if (need_lo && need_hi) {
+            sb_printf(cond, "(%s)(", wide ? "uint64_t" : "unsigned");
+            gen_ix(g, ix, cond);
+            sb_printf(cond, ") < %" PRId64 "u", S);
+        } else {
+            gen_ix(g, ix, cond);
+            if (need_lo)
+                sb_puts(cond, " >= 0");
+            else
+                sb_printf(cond, " < %" PRId64, S);
+        }
+    }
+    return true;
+}
+
+/* A gather: the element of an integer tensor as an index value, 0 when
+ * its subscripts leave the tensor; never a read out of bounds. */
+static void gen_gather(KGen *g, const IExpr *e, Sb *b)
+{
+    const IrTensor *t = e->access.tensor;
+    Sb cond = {0};
+    int nconds;
+    if (!read_conds(g, e, &cond, &nconds)) {
+        sb_puts(b, "0");
+        sb_free(&cond);
+        return;
+    }
+    g->reads[t->id] = true;
+    const char *ct = t->elem == ELEM_I64 || g->wide ? "int64_t" : "int";
+    if (nconds)
+        sb_printf(b, "(%s ? (%s)t_%s[", sb_str(&cond), ct, g->em->cname[t->id]);
+    else
+        sb_printf(b, "((%s)t_%s[", ct, g->em->cname[t->id]);
+    if (t->rank == 0)
+        sb_putc(b, '0');
+    else
+        gen_offset(g, t, e->access.idx, t->rank - 1, b);
+    sb_puts(b, nconds ? "] : 0)" : "])");
+    sb_free(&cond);
+}
+
 static void gen_access(KGen *g, const IExpr *e, Sb *b)
 {
     if (e->access.stage) {
@@ -427,8 +584,11 @@ static void gen_access(KGen *g, const IExpr *e, Sb *b)
     const char *name = g->em->cname[t->id];
     if (nconds)
         sb_printf(b, "(%s ? ", sb_str(&cond));
-    /* An f16 or bf16 element is widened to float as it is read. */
-    if (t->elem != ELEM_F32) {
+    /* An f16 or bf16 element is widened to float as it is read, an
+     * integer one converted (exactly, up to 2^24). */
+    if (elem_is_int(t->elem)) {
+        sb_puts(b, "(float)(");
+    } else if (t->elem != ELEM_F32) {
         bool h = t->elem == ELEM_F16;
         sb_puts(b, h ? "ein_ld_f16(" : "ein_ld_bf16(");
         g->em->helpers |= h ? HELP_LD_F16 : HELP_LD_BF16;
@@ -477,8 +637,33 @@ static void gen_call(KGen *g, const IExpr *e, Sb *b)
         {FN_SQRT, "sqrtf", 1, 0}, {FN_RSQRT, "ein_rsqrt", 1, HELP_RSQRT},
         {FN_ABS, "fabsf", 1, 0}, {FN_ERF, "erff", 1, 0}, {FN_MAX, "ein_max", 2, HELP_MAX},
         {FN_MIN, "ein_min", 2, HELP_MIN}, {FN_POW, "powf", 2, 0},
+        {FN_SIN, "sinf", 1, 0}, {FN_COS, "cosf", 1, 0}, {FN_FLOOR, "floorf", 1, 0},
+        {FN_CEIL, "ceilf", 1, 0}, {FN_ROUND, "rintf", 1, 0},
+        {FN_SIGN, "ein_sign", 1, HELP_SIGN}, {FN_EXPM1, "expm1f", 1, 0},
+        {FN_LOG1P, "log1pf", 1, 0}, {FN_SOFTPLUS, "ein_softplus", 1, HELP_SOFTPLUS},
+        {FN_GELU, "ein_gelu", 1, HELP_GELU},
     };
     const IExpr *const *a = e->call.args;
+    if (FN_IS_TO(e->call.fn) && e->call.nargs == 1) {
+        /* a conversion, its result as a float value (exact for the integer
+         * types up to 2^24; f16 and bf16 values are floats) */
+        ElemType to = FN_TO_ELEM(e->call.fn);
+        if (to == ELEM_F32) {
+            gen_f(g, a[0], b);
+            return;
+        }
+        if (elem_is_int(to)) {
+            g->em->helpers |= HELP_TO(to);
+            sb_printf(b, "(float)ein_to_%s(", elem_name(to));
+        } else {
+            bool h = to == ELEM_F16;
+            g->em->helpers |= h ? HELP_LD_F16 | HELP_ST_F16 : HELP_LD_BF16 | HELP_ST_BF16;
+            sb_printf(b, "ein_ld_%s(ein_st_%s(", elem_name(to), elem_name(to));
+        }
+        gen_f(g, a[0], b);
+        sb_puts(b, elem_is_int(to) ? ")" : "))");
+        return;
+    }
     if (e->call.fn == FN_SELECT) {
         if (e->call.nargs != 3)
             goto bad;
@@ -713,7 +898,8 @@ static void build_part(KGen *g, Kernel *k, const char *cond, const int *level)
     const int64_t limit = INT32_MAX - (INT64_C(1) << 25);
     const char *tty = k->terms > limit ? "int64_t" : k->ity;
     bool cast = strcmp(tty, k->ity) != 0;
-    bool maxmin = st->red == RED_MAX || st->red == RED_MIN;
+    /* max, min and product keep `any`: no term at all gives 0 */
+    bool maxmin = st->red == RED_MAX || st->red == RED_MIN || st->red == RED_PROD;
 
     /* guards and body first: they decide which variables are bound */
     Sb in = {0};
@@ -732,6 +918,9 @@ static void build_part(KGen *g, Kernel *k, const char *cond, const int *level)
     g->rnd = false;
     if (st->red == RED_SUM) {
         line(&in, 0, "acc += %s;", sb_str(&body));
+    } else if (st->red == RED_PROD) {
+        line(&in, 0, "acc = any ? acc * (%s) : (%s);", sb_str(&body), sb_str(&body));
+        line(&in, 0, "any = 1;");
     } else {
         line(&in, 0, "float v = %s;", sb_str(&body));
         line(&in, 0, "if (!any || v %c acc || isnan(v))", st->red == RED_MAX ? '>' : '<');
@@ -893,7 +1082,9 @@ int kernel_build(Emit *em, const IrTensor *t, int index, Kernel *k)
     k->name = arena_printf(a, "k%d_%s", index, em->cname[t->id]);
     /* The dialects round the element to its type as they store it; the
      * helpers are written before the kernels, so say so now. */
-    if (t->elem != ELEM_F32)
+    if (elem_is_int(t->elem))
+        em->helpers |= HELP_TO(t->elem);
+    else if (t->elem != ELEM_F32)
         em->helpers |= t->elem == ELEM_F16 ? HELP_ST_F16 : HELP_ST_BF16;
 
     KGen g = {.em = em, .k = k, .out = t};
@@ -1016,7 +1207,7 @@ static int kernel_build_with(KGen *gp, Emit *em, Kernel *k, const IrTensor *t,
 
     Sb b = {0};
     const char *part_cond = NULL;
-    bool maxmin = st->red == RED_MAX || st->red == RED_MIN;
+    bool maxmin = st->red == RED_MAX || st->red == RED_MIN || st->red == RED_PROD;
     bool padded = false;
     for (int i = 0; i < st->nloops; i++)
         padded |= st->loops[i].lo > 0 || st->loops[i].hi < t->shape[i];
@@ -1094,6 +1285,11 @@ static int kernel_build_with(KGen *gp, Emit *em, Kernel *k, const IrTensor *t,
             break;
         case RED_SUM:
             line(&b, depth, "acc += %s;", sb_str(&body));
+            break;
+        case RED_PROD:
+            line(&b, depth, "float v = %s;", sb_str(&body));
+            line(&b, depth, "acc = any ? acc * v : v;");
+            line(&b, depth, "any = 1;");
             break;
         case RED_MAX:
         case RED_MIN:

@@ -22,6 +22,11 @@ tests_emit_test_emit_LDADD = emit/libemit.a derive/libderive.a \
 TESTS += tests/emit/examples.test tests/emit/nvcc.test tests/emit/vendor.test
 EXTRA_DIST += tests/emit/examples.test tests/emit/nvcc.test tests/emit/vendor.test
 
+# Every macro of the headers the output includes, as a tensor name: the
+# output still builds (C; CUDA where $NVCC is set).
+TESTS += tests/emit/reserved.test
+EXTRA_DIST += tests/emit/reserved.test
+
 # The CUDA kernels (band.c's tiled band kernels, cuda.c's thread, warp and
 # block layouts) compiled as C++ over an emulation of CUDA's threads,
 # barriers and shuffles, run on the CPU against the IR interpreter; and

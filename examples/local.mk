@@ -8,6 +8,6 @@ EXTRA_DIST += examples/README.md \
 	examples/layernorm.ein examples/reshape.ein \
 	examples/infogan.ein examples/dcgan.ein examples/fsrcnn.ein \
 	examples/gcn.ein examples/resnet18.ein examples/csrnet.ein \
-	examples/longformer.ein \
+	examples/longformer.ein examples/tinylm.ein \
 	examples/check-examples.test
 TESTS += examples/check-examples.test

@@ -12,8 +12,20 @@ typedef enum {
     ELEM_F32,                       /* f32 */
     ELEM_F16,                       /* f16 */
     ELEM_BF16,                      /* bf16 */
+    ELEM_I8,                        /* i8    signed integers, two's complement */
+    ELEM_I16,                       /* i16 */
+    ELEM_I32,                       /* i32 */
+    ELEM_I64,                       /* i64 */
+    ELEM_U8,                        /* u8    unsigned */
+    ELEM_BOOL,                      /* bool  0 or 1, one byte */
 } ElemType;
+#define ELEM_COUNT (ELEM_BOOL + 1)
 const char *elem_name(ElemType t);
+/* An element type's name, or -1 when `name` is none. */
+int elem_lookup(const char *name);
+bool elem_is_int(ElemType t);        /* the integer types and bool */
+/* The range of an integer type's values (bool: 0..1). */
+void elem_int_range(ElemType t, int64_t *lo, int64_t *hi);
 
 typedef enum {
     OP_ADD,                         /* + */
@@ -57,6 +69,9 @@ struct Expr {
             Loc name_loc;
             Expr **args;            /* subscripts or arguments */
             int nargs;
+            Expr *outside;          /* EX_ACCESS: `x[..] ?: v`, else NULL */
+            Sym *keys;              /* EX_CALL: `name = arg` keys, 0 for a
+                                       positional argument; NULL: none */
         } call;
         Expr *operand;              /* EX_NEG, EX_NOT */
         struct {                    /* EX_BIN */
@@ -85,15 +100,16 @@ typedef enum {
     RED_SUM,                        /* +=   */
     RED_MAX,                        /* max= */
     RED_MIN,                        /* min= */
+    RED_PROD,                       /* *=   product */
 } Reduce;
-const char *reduce_str(Reduce r);  /* "=", "+=", "max=", "min=" */
+const char *reduce_str(Reduce r);  /* "=", "+=", "max=", "min=", "*=" */
 
 typedef enum {
     ST_CONST,                       /* const N = 1 */
     ST_TENSOR,                      /* input x : f32[..] / weight w : f32[..] */
     ST_OUTPUT,                      /* output z */
     ST_DEF,                         /* def f(params) -> outs { body } */
-    ST_IMPORT,                      /* import "file.ein" */
+    ST_IMPORT,                      /* import "file.ein", import <nn.ein> */
     ST_MODEL,                       /* model NAME */
     ST_ASSIGN,                      /* y[i, j] : [M, N] += body where conds */
     ST_BIND,                        /* a, b = f(x, y)   (a def call) */
@@ -101,10 +117,18 @@ typedef enum {
 
 typedef enum { DECL_INPUT, DECL_WEIGHT } DeclKind;
 
-typedef struct Param {              /* a def parameter: x : f32[N, C, H, W] */
+typedef enum {
+    PARAM_TENSOR,                   /* x : f32[N, C, H, W] */
+    PARAM_CONST,                    /* const K [= 3]     an integer constant */
+    PARAM_SCALAR,                   /* eps : f32 [= 1e-5]  a real number */
+} ParamKind;
+
+typedef struct Param {              /* a def parameter */
     Sym name;
     Loc loc;
-    TypeExpr type;
+    ParamKind kind;
+    TypeExpr type;                  /* PARAM_TENSOR; PARAM_SCALAR: elem only */
+    Expr *dflt;                     /* CONST, SCALAR: the default, or NULL */
 } Param;
 
 typedef struct Stmt Stmt;
@@ -140,6 +164,8 @@ struct Stmt {
         } def;
         struct {                    /* ST_IMPORT */
             const char *path;       /* unescaped */
+            bool library;           /* import <path>: the -I folders and the
+                                       standard library, not the importer's */
             int file;               /* src id once loaded, else -1 */
             Stmt **stmts;           /* the imported file's statements */
             int nstmts;
@@ -169,8 +195,10 @@ struct Stmt {
             int nouts;
             Sym callee;
             Loc callee_loc;
-            Sym *args;              /* arguments are tensor names */
+            Sym *args;              /* a tensor name, or 0 for another expression */
             Loc *arg_locs;
+            Expr **arg_exprs;       /* each argument as written */
+            Sym *arg_keys;          /* `key = value` arguments' keys, else 0 */
             int nargs;
         } bind;
     };

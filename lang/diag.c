@@ -17,6 +17,7 @@
 const char *const diag_warning_names[] = {
     "unused",           /* a tensor or declaration never used */
     "sum-invariant",    /* a term of a += sum that does not depend on the summed indices */
+    "padded-max",       /* a max= or min= window reads the implicit 0 outside a tensor */
     NULL,
 };
 #define NWARN (sizeof diag_warning_names / sizeof *diag_warning_names - 1)

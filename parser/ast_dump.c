@@ -84,7 +84,13 @@ static void dump_expr(FILE *fp, const Expr *e, int depth)
                 sym_str(e->call.name));
         for (int i = 0; i < e->call.nargs; i++) {
             fputc(' ', fp);
+            if (e->kind == EX_CALL && e->call.keys && e->call.keys[i])
+                fprintf(fp, "%s=", sym_str(e->call.keys[i]));
             dump_expr(fp, e->call.args[i], depth + 1);
+        }
+        if (e->kind == EX_ACCESS && e->call.outside) {
+            fputs(" ?: ", fp);
+            dump_expr(fp, e->call.outside, depth + 1);
         }
         fputc(')', fp);
         break;
@@ -164,8 +170,11 @@ static void dump_stmt(FILE *fp, const Stmt *s, int indent)
         fprintf(fp, "(model %s)", sym_str(s->model.name));
         break;
     case ST_IMPORT:
-        fputs("(import ", fp);
-        put_string(fp, s->import.path);
+        fputs(s->import.library ? "(import <" : "(import ", fp);
+        if (s->import.library)
+            fprintf(fp, "%s>", s->import.path);
+        else
+            put_string(fp, s->import.path);
         if (s->import.file >= 0) {
             fputc(' ', fp);
             put_string(fp, src_get(s->import.file)->path);
@@ -182,8 +191,17 @@ static void dump_stmt(FILE *fp, const Stmt *s, int indent)
     case ST_DEF:
         fprintf(fp, "(def %s (", sym_str(s->def.name));
         for (int i = 0; i < s->def.nparams; i++) {
-            fprintf(fp, "%s(%s ", i ? " " : "", sym_str(s->def.params[i].name));
-            dump_type(fp, &s->def.params[i].type);
+            const Param *p = &s->def.params[i];
+            fprintf(fp, "%s(%s%s ", i ? " " : "", p->kind == PARAM_CONST ? "const " : "",
+                    sym_str(p->name));
+            if (p->kind == PARAM_TENSOR)
+                dump_type(fp, &p->type);
+            else if (p->kind == PARAM_SCALAR)
+                fputs(elem_name(p->type.elem), fp);
+            if (p->dflt) {
+                fputs(p->kind == PARAM_CONST ? "= " : " = ", fp);
+                dump_expr(fp, p->dflt, 1);
+            }
             fputc(')', fp);
         }
         fputs(") -> ", fp);
@@ -220,9 +238,14 @@ static void dump_stmt(FILE *fp, const Stmt *s, int indent)
     case ST_BIND:
         fputs("(bind ", fp);
         dump_syms(fp, s->bind.outs, s->bind.nouts);
-        fprintf(fp, " %s ", sym_str(s->bind.callee));
-        dump_syms(fp, s->bind.args, s->bind.nargs);
-        fputc(')', fp);
+        fprintf(fp, " %s (", sym_str(s->bind.callee));
+        for (int i = 0; i < s->bind.nargs; i++) {
+            fputs(i ? " " : "", fp);
+            if (s->bind.arg_keys[i])
+                fprintf(fp, "%s=", sym_str(s->bind.arg_keys[i]));
+            dump_expr(fp, s->bind.arg_exprs[i], 1);
+        }
+        fputs("))", fp);
         break;
     default:
         fprintf(fp, "(?stmt %d)", (int)s->kind);

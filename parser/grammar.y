@@ -131,14 +131,15 @@ static StmtList one_stmt(Parse *P, Stmt *s)
     return l;
 }
 
-/* elem_type -> f32 | f16 | bf16   (plain identifiers, checked here) */
+/* elem_type -> f32 | f16 | bf16 | i8 | i16 | i32 | i64 | u8 | bool
+ * (plain identifiers, checked here) */
 static int elem_type(Sym name, Loc loc)
 {
-    const char *s = sym_str(name);
-    if (strcmp(s, "f32") == 0) return ELEM_F32;
-    if (strcmp(s, "f16") == 0) return ELEM_F16;
-    if (strcmp(s, "bf16") == 0) return ELEM_BF16;
-    diag_error(loc, "unknown element type '%s' (expected f32, f16 or bf16)", s);
+    int e = elem_lookup(sym_str(name));
+    if (e >= 0)
+        return e;
+    diag_error(loc, "unknown element type '%s' (expected f32, f16, bf16, i8, "
+               "i16, i32, i64, u8 or bool)", sym_str(name));
     return ELEM_F32;
 }
 
@@ -221,20 +222,31 @@ static Stmt *mk_bind(Parse *P, Loc loc, NameList outs, Expr *rhs)
     int n = rhs->call.nargs;
     s->bind.args = arena_alloc(P->arena, (size_t)(n + 1) * sizeof(Sym));
     s->bind.arg_locs = arena_alloc(P->arena, (size_t)(n + 1) * sizeof(Loc));
+    s->bind.arg_keys = arena_alloc(P->arena, (size_t)(n + 1) * sizeof(Sym));
+    s->bind.arg_exprs = rhs->call.args;
     s->bind.nargs = n;
-    bool ok = true;
+    /* what each argument must be depends on the callee's parameter: sema
+     * checks it */
     for (int i = 0; i < n; i++) {
         Expr *a = rhs->call.args[i];
-        if (a->kind != EX_NAME) {
-            diag_error(a->loc, "argument %d of the call to '%s' must be a "
-                       "tensor name", i + 1, sym_str(rhs->call.name));
-            ok = false;
-            continue;
-        }
-        s->bind.args[i] = a->name;
+        s->bind.args[i] = a->kind == EX_NAME ? a->name : 0;
         s->bind.arg_locs[i] = a->loc;
+        s->bind.arg_keys[i] = rhs->call.keys ? rhs->call.keys[i] : 0;
     }
-    return ok ? s : NULL;
+    return s;
+}
+
+/* call -> NAME '(' args ')' with `key = value` arguments: keys beside
+ * the arguments, 0 for a positional one. */
+static Expr *mk_call_keys(Parse *P, Sym name, Loc name_loc, ArgList args,
+                          Loc loc)
+{
+    Expr *e = mk_call(P, EX_CALL, name, name_loc, args.exprs, loc);
+    bool any = false;
+    for (int i = 0; i < args.keys.len; i++)
+        any |= args.keys.data[i] != 0;
+    e->call.keys = any ? args.keys.data : NULL;
+    return e;
 }
 
 /* A def body holds tensor statements and def calls only. */
@@ -269,6 +281,7 @@ static void add_body_stmts(Parse *P, StmtList *body, StmtList add, Loc loc)
     NameList names;
     ParamList params;
     Param param;
+    ArgList args;
     TypeExpr type;
     ShapeDecl shape;
     Reduce red;
@@ -278,11 +291,12 @@ static void add_body_stmts(Parse *P, StmtList *body, StmtList add, Loc loc)
 %token <ival> INT "integer"
 %token <rval> REAL "number"
 %token <str> STRING "string"
+%token <str> LIBPATH "library path"
 %token CONST "'const'" INPUT "'input'" WEIGHT "'weight'" OUTPUT "'output'"
        DEF "'def'" IMPORT "'import'" MODEL "'model'" WHERE "'where'" IN "'in'"
-%token PLUSEQ "'+='" MAXEQ "'max='" MINEQ "'min='"
+%token PLUSEQ "'+='" MAXEQ "'max='" MINEQ "'min='" STAREQ "'*='"
 %token EQ "'=='" NE "'!='" LE "'<='" GE "'>='" AND "'&&'" OR "'||'"
-%token ARROW "'->'" DOTDOT "'..'"
+%token ARROW "'->'" DOTDOT "'..'" ELVIS "'?:'"
 %token NEWLINE "end of line"
 %token BAD "invalid token"
 
@@ -293,13 +307,14 @@ static void add_body_stmts(Parse *P, StmtList *body, StmtList add, Loc loc)
 %left '*' '/' '%'
 %precedence UNARY
 
-%type <expr> expr primary cond
+%type <expr> expr primary cond outside_value opt_default
 %type <exprs> exprs opt_exprs conds opt_where
 %type <stmts> stmt consts decls outputs body
 %type <stmt> const def assign bind
 %type <names> names
 %type <params> params opt_params
-%type <param> param
+%type <param> param def_param
+%type <args> args opt_args
 %type <type> type
 %type <shape> opt_shape
 %type <red> assign_op
@@ -360,6 +375,14 @@ stmt
         {
             Stmt *s = new_stmt(P, ST_IMPORT, @$);
             s->import.path = $2;
+            s->import.file = -1;
+            $$ = one_stmt(P, s);
+        }
+    | IMPORT LIBPATH
+        {
+            Stmt *s = new_stmt(P, ST_IMPORT, @$);
+            s->import.path = $2;
+            s->import.library = true;
             s->import.file = -1;
             $$ = one_stmt(P, s);
         }
@@ -434,7 +457,10 @@ names
     ;
 
 param
-    : IDENT ':' type            { $$.name = $1; $$.loc = @1; $$.type = $3; }
+    : IDENT ':' type
+        {
+            $$ = (Param){.name = $1, .loc = @1, .kind = PARAM_TENSOR, .type = $3};
+        }
     ;
 
 /* type -> ELEM '[' dims ']' */
@@ -471,8 +497,28 @@ opt_params
     ;
 
 params
-    : param                     { $$ = (ParamList){0}; vec_push(P->arena, &$$, $1); }
-    | params ',' param          { $$ = $1; vec_push(P->arena, &$$, $3); }
+    : def_param                 { $$ = (ParamList){0}; vec_push(P->arena, &$$, $1); }
+    | params ',' def_param      { $$ = $1; vec_push(P->arena, &$$, $3); }
+    ;
+
+/* def_param -> NAME ':' type | NAME ':' ELEM ('=' expr)? | 'const' NAME ('=' expr)? */
+def_param
+    : param
+    | IDENT ':' IDENT opt_default
+        {
+            $$ = (Param){.name = $1, .loc = @1, .kind = PARAM_SCALAR, .dflt = $4};
+            $$.type = mk_type(P, $3, @3, (ExprList){0}, @3);
+        }
+    | CONST IDENT opt_default
+        {
+            $$ = (Param){.name = $2, .loc = @2, .kind = PARAM_CONST, .dflt = $3};
+            $$.type.loc = @2;
+        }
+    ;
+
+opt_default
+    : %empty                    { $$ = NULL; }
+    | '=' expr                  { $$ = $2; }
     ;
 
 body
@@ -511,6 +557,7 @@ assign_op
     | PLUSEQ                    { $$ = RED_SUM; }
     | MAXEQ                     { $$ = RED_MAX; }
     | MINEQ                     { $$ = RED_MIN; }
+    | STAREQ                    { $$ = RED_PROD; }
     ;
 
 opt_where
@@ -577,9 +624,53 @@ primary
             $$ = new_expr(P, EX_NAME, @$, 0);
             $$->name = $1;
         }
-    | IDENT '(' opt_exprs ')'   { $$ = mk_call(P, EX_CALL, $1, @1, $3, @$); }
+    | IDENT '(' opt_args ')'    { $$ = mk_call_keys(P, $1, @1, $3, @$); }
     | IDENT '[' opt_exprs ']'   { $$ = mk_call(P, EX_ACCESS, $1, @1, $3, @$); }
+    | IDENT '[' opt_exprs ']' ELVIS outside_value
+        {
+            $$ = mk_call(P, EX_ACCESS, $1, @1, $3, @$);
+            $$->call.outside = $6;
+        }
     | '(' expr ')'              { $$ = $2; }
+    ;
+
+/* outside_value -> '-'* primary   (`x[i] ?: -inf`; sema wants a constant) */
+outside_value
+    : primary
+    | '-' outside_value         { $$ = mk_unary(P, EX_NEG, $2, @$); }
+    ;
+
+opt_args
+    : %empty                    { $$ = (ArgList){0}; }
+    | args
+    ;
+
+/* args -> (NAME '=')? expr, ... */
+args
+    : expr
+        {
+            $$ = (ArgList){0};
+            vec_push(P->arena, &$$.exprs, $1);
+            vec_push(P->arena, &$$.keys, (Sym)0);
+        }
+    | IDENT '=' expr
+        {
+            $$ = (ArgList){0};
+            vec_push(P->arena, &$$.exprs, $3);
+            vec_push(P->arena, &$$.keys, $1);
+        }
+    | args ',' expr
+        {
+            $$ = $1;
+            vec_push(P->arena, &$$.exprs, $3);
+            vec_push(P->arena, &$$.keys, (Sym)0);
+        }
+    | args ',' IDENT '=' expr
+        {
+            $$ = $1;
+            vec_push(P->arena, &$$.exprs, $5);
+            vec_push(P->arena, &$$.keys, $3);
+        }
     ;
 
 opt_exprs
@@ -615,7 +706,7 @@ static const int stmt_start[] = {
 };
 static const int bin_ops[] = {
     TOK_OR, TOK_AND, TOK_EQ, TOK_NE, '<', TOK_LE, '>', TOK_GE, '+', '-',
-    '*', '/', '%',
+    '*', '/', '%', TOK_ELVIS,
 };
 #define COUNT(a) (int)(sizeof a / sizeof *a)
 
@@ -636,9 +727,9 @@ static void clear_all(bool *set, const int *ts, int n)
 /* The order in which expected tokens are listed; the closing bracket the
  * innermost open one wants comes last, with where that one opened. */
 static const int display_order[] = {
-    TOK_IDENT, TOK_INT, TOK_REAL, TOK_STRING, TOK_CONST, TOK_INPUT,
-    TOK_WEIGHT, TOK_OUTPUT, TOK_DEF, TOK_IMPORT, TOK_MODEL, '=', TOK_PLUSEQ,
-    TOK_MAXEQ, TOK_MINEQ, ':', TOK_ARROW, TOK_IN, TOK_DOTDOT, TOK_WHERE, '[',
+    TOK_IDENT, TOK_INT, TOK_REAL, TOK_STRING, TOK_LIBPATH, TOK_CONST, TOK_INPUT,
+    TOK_WEIGHT, TOK_OUTPUT, TOK_DEF, TOK_IMPORT, TOK_MODEL, '=', TOK_PLUSEQ, TOK_STAREQ,
+    TOK_MAXEQ, TOK_MINEQ, ':', TOK_ARROW, TOK_IN, TOK_DOTDOT, TOK_WHERE, TOK_ELVIS, '[',
     '(', '{', ',', TOK_OR, TOK_AND, TOK_EQ, TOK_NE, '<', TOK_LE, '>', TOK_GE,
     '+', '-', '*', '/', '%', '!', ']', ')', '}',
 };
@@ -705,7 +796,9 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, Parse *P)
         ops = false;
     }
     if (ops || closer)
-        set[CH('[')] = set[CH('(')] = false;
+        set[CH('[')] = set[CH('(')] = set[CH(TOK_ELVIS)] = false;
+    if (closer == ')')
+        set[CH('=')] = false;           /* `key = value` arguments: noise */
 
     for (int i = 0; i < COUNT(display_order); i++) {
         yysymbol_kind_t k = CH(display_order[i]);
@@ -734,7 +827,7 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, Parse *P)
         /* The usual cause: a statement broken before an operator. */
         diag_error(loc, "expected statement before %s (to continue the "
                    "previous line, end it with the operator)", found);
-    } else if (nw == 0 || nw > 5) {
+    } else if (nw == 0 || nw > 6) {
         diag_error(loc, "unexpected %s", found);
     } else {
         char msg[1024];

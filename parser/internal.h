@@ -19,6 +19,11 @@
 typedef VEC(Expr *) ExprList;
 typedef VEC(Stmt *) StmtList;
 typedef VEC(Param) ParamList;
+typedef VEC(Sym) SymList;
+typedef struct ArgList {            /* call arguments and their keys (0: none) */
+    ExprList exprs;
+    SymList keys;
+} ArgList;
 typedef struct NameList {
     VEC(Sym) syms;
     VEC(Loc) locs;

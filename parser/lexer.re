@@ -34,9 +34,9 @@ static bool continues(int t)
     switch (t) {
     case '+': case '-': case '*': case '/': case '%': case '<': case '>':
     case '=': case ',': case ':': case '!': case '(': case '[':
-    case TOK_PLUSEQ: case TOK_MAXEQ: case TOK_MINEQ: case TOK_EQ: case TOK_NE:
+    case TOK_PLUSEQ: case TOK_MAXEQ: case TOK_MINEQ: case TOK_STAREQ: case TOK_EQ: case TOK_NE:
     case TOK_LE: case TOK_GE: case TOK_AND: case TOK_OR: case TOK_ARROW:
-    case TOK_DOTDOT: case TOK_WHERE: case TOK_IN:
+    case TOK_DOTDOT: case TOK_WHERE: case TOK_IN: case TOK_ELVIS:
         return true;
     default:
         return false;
@@ -182,6 +182,8 @@ const char *lex_describe(Parse *P, int token, Loc loc)
         return "end of line";
     case TOK_STRING:
         return "string";
+    case TOK_LIBPATH:
+        return "library path";
     default:
         return quote(P, loc);
     }
@@ -351,6 +353,9 @@ static int lex(Parse *P, EIN_STYPE *val, Loc *loc)
         "model"  { KEYWORD(TOK_MODEL); }
         "where"  { TOKEN(TOK_WHERE); }
         "in"     { TOKEN(TOK_IN); }
+        "inf"    { val->rval = INFINITY; TOKEN(TOK_REAL); }
+        "nan"    { val->rval = NAN; TOKEN(TOK_REAL); }
+        "?:"     { TOKEN(TOK_ELVIS); }
         "max="   { TOKEN(TOK_MAXEQ); }
         "min="   { TOKEN(TOK_MINEQ); }
         id {
@@ -370,6 +375,15 @@ static int lex(Parse *P, EIN_STYPE *val, Loc *loc)
                 lex_error(P, loc_at(P, tok, cur), "number is too large");
             TOKEN(TOK_REAL);
         }
+        "<" [^=>\n\x00 \t\r] [^>\n\x00 \t\r]* ">" {
+            /* import <nn.ein>; anywhere else '<' is the operator */
+            if (P->prev != TOK_IMPORT) {
+                cur = tok + 1;
+                TOKEN('<');
+            }
+            val->str = arena_printf(P->arena, "%.*s", (int)(cur - tok - 2), tok + 1);
+            TOKEN(TOK_LIBPATH);
+        }
         ["] strch* ["] {
             val->str = string_value(P, tok + 1, cur - 1);
             TOKEN(val->str ? TOK_STRING : TOK_BAD);
@@ -381,6 +395,7 @@ static int lex(Parse *P, EIN_STYPE *val, Loc *loc)
         }
 
         "+=" { TOKEN(TOK_PLUSEQ); }
+        "*=" { TOKEN(TOK_STAREQ); }
         "==" { TOKEN(TOK_EQ); }
         "!=" { TOKEN(TOK_NE); }
         "<=" { TOKEN(TOK_LE); }

@@ -87,21 +87,32 @@ static char *join(const char *dir, const char *name)
 }
 
 /* The first existing candidate for `name` imported from `from_file`:
- * next to the importing file, then in each -I folder.  NULL if none. */
-static char *find_import(const Importer *im, int from_file, const char *name)
+ * next to the importing file (not for `import <name>`), then in each -I
+ * folder, then in the standard library's folder.  NULL if none. */
+static char *find_import(const Importer *im, int from_file, const char *name,
+                         bool library)
 {
     struct stat st;
     if (name[0] == '/')
         return stat(name, &st) == 0 ? xstrdup(name) : NULL;
-    const SrcFile *f = src_get(from_file);
-    char *dir = folder_of(strcmp(f->path, "<stdin>") == 0 ? "" : f->path);
-    char *path = join(dir, name);
-    free(dir);
-    if (stat(path, &st) == 0)
-        return path;
-    free(path);
+    char *path;
+    if (!library) {
+        const SrcFile *f = src_get(from_file);
+        char *dir = folder_of(strcmp(f->path, "<stdin>") == 0 ? "" : f->path);
+        path = join(dir, name);
+        free(dir);
+        if (stat(path, &st) == 0)
+            return path;
+        free(path);
+    }
     for (int i = 0; im->opt && i < im->opt->ninclude; i++) {
         path = join(im->opt->include_dirs[i], name);
+        if (stat(path, &st) == 0)
+            return path;
+        free(path);
+    }
+    if (im->opt && im->opt->lib_dir) {
+        path = join(im->opt->lib_dir, name);
         if (stat(path, &st) == 0)
             return path;
         free(path);
@@ -118,9 +129,14 @@ static void do_import(Importer *im, int unit, Stmt *s)
         diag_error(s->loc, "empty import path");
         return;
     }
-    char *path = find_import(im, from_file, name);
+    char *path = find_import(im, from_file, name, s->import.library);
     if (!path) {
-        diag_error(s->loc, "cannot open '%s': no such file or directory", name);
+        if (s->import.library)
+            diag_error(s->loc, "cannot find '%s' in the -I folders or the standard "
+                       "library (%s)", name,
+                       im->opt && im->opt->lib_dir ? im->opt->lib_dir : "none");
+        else
+            diag_error(s->loc, "cannot open '%s': no such file or directory", name);
         return;
     }
     struct stat st;

@@ -11,6 +11,9 @@
 typedef struct ParseOptions {
     const char *const *include_dirs;    /* -I, in order */
     int ninclude;
+    const char *lib_dir;                /* the standard library (nn.ein), or
+                                           NULL: searched after the -I
+                                           folders */
 } ParseOptions;
 
 /* NULL after reporting every syntax error found (up to the error limit).

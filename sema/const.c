@@ -296,3 +296,54 @@ void defines_check_used(Sema *s)
                    did_you_mean(s, d->name, cands, n));
     }
 }
+
+/* ---- real constant expressions ------------------------------------------ */
+
+bool real_const_eval(Sema *s, const Scope *sc, const Expr *e, double *out)
+{
+    double a, b;
+    switch (e->kind) {
+    case EX_INT:
+        *out = (double)e->ival;
+        return true;
+    case EX_REAL:
+        *out = e->rval;
+        return true;
+    case EX_NAME: {
+        Entry *en = scope_find(sc, e->name);
+        if (en && en->kind == ENT_REAL) {
+            en->used = true;
+            *out = en->rvalue;
+            return true;
+        }
+        int64_t v;
+        if (!const_eval(s, sc, e, &v))
+            return false;
+        *out = (double)v;
+        return true;
+    }
+    case EX_NEG:
+        if (!real_const_eval(s, sc, e->operand, &a))
+            return false;
+        *out = -a;
+        return true;
+    case EX_BIN:
+        if (e->bin.op > OP_MOD || e->bin.op == OP_MOD)
+            break;
+        if (!real_const_eval(s, sc, e->bin.lhs, &a) ||
+            !real_const_eval(s, sc, e->bin.rhs, &b))
+            return false;
+        switch (e->bin.op) {
+        case OP_ADD: *out = a + b; break;
+        case OP_SUB: *out = a - b; break;
+        case OP_MUL: *out = a * b; break;
+        default: *out = a / b; break;
+        }
+        return true;
+    default:
+        break;
+    }
+    sema_error(s, e->loc, "'%s' is not a constant number; expected numbers, "
+               "constants, inf or nan with + - * /", expr_text(s->arena, e));
+    return false;
+}

@@ -115,6 +115,19 @@ static CExpr *name_expr(StmtCtx *c, const Expr *e)
             en->used = true;
             return en->known ? cint(c, e->loc, en->value) : NULL;
         }
+        if (en && en->kind == ENT_REAL) {
+            en->used = true;
+            if (c->ctx != CTX_BODY) {
+                sema_error(c->s, e->loc, "real parameter '%s' in an index "
+                           "expression; indices are integers (make it a "
+                           "'const' parameter)", sym_q(e->name));
+                fail(c);
+                return NULL;
+            }
+            CExpr *x = cnew(c, CE_REAL, e->loc, false);
+            x->rval = en->rvalue;
+            return x;
+        }
         if (en) {
             sema_error(c->s, e->loc, "%s '%s' is not an index or constant; "
                        "read it as '%s'", entry_what(c->s, en),
@@ -190,6 +203,7 @@ static CExpr *int_bin(StmtCtx *c, const Expr *e, CExpr *l, CExpr *r)
 }
 
 static CExpr *access_expr(StmtCtx *c, const Expr *e);
+static CExpr *gather_expr(StmtCtx *c, const Expr *e);
 
 CExpr *expr_int(StmtCtx *c, const Expr *e)
 {
@@ -212,8 +226,9 @@ CExpr *expr_int(StmtCtx *c, const Expr *e)
             CExpr *r = expr_int(c, e->bin.rhs);
             return int_bin(c, e, l, r);
         }
+    case EX_ACCESS:
+        return gather_expr(c, e);
     case EX_REAL: bad = "real number"; break;
-    case EX_ACCESS: bad = "tensor read"; break;
     case EX_CALL: bad = "function call"; break;
     case EX_NOT: bad = "'!'"; break;
     case EX_IN: bad = "'in'"; break;
@@ -233,6 +248,13 @@ static const Builtin builtins[] = {
     {"rsqrt", FN_RSQRT, 1}, {"abs", FN_ABS, 1}, {"erf", FN_ERF, 1},
     {"max", FN_MAX, 2}, {"min", FN_MIN, 2}, {"pow", FN_POW, 2},
     {"select", FN_SELECT, 3},
+    {"sin", FN_SIN, 1}, {"cos", FN_COS, 1}, {"floor", FN_FLOOR, 1},
+    {"ceil", FN_CEIL, 1}, {"round", FN_ROUND, 1}, {"sign", FN_SIGN, 1},
+    {"expm1", FN_EXPM1, 1}, {"log1p", FN_LOG1P, 1},
+    {"softplus", FN_SOFTPLUS, 1}, {"gelu", FN_GELU, 1},
+    {"f32", FN_TO_F32, 1}, {"f16", FN_TO_F16, 1}, {"bf16", FN_TO_BF16, 1},
+    {"i8", FN_TO_I8, 1}, {"i16", FN_TO_I16, 1}, {"i32", FN_TO_I32, 1},
+    {"i64", FN_TO_I64, 1}, {"u8", FN_TO_U8, 1}, {"bool", FN_TO_BOOL, 1},
 };
 #define NBUILTINS (int)(sizeof builtins / sizeof *builtins)
 
@@ -470,12 +492,49 @@ static CExpr *access_expr(StmtCtx *c, const Expr *e)
         }
     }
     c->ctx = saved;
+    double outside = 0;
+    if (e->call.outside && !real_const_eval(c->s, c->sc, e->call.outside, &outside)) {
+        fail(c);
+        return NULL;
+    }
     if (!ok || !rank_ok)
         return NULL;
     CExpr *x = cnew(c, CE_ACCESS, e->loc, false);
     x->access.tensor = t->c.id;
     x->access.idx = idx;
     x->access.nidx = n;
+    x->access.outside = outside;
+    x->access.outside_given = e->call.outside != NULL;
+    return x;
+}
+
+/* A read of an integer tensor inside a subscript: a gather, `emb[tok[i], d]`.
+ * Its value is the element, an exact integer. */
+static CExpr *gather_expr(StmtCtx *c, const Expr *e)
+{
+    Entry *en = scope_find(c->sc, e->call.name);
+    const STensor *t = en && (en->kind == ENT_TENSOR || en->kind == ENT_PARAM)
+                           ? tensor_at(c->s, en->tensor) : NULL;
+    if (t && !t->poisoned && t->c.rank >= 0 && !elem_is_int(t->c.elem)) {
+        sema_error(c->s, e->loc, "%s '%s' of %s elements read in an index "
+                   "expression; an index can read integer tensors only "
+                   "(convert it first: 'k[i] : i32[N] = i32(%s[i])')",
+                   entry_what(c->s, en), sym_q(e->call.name),
+                   elem_name(t->c.elem), sym_q(e->call.name));
+        en->used = true;
+        vars_unknown(c, e);
+        fail(c);
+        return NULL;
+    }
+    if (e->call.outside) {
+        sema_error(c->s, e->call.outside->loc, "'?:' on a read in an index "
+                   "expression; an index read outside its tensor is 0");
+        fail(c);
+        return NULL;
+    }
+    CExpr *x = access_expr(c, e);
+    if (x)
+        x->is_int = true;
     return x;
 }
 
@@ -501,6 +560,26 @@ CExpr *expr_cond(StmtCtx *c, const Expr *e, bool ints_only)
         CExpr *l = ints_only ? expr_int(c, e->bin.lhs) : expr_real(c, e->bin.lhs);
         CExpr *r = ints_only ? expr_int(c, e->bin.rhs) : expr_real(c, e->bin.rhs);
         return l && r ? cbin(c, e, l, r, false) : NULL;
+    }
+    if (!ints_only && (e->kind == EX_ACCESS || e->kind == EX_CALL)) {
+        /* a mask: a read of a bool or integer tensor, or bool(x), holds
+         * where it is not 0 */
+        Entry *en = e->kind == EX_ACCESS ? scope_find(c->sc, e->call.name) : NULL;
+        const STensor *t = en && (en->kind == ENT_TENSOR || en->kind == ENT_PARAM)
+                               ? tensor_at(c->s, en->tensor) : NULL;
+        bool mask = e->kind == EX_ACCESS ? t && elem_is_int(t->c.elem)
+                                         : strcmp(sym_str(e->call.name), "bool") == 0;
+        if (mask || (t && (t->poisoned || t->c.rank < 0))) {
+            CExpr *v = expr_real(c, e);
+            if (!v)
+                return NULL;
+            CExpr *x = cnew(c, CE_BIN, e->loc, false);
+            x->bin.op = OP_NE;
+            x->bin.lhs = v;
+            x->bin.rhs = cint(c, e->loc, 0);
+            x->is_bool = true;
+            return x;
+        }
     }
     if (e->kind == EX_IN)
         sema_error(c->s, e->loc, "'%s in ..' must stand alone as a 'where' "

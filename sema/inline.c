@@ -20,10 +20,20 @@ static DefInfo *def_info(Sema *s, const Entry *de)
 
 /* ---- signatures --------------------------------------------------------- */
 
+static bool is_const_param(const Stmt *st, Sym name)
+{
+    for (int i = 0; i < st->def.nparams; i++)
+        if (st->def.params[i].kind == PARAM_CONST && st->def.params[i].name == name)
+            return true;
+    return false;
+}
+
 static void gather_svars(Sema *s, DefInfo *d, const Expr *e)
 {
     switch (e->kind) {
     case EX_NAME:
+        if (is_const_param(d->st, e->name))
+            return;                     /* bound by the call, not by a shape */
         for (int i = 0; i < d->nsvars; i++)
             if (d->svars[i] == e->name)
                 return;
@@ -79,6 +89,10 @@ static void check_dims(Sema *s, DefInfo *d)
     Scope *sc = scope_new(s->arena);
     for (int i = 0; i < d->nsvars; i++)
         scope_add(s->arena, sc, d->svars[i], ENT_SHAPEVAR, d->svar_locs[i]);
+    for (int i = 0; i < st->def.nparams; i++)
+        if (st->def.params[i].kind == PARAM_CONST && !scope_find(sc, st->def.params[i].name))
+            scope_add(s->arena, sc, st->def.params[i].name, ENT_SHAPEVAR,
+                      st->def.params[i].loc);
     int errors = s->errors;
     for (int i = 0; i < st->def.nparams; i++)
         for (int k = 0; k < st->def.params[i].type.ndims; k++) {
@@ -136,6 +150,17 @@ static DefInfo *def_signature(Sema *s, const Stmt *st)
         }
         for (int k = 0; k < p->type.ndims; k++)
             names += count_names(p->type.dims[k]);
+        if (p->kind == PARAM_SCALAR && p->type.elem != ELEM_F32) {
+            sema_error(s, p->type.loc, "scalar parameter '%s' is %s; a scalar "
+                       "parameter is an f32 number", sym_q(p->name),
+                       elem_name(p->type.elem));
+            d->bad = true;
+        }
+        if (p->kind == PARAM_TENSOR && p->dflt) {
+            sema_error(s, p->dflt->loc, "tensor parameter '%s' cannot have a "
+                       "default", sym_q(p->name));
+            d->bad = true;
+        }
     }
     d->svars = arena_alloc(s->arena, ((size_t)names + 1) * sizeof *d->svars);
     d->svar_locs = arena_alloc(s->arena, ((size_t)names + 1) * sizeof(Loc));
@@ -246,7 +271,8 @@ typedef struct Call {
     const DefInfo *d;
     const Stmt *def;
     Scope *ds;                      /* the def's scope for this call */
-    const int *argt;                /* argument tensor ids, -1: none */
+    const int *argt;                /* argument tensor ids by parameter, -1: none */
+    const int *argof;               /* parameter -> argument index, -1: default */
     bool *param_ok;                 /* argument matches its parameter */
     int *bound_by;                  /* shape variable -> argument binding it */
 } Call;
@@ -257,11 +283,25 @@ static void param_note(Sema *s, const Param *p)
               type_text(s->arena, &p->type));
 }
 
+/* Where parameter i's argument is, and its name. */
+static Loc arg_loc(const Call *c, int i)
+{
+    int a = c->argof ? c->argof[i] : -1;
+    return a >= 0 ? c->st->bind.arg_locs[a] : c->def->def.params[i].loc;
+}
+
+static const char *arg_name(const Call *c, int i)
+{
+    int a = c->argof ? c->argof[i] : -1;
+    return a >= 0 && c->st->bind.args[a] ? sym_q(c->st->bind.args[a])
+                                         : sym_q(c->def->def.params[i].name);
+}
+
 static void mismatch(Sema *s, Call *c, int i, const char *why)
 {
     const Param *p = &c->def->def.params[i];
-    sema_error(s, c->st->bind.arg_locs[i], "argument '%s' does not match "
-               "parameter '%s' of '%s': %s", sym_q(c->st->bind.args[i]),
+    sema_error(s, arg_loc(c, i), "argument '%s' does not match "
+               "parameter '%s' of '%s': %s", arg_name(c, i),
                sym_q(p->name), sym_q(c->def->def.name), why);
     param_note(s, p);
     c->param_ok[i] = false;
@@ -279,15 +319,17 @@ static int svar_index(const DefInfo *d, Sym name)
 static void unify_bare(Sema *s, Call *c, int i)
 {
     const Param *p = &c->def->def.params[i];
+    if (p->kind != PARAM_TENSOR)
+        return;
     const STensor *t = tensor_at(s, c->argt[i]);
     if (!t || t->poisoned || t->c.rank < 0) {
         c->param_ok[i] = false;
         return;
     }
     if (t->c.rank != p->type.ndims) {
-        sema_error(s, c->st->bind.arg_locs[i], "argument '%s' has rank %d, "
+        sema_error(s, arg_loc(c, i), "argument '%s' has rank %d, "
                    "but parameter '%s' of '%s' has rank %d",
-                   sym_q(c->st->bind.args[i]), t->c.rank, sym_q(p->name),
+                   arg_name(c, i), t->c.rank, sym_q(p->name),
                    sym_q(c->def->def.name), p->type.ndims);
         param_note(s, p);
         c->param_ok[i] = false;
@@ -315,8 +357,7 @@ static void unify_bare(Sema *s, Call *c, int i)
             mismatch(s, c, i, arena_printf(s->arena, "dimension %d is %lld, "
                      "but '%s' is %lld from argument '%s'", k + 1,
                      (long long)t->c.shape[k], sym_q(dim->name),
-                     (long long)en->value,
-                     sym_q(c->st->bind.args[c->bound_by[v]])));
+                     (long long)en->value, arg_name(c, c->bound_by[v])));
             return;
         }
     }
@@ -326,6 +367,8 @@ static void unify_bare(Sema *s, Call *c, int i)
 static void unify_exprs(Sema *s, Call *c, int i)
 {
     const Param *p = &c->def->def.params[i];
+    if (p->kind != PARAM_TENSOR)
+        return;
     const STensor *t = tensor_at(s, c->argt[i]);
     if (!c->param_ok[i] || !tensor_shape_known(t))
         return;
@@ -363,6 +406,8 @@ static void inline_body(Sema *s, Call *c, const int *outs, const char *prefix)
     const Stmt *def = c->def;
     for (int i = 0; i < def->def.nparams; i++) {
         const Param *p = &def->def.params[i];
+        if (p->kind != PARAM_TENSOR)
+            continue;                           /* bound by bind_scalars */
         if (scope_find(c->ds, p->name))
             continue;                           /* reported by def_signature */
         Entry *e = scope_add(s->arena, c->ds, p->name, ENT_PARAM, p->loc);
@@ -411,26 +456,150 @@ static void poison_outs(Sema *s, const Stmt *st, const int *outs)
     }
 }
 
-/* The caller's tensors named as arguments; -1 after an error. */
-static int *bind_args(Sema *s, Scope *sc, const Stmt *st)
+/* Parameter -> argument: positional arguments first, then `key = value`
+ * ones by name; a parameter without an argument takes its default.  NULL
+ * after an error (reported). */
+static int *map_args(Sema *s, const Stmt *st, const DefInfo *d)
 {
-    int *argt = arena_alloc(s->arena, ((size_t)st->bind.nargs + 1) * sizeof *argt);
-    for (int i = 0; i < st->bind.nargs; i++) {
-        Sym name = st->bind.args[i];
-        Entry *en = scope_find(sc, name);
+    const Stmt *def = d->st;
+    int np = def->def.nparams;
+    int *argof = arena_alloc(s->arena, ((size_t)np + 1) * sizeof *argof);
+    for (int i = 0; i < np; i++)
+        argof[i] = -1;
+    bool ok = true, keyed = false;
+    int pos = 0;
+    for (int a = 0; a < st->bind.nargs; a++) {
+        Sym key = st->bind.arg_keys[a];
+        int p = -1;
+        if (!key) {
+            if (keyed) {
+                sema_error(s, st->bind.arg_locs[a], "positional argument after "
+                           "'name = value' arguments in the call to '%s'",
+                           sym_q(def->def.name));
+                ok = false;
+                continue;
+            }
+            p = pos++;
+            if (p >= np) {
+                sema_error(s, st->bind.callee_loc, "def '%s' takes %d argument%s, "
+                           "but %d %s given", sym_q(def->def.name), np,
+                           np == 1 ? "" : "s", st->bind.nargs,
+                           st->bind.nargs == 1 ? "was" : "were");
+                sema_note(s, def->def.name_loc, "'%s' is defined here",
+                          sym_q(def->def.name));
+                return NULL;
+            }
+        } else {
+            keyed = true;
+            p = param_index(def, key, np);
+            if (p < 0) {
+                Sym *cands = arena_alloc(s->arena, ((size_t)np + 1) * sizeof *cands);
+                for (int i = 0; i < np; i++)
+                    cands[i] = def->def.params[i].name;
+                sema_error(s, st->bind.arg_locs[a], "def '%s' has no parameter "
+                           "'%s'%s", sym_q(def->def.name), sym_q(key),
+                           did_you_mean(s, key, cands, np));
+                sema_note(s, def->def.name_loc, "'%s' is defined here",
+                          sym_q(def->def.name));
+                ok = false;
+                continue;
+            }
+            if (argof[p] >= 0) {
+                sema_error(s, st->bind.arg_locs[a], "parameter '%s' of '%s' is "
+                           "given twice", sym_q(key), sym_q(def->def.name));
+                ok = false;
+                continue;
+            }
+        }
+        argof[p] = a;
+    }
+    int missing = 0;
+    for (int i = 0; i < np; i++)
+        missing += argof[i] < 0 && !def->def.params[i].dflt;
+    int defaults = 0;
+    for (int i = 0; i < np; i++)
+        defaults += def->def.params[i].dflt != NULL;
+    if (ok && missing) {
+        if (!keyed && !defaults) {
+            sema_error(s, st->bind.callee_loc, "def '%s' takes %d argument%s, "
+                       "but %d %s given", sym_q(def->def.name), np,
+                       np == 1 ? "" : "s", st->bind.nargs,
+                       st->bind.nargs == 1 ? "was" : "were");
+        } else {
+            for (int i = 0; i < np; i++)
+                if (argof[i] < 0 && !def->def.params[i].dflt)
+                    sema_error(s, st->bind.callee_loc, "the call to '%s' gives "
+                               "no argument for parameter '%s'",
+                               sym_q(def->def.name), sym_q(def->def.params[i].name));
+        }
+        sema_note(s, def->def.name_loc, "'%s' is defined here", sym_q(def->def.name));
+        ok = false;
+    }
+    return ok ? argof : NULL;
+}
+
+/* The caller's tensors named as arguments of tensor parameters (by
+ * parameter); -1 after an error or for another parameter. */
+static int *bind_args(Sema *s, Scope *sc, const Stmt *st, const DefInfo *d,
+                      const int *argof)
+{
+    int np = d->st->def.nparams;
+    int *argt = arena_alloc(s->arena, ((size_t)np + 1) * sizeof *argt);
+    for (int i = 0; i < np; i++) {
+        const Param *p = &d->st->def.params[i];
+        int a = argof[i];
         argt[i] = -1;
+        if (p->kind != PARAM_TENSOR || a < 0)
+            continue;
+        Sym name = st->bind.args[a];
+        if (!name) {
+            sema_error(s, st->bind.arg_locs[a], "argument %d of the call to "
+                       "'%s' must be a tensor name (parameter '%s' is a tensor)",
+                       a + 1, sym_q(d->st->def.name), sym_q(p->name));
+            continue;
+        }
+        Entry *en = scope_find(sc, name);
         if (en && (en->kind == ENT_TENSOR || en->kind == ENT_PARAM)) {
             en->used = true;
             argt[i] = en->tensor;
         } else if (en) {
-            sema_error(s, st->bind.arg_locs[i], "%s '%s' is not a tensor",
+            sema_error(s, st->bind.arg_locs[a], "%s '%s' is not a tensor",
                        entry_what(s, en), sym_q(name));
             sema_note(s, en->loc, "'%s' is defined here", sym_q(name));
         } else {
-            unknown_tensor(s, sc, name, st->bind.arg_locs[i], "");
+            unknown_tensor(s, sc, name, st->bind.arg_locs[a], "");
         }
     }
     return argt;
+}
+
+/* The constant and scalar parameters of a call, in its scope: an argument
+ * is evaluated in the caller's scope, a default in the file's (so a
+ * default may name the file's constants). */
+static void bind_scalars(Sema *s, Scope *caller, Call *c)
+{
+    const Stmt *def = c->def;
+    for (int i = 0; i < def->def.nparams; i++) {
+        const Param *p = &def->def.params[i];
+        if (p->kind == PARAM_TENSOR || scope_find(c->ds, p->name))
+            continue;
+        int a = c->argof ? c->argof[i] : -1;
+        const Expr *e = a >= 0 ? c->st->bind.arg_exprs[a] : p->dflt;
+        const Scope *where = a >= 0 ? caller : s->globals;
+        Entry *en = scope_add(s->arena, c->ds, p->name,
+                              p->kind == PARAM_CONST ? ENT_CONST : ENT_REAL, p->loc);
+        en->used = true;
+        if (s->dry && a < 0) {
+            /* an uncalled def: its constants are unknown, its reals 1 */
+            en->known = p->kind == PARAM_SCALAR;
+            en->rvalue = 1;
+            continue;
+        }
+        if (p->kind == PARAM_CONST)
+            en->known = const_eval(s, where, e, &en->value);
+        else
+            en->known = real_const_eval(s, where, e, &en->rvalue);
+    }
 }
 
 /* The def a call names, or NULL (reported unless the def is known bad). */
@@ -449,15 +618,6 @@ static DefInfo *callee(Sema *s, const Stmt *st)
     const Stmt *def = d->st;
     if (d->bad || d->recursive)
         return NULL;
-    if (st->bind.nargs != def->def.nparams) {
-        sema_error(s, st->bind.callee_loc, "def '%s' takes %d argument%s, but "
-                   "%d %s given", sym_q(def->def.name), def->def.nparams,
-                   def->def.nparams == 1 ? "" : "s", st->bind.nargs,
-                   st->bind.nargs == 1 ? "was" : "were");
-        sema_note(s, def->def.name_loc, "'%s' is defined here",
-                  sym_q(def->def.name));
-        return NULL;
-    }
     if (st->bind.nouts != def->def.nouts) {
         sema_error(s, st->bind.out_locs[0], "def '%s' returns %d tensor%s, but "
                    "%d %s bound", sym_q(def->def.name), def->def.nouts,
@@ -486,14 +646,15 @@ static bool too_big(Sema *s, const Stmt *st)
     return true;
 }
 
-static Call call_new(Sema *s, const Stmt *st, DefInfo *d, const int *argt)
+static Call call_new(Sema *s, const Stmt *st, DefInfo *d, const int *argt,
+                     const int *argof)
 {
-    Call c = {st, d, d->st, scope_new(s->arena), argt, NULL, NULL};
+    Call c = {st, d, d->st, scope_new(s->arena), argt, argof, NULL, NULL};
     c.param_ok = arena_alloc(s->arena, ((size_t)d->st->def.nparams + 1) *
                                            sizeof *c.param_ok);
     c.bound_by = arena_alloc(s->arena, ((size_t)d->nsvars + 1) * sizeof(int));
     for (int i = 0; i < d->st->def.nparams; i++)
-        c.param_ok[i] = argt[i] >= 0;
+        c.param_ok[i] = argt[i] >= 0 || d->st->def.params[i].kind != PARAM_TENSOR;
     for (int i = 0; i < d->nsvars; i++)
         scope_add(s->arena, c.ds, d->svars[i], ENT_SHAPEVAR, d->svar_locs[i]);
     return c;
@@ -501,15 +662,27 @@ static Call call_new(Sema *s, const Stmt *st, DefInfo *d, const int *argt)
 
 void bind_check(Sema *s, Scope *sc, const Stmt *st, const int *outs)
 {
+    if (!scope_find(s->defs, st->bind.callee) && shapeop_is(st->bind.callee)) {
+        shapeop_check(s, sc, st, outs);
+        return;
+    }
     int errors = s->errors;
-    int *argt = bind_args(s, sc, st);
     DefInfo *d = callee(s, st);
-    if (!d || s->dry || too_big(s, st)) {
+    int *argof = d ? map_args(s, st, d) : NULL;
+    int *argt = argof ? bind_args(s, sc, st, d, argof) : NULL;
+    if (!argt)          /* no -Wunused for what a broken call names */
+        for (int a = 0; a < st->bind.nargs; a++) {
+            Entry *en = st->bind.args[a] ? scope_find(sc, st->bind.args[a]) : NULL;
+            if (en)
+                en->used = true;
+        }
+    if (!argt || s->dry || too_big(s, st)) {
         /* A dry check stops at calls: the callee gets its own check. */
         poison_outs(s, st, outs);
         return;
     }
-    Call c = call_new(s, st, d, argt);
+    Call c = call_new(s, st, d, argt, argof);
+    bind_scalars(s, sc, &c);
     for (int i = 0; i < st->bind.nargs; i++)
         unify_bare(s, &c, i);
     for (int i = 0; i < st->bind.nargs; i++)
@@ -531,7 +704,8 @@ static void check_dry(Sema *s, DefInfo *d)
     int *argt = arena_alloc(s->arena, ((size_t)def->def.nparams + 1) * sizeof(int));
     int *outs = arena_alloc(s->arena, ((size_t)def->def.nouts + 1) * sizeof(int));
     for (int i = 0; i < def->def.nparams; i++)
-        argt[i] = placeholder(s, &def->def.params[i], false);
+        argt[i] = def->def.params[i].kind == PARAM_TENSOR
+                      ? placeholder(s, &def->def.params[i], false) : -1;
     for (int k = 0; k < def->def.nouts; k++) {
         STensor *t = tensor_new(s, sym_q(def->def.outs[k]), def->def.outs[k],
                                 TENSOR_DEFINED, def->def.out_locs[k]);
@@ -539,7 +713,8 @@ static void check_dry(Sema *s, DefInfo *d)
         outs[k] = t->c.id;
     }
     Stmt call = {.kind = ST_BIND, .loc = def->loc};
-    Call c = call_new(s, &call, d, argt);
+    Call c = call_new(s, &call, d, argt, NULL);
+    bind_scalars(s, NULL, &c);
     inline_body(s, &c, outs, arena_printf(s->arena, "%s.", sym_q(def->def.name)));
 }
 

@@ -4,7 +4,7 @@ noinst_LIBRARIES += sema/libsema.a
 sema_libsema_a_SOURCES = sema/sema.h sema/sema_int.h sema/sema.c \
 	sema/report.c sema/scope.c sema/const.c sema/block.c sema/order.c \
 	sema/inline.c sema/stmt.c sema/expr.c sema/range.c sema/warn.c \
-	sema/dump.c
+	sema/dump.c sema/shapeops.c
 
 # ---- tests ----
 check_PROGRAMS += tests/sema/test_sema

@@ -416,6 +416,18 @@ static bool interval(StmtCtx *c, const CExpr *e, Ival *r)
             ICE("interval: operator %s", binop_str(e->bin.op));
         }
         break;
+    case CE_ACCESS: {
+        /* a gather: its own subscripts, then any value of the tensor's
+         * type, or 0 outside the tensor */
+        for (int i = 0; i < e->access.nidx; i++)
+            if (!interval(c, e->access.idx[i], &a))
+                return false;
+        const STensor *t = tensor_at(c->s, e->access.tensor);
+        elem_int_range(t ? t->c.elem : ELEM_I64, &r->lo, &r->hi);
+        r->lo = r->lo > 0 ? 0 : r->lo;
+        r->hi = r->hi < 0 ? 0 : r->hi;
+        return true;
+    }
     default:
         ICE("interval: kind %d", (int)e->kind);
     }
@@ -425,6 +437,16 @@ static bool interval(StmtCtx *c, const CExpr *e, Ival *r)
         c->failed = true;
     }
     return ok;
+}
+
+bool expr_interval(StmtCtx *c, const CExpr *e, int64_t *lo, int64_t *hi)
+{
+    Ival iv;
+    if (!interval(c, e, &iv))
+        return false;
+    *lo = iv.lo;
+    *hi = iv.hi;
+    return true;
 }
 
 bool intervals_check(StmtCtx *c, const CExpr *e)

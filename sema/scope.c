@@ -78,6 +78,7 @@ const char *entry_what(const Sema *s, const Entry *e)
     switch (e->kind) {
     case ENT_CONST: return "constant";
     case ENT_SHAPEVAR: return "shape variable";
+    case ENT_REAL: return "real parameter";
     case ENT_PARAM: return "parameter";
     case ENT_DEF: return "def";
     case ENT_TENSOR:

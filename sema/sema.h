@@ -32,7 +32,16 @@ typedef enum {
     FN_ABS, FN_ERF,                 /* one argument */
     FN_MAX, FN_MIN, FN_POW,         /* two arguments */
     FN_SELECT,                      /* select(cond, a, b) */
+    FN_SIN, FN_COS, FN_FLOOR, FN_CEIL, FN_ROUND, FN_SIGN, FN_EXPM1,
+    FN_LOG1P, FN_SOFTPLUS, FN_GELU, /* one argument (added after select so
+                                       that the older values stay) */
+    FN_TO_F32, FN_TO_F16, FN_TO_BF16, FN_TO_I8, FN_TO_I16, FN_TO_I32,
+    FN_TO_I64, FN_TO_U8, FN_TO_BOOL,  /* conversions: f32(x) .. bool(x),
+                                         in ElemType order */
 } Func;
+#define FN_TO(elem) ((Func)(FN_TO_F32 + (int)(elem)))
+#define FN_IS_TO(fn) ((fn) >= FN_TO_F32 && (fn) <= FN_TO_BOOL)
+#define FN_TO_ELEM(fn) ((ElemType)((fn) - FN_TO_F32))
 const char *func_name(Func f);
 
 typedef enum {
@@ -61,8 +70,12 @@ struct CExpr {
         int var;                    /* CE_VAR */
         struct {                    /* CE_ACCESS */
             int tensor;
-            CExpr **idx;
+            CExpr **idx;            /* integer-typed; may hold reads of
+                                       integer tensors (gathers) */
             int nidx;
+            double outside;         /* what a read outside the shape gives
+                                       (`?: v`; 0 when not written) */
+            bool outside_given;     /* `?: v` written, even `?: 0` */
         } access;
         struct {                    /* CE_CALL */
             Func fn;

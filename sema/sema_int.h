@@ -26,6 +26,7 @@ typedef enum {
     ENT_TENSOR,                     /* input, weight, defined tensor, def output */
     ENT_PARAM,                      /* def parameter: alias of an argument */
     ENT_DEF,                        /* def (in the def table only) */
+    ENT_REAL,                       /* real scalar parameter of a def call */
 } EntKind;
 
 typedef VEC(int) IntVec;
@@ -39,6 +40,7 @@ typedef struct Entry {
     bool is_param_out;              /* TENSOR: a def output (caller's tensor) */
     bool used;                      /* read somewhere in this scope */
     int64_t value;                  /* CONST, SHAPEVAR */
+    double rvalue;                  /* REAL */
     int tensor;                     /* TENSOR, PARAM: tensor id; -1: none */
     int def_stmt;                   /* TENSOR: defining statement of this
                                        scope's block, -1: not (yet) defined */
@@ -59,6 +61,8 @@ typedef struct STensor {
     const TypeExpr *type;           /* declared type (inputs, weights) */
     bool poisoned;                  /* its definition failed: stay silent */
     bool pending;                   /* defined by a statement not yet checked */
+    bool nonneg;                    /* every element is >= 0 or NaN (for
+                                       -Wpadded-max) */
 } STensor;
 
 /* What sema knows about one def besides its statement. */
@@ -180,6 +184,14 @@ void block_check(Sema *s, Scope *sc, Stmt **stmts, int n, const char *prefix);
 /* Warn about the tensors of `sc` that were never used. */
 void block_warn_unused(Sema *s, const Scope *sc, const Stmt *def);
 
+/* ---- shapeops.c: concat, stack, split ---- */
+/* Whether `name` is one of the built-in shape operations. */
+bool shapeop_is(Sym name);
+void shapeop_check(Sema *s, Scope *sc, const Stmt *st, const int *outs);
+/* Fold a real constant expression (numbers, inf, nan, constants, real
+ * parameters, + - * / and unary -); false after an error (reported). */
+bool real_const_eval(Sema *s, const Scope *sc, const Expr *e, double *out);
+
 /* ---- inline.c: def calls ---- */
 void defs_collect(Sema *s, Stmt **stmts, int n);
 void defs_check_recursion(Sema *s);
@@ -239,6 +251,11 @@ void stmt_check(Sema *s, Scope *sc, const Stmt *st, int out);
 
 /* ---- warn.c ---- */
 void warn_sum_invariant(StmtCtx *c, const CStmt *cs);
+/* -Wpadded-max; and whether the statement's values are never negative. */
+void warn_padded(StmtCtx *c, const CStmt *cs);
+bool stmt_nonneg(Sema *s, const CStmt *cs);
+/* range.c: the values an integer expression takes over the ranges. */
+bool expr_interval(StmtCtx *c, const CExpr *e, int64_t *lo, int64_t *hi);
 
 /* ---- misc ---- */
 const char *sym_q(Sym s);           /* the symbol's text */

@@ -67,9 +67,16 @@ static void stray_names(StmtCtx *c)
             continue;
         Sym *cands;
         int n = scope_names(s->arena, c->sc, ~0u, &cands);
-        sema_error(s, v->loc, "unknown name '%s'%s", sym_q(v->name),
-                   did_you_mean(s, v->name, cands, n));
+        const char *dym = did_you_mean(s, v->name, cands, n);
         Entry *g = c->in_def ? scope_find(s->globals, v->name) : NULL;
+        /* a capitalised name looks like a constant, not an index */
+        bool constlike = sym_q(v->name)[0] >= 'A' && sym_q(v->name)[0] <= 'Z';
+        if (*dym || g || constlike)
+            sema_error(s, v->loc, "unknown name '%s'%s", sym_q(v->name), dym);
+        else    /* what ein(5) promises for an index with no range */
+            sema_error(s, v->loc, "unknown name '%s'; an index that is in no "
+                       "subscript needs a range, e.g. 'where %s in 0..3'",
+                       sym_q(v->name), sym_q(v->name));
         if (g && (g->kind == ENT_CONST || g->kind == ENT_TENSOR))
             g->used = true;
         if (g)
@@ -154,6 +161,90 @@ static CVar *cvars(StmtCtx *c)
     return vs;
 }
 
+/* Whether a checked body has an integer value wherever it is defined: a
+ * conversion, a read of an integer tensor, an index or constant, a
+ * condition, and + - * select of such. */
+static bool integral(const CExpr *e)
+{
+    switch (e->kind) {
+    case CE_INT: case CE_VAR: return true;
+    case CE_REAL: return e->rval == (double)(int64_t)e->rval;
+    case CE_ACCESS: return e->is_int;       /* marked by body_expr */
+    case CE_CALL:
+        if (FN_IS_TO(e->call.fn))
+            return elem_is_int(FN_TO_ELEM(e->call.fn));
+        if (e->call.fn == FN_SELECT)
+            return integral(e->call.args[1]) && integral(e->call.args[2]);
+        return e->call.fn == FN_FLOOR || e->call.fn == FN_CEIL ||
+               e->call.fn == FN_ROUND || e->call.fn == FN_SIGN ||
+               ((e->call.fn == FN_MAX || e->call.fn == FN_MIN || e->call.fn == FN_ABS ||
+                 e->call.fn == FN_RELU) &&
+                integral(e->call.args[0]) &&
+                (e->call.nargs < 2 || integral(e->call.args[1])));
+    case CE_NEG: return integral(e->operand);
+    case CE_NOT: return true;
+    case CE_BIN:
+        if (e->is_bool)
+            return true;
+        return e->bin.op != OP_DIV && integral(e->bin.lhs) && integral(e->bin.rhs);
+    }
+    return false;
+}
+
+static void mark_int_reads(Sema *s, CExpr *e, bool on)
+{
+    switch (e->kind) {
+    case CE_ACCESS: {
+        const STensor *t = tensor_at(s, e->access.tensor);
+        if (t && elem_is_int(t->c.elem))
+            e->is_int = on;
+        return;
+    }
+    case CE_CALL:
+        for (int i = 0; i < e->call.nargs; i++)
+            mark_int_reads(s, e->call.args[i], on);
+        return;
+    case CE_NEG: case CE_NOT: mark_int_reads(s, e->operand, on); return;
+    case CE_BIN:
+        mark_int_reads(s, e->bin.lhs, on);
+        mark_int_reads(s, e->bin.rhs, on);
+        return;
+    default:
+        return;
+    }
+}
+
+static bool is_condition(const Expr *e)
+{
+    return e->kind == EX_NOT ||
+           (e->kind == EX_BIN && e->bin.op >= OP_EQ);
+}
+
+/* The body; into an integer or bool tensor it must have integer values
+ * (a condition is 1 or 0), anything else wants an explicit conversion. */
+static CExpr *body_expr(StmtCtx *c, const Expr *e, ElemType elem)
+{
+    if (!elem_is_int(elem))
+        return expr_real(c, e);
+    CExpr *b = is_condition(e) ? expr_cond(c, e, false) : expr_real(c, e);
+    if (!b)
+        return NULL;
+    /* reads of integer tensors are integral; is_int on a body read is
+     * for `integral` only (lower reads them as values) */
+    mark_int_reads(c->s, b, true);
+    bool ok = integral(b);
+    mark_int_reads(c->s, b, false);
+    if (!ok) {
+        sema_error(c->s, e->loc, "a real value stored in the %s tensor '%s'; "
+                   "convert it explicitly, e.g. '%s(...)' (rounding toward "
+                   "zero) or '%s(round(...))'", elem_name(elem),
+                   sym_q(c->st->assign.name), elem_name(elem), elem_name(elem));
+        c->failed = true;
+        return NULL;
+    }
+    return b;
+}
+
 void stmt_check(Sema *s, Scope *sc, const Stmt *st, int out)
 {
     StmtCtx c = {.s = s, .sc = sc, .st = st, .in_def = sc != s->globals};
@@ -162,7 +253,7 @@ void stmt_check(Sema *s, Scope *sc, const Stmt *st, int out)
     ElemType elem = st->assign.elem >= 0 ? (ElemType)st->assign.elem : ELEM_F32;
     lhs_indices(&c);
     int64_t *decl = declared_shape(&c, elem);
-    CExpr *body = expr_real(&c, st->assign.body);
+    CExpr *body = body_expr(&c, st->assign.body, elem);
     if (!body)                  /* its positions are lost: no range errors */
         for (int k = 0; k < c.vars.len; k++)
             c.vars.data[k].unknown = true;
@@ -204,6 +295,8 @@ void stmt_check(Sema *s, Scope *sc, const Stmt *st, int out)
     CStmt cs = {out, red, cvars(&c), c.vars.len, c.nloops, guards, nguards,
                 body, st->loc};
     warn_sum_invariant(&c, &cs);
+    warn_padded(&c, &cs);
+    t->nonneg = elem == ELEM_U8 || elem == ELEM_BOOL || stmt_nonneg(s, &cs);
     if (s->dry)
         return;
     t->c.stmt = s->stmts.len;

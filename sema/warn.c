@@ -2,6 +2,9 @@
  * any summed index is added once per summed element, which is almost
  * always a bias or constant written inside the sum by mistake:
  *     y[i] += x[i, k] * w[k] + b[i]      # b[i] is added K times
+ * -Wpadded-max: a `max=` window that can read outside a tensor that may
+ * hold negative values sees the implicit 0 there (PyTorch's padded max
+ * pool does not); `min=` the same for positive values.
  * (-Wunused lives with the scopes, in block.c.) */
 #include "config.h"
 #include "sema_int.h"
@@ -79,4 +82,115 @@ void warn_sum_invariant(StmtCtx *c, const CStmt *cs)
                   sum_names(c->s->arena, cs), guarded ? "up to " : "",
                   (long long)times);
     }
+}
+
+/* ---- -Wpadded-max ------------------------------------------------------- */
+
+/* Whether e is >= 0 (or NaN) wherever it is defined, from what is known
+ * of the tensors it reads: a conservative "yes". */
+static bool nonneg(Sema *s, const CExpr *e)
+{
+    switch (e->kind) {
+    case CE_INT: return e->ival >= 0;
+    case CE_REAL: return e->rval >= 0;
+    case CE_VAR: return false;
+    case CE_ACCESS: {
+        const STensor *t = tensor_at(s, e->access.tensor);
+        return t && t->nonneg && (e->access.outside >= 0 || e->access.outside != e->access.outside);
+    }
+    case CE_CALL:
+        switch (e->call.fn) {
+        case FN_RELU: case FN_EXP: case FN_SIGMOID: case FN_ABS: case FN_SQRT:
+        case FN_RSQRT: case FN_SOFTPLUS: case FN_TO_U8: case FN_TO_BOOL:
+            return true;
+        case FN_MAX:
+            return nonneg(s, e->call.args[0]) || nonneg(s, e->call.args[1]);
+        case FN_MIN: case FN_SELECT:
+            return nonneg(s, e->call.args[e->call.nargs - 2]) &&
+                   nonneg(s, e->call.args[e->call.nargs - 1]);
+        default:
+            return e->call.nargs == 1 && FN_IS_TO(e->call.fn) && nonneg(s, e->call.args[0]);
+        }
+    case CE_NEG: return false;
+    case CE_NOT: return true;
+    case CE_BIN:
+        if (e->is_bool)
+            return true;
+        return (e->bin.op == OP_ADD || e->bin.op == OP_MUL || e->bin.op == OP_DIV) &&
+               nonneg(s, e->bin.lhs) && nonneg(s, e->bin.rhs);
+    }
+    return false;
+}
+
+static bool nonpos(Sema *s, const CExpr *e)
+{
+    switch (e->kind) {
+    case CE_INT: return e->ival <= 0;
+    case CE_REAL: return e->rval <= 0;
+    case CE_NEG: return nonneg(s, e->operand);
+    default: return false;
+    }
+}
+
+bool stmt_nonneg(Sema *s, const CStmt *cs)
+{
+    return (cs->red == RED_NONE || cs->red == RED_SUM || cs->red == RED_MAX ||
+            cs->red == RED_PROD ||
+            cs->red == RED_MIN) && nonneg(s, cs->body);
+}
+
+static void padded_reads(StmtCtx *c, const CStmt *cs, const CExpr *e)
+{
+    Sema *s = c->s;
+    switch (e->kind) {
+    case CE_ACCESS: {
+        const STensor *t = tensor_at(s, e->access.tensor);
+        if (!t || e->access.outside_given || !tensor_shape_known(t))
+            return;
+        bool leaves = false;
+        for (int k = 0; k < e->access.nidx && !leaves; k++) {
+            int64_t lo, hi;
+            leaves = expr_interval(c, e->access.idx[k], &lo, &hi) &&
+                     (lo < 0 || hi >= t->c.shape[k]);
+        }
+        if (!leaves)
+            return;
+        bool max = cs->red == RED_MAX;
+        if (max ? t->nonneg : false)
+            return;
+        sema_warn(s, e->loc, "padded-max", "'%s' window reads outside '%s', where "
+                  "the read is 0, and '%s' may hold %s values; write '%s[...] ?: %s' "
+                  "for a window that skips the padding (or '?: 0' to keep the zeros)",
+                  max ? "max=" : "min=", t->c.name, t->c.name,
+                  max ? "negative" : "positive", sym_q(t->src_name), max ? "-inf" : "inf");
+        return;
+    }
+    case CE_CALL:
+        for (int i = 0; i < e->call.nargs; i++)
+            padded_reads(c, cs, e->call.args[i]);
+        return;
+    case CE_BIN:
+        padded_reads(c, cs, e->bin.lhs);
+        padded_reads(c, cs, e->bin.rhs);
+        return;
+    case CE_NEG:
+    case CE_NOT:
+        padded_reads(c, cs, e->operand);
+        return;
+    default:
+        return;
+    }
+}
+
+void warn_padded(StmtCtx *c, const CStmt *cs)
+{
+    /* guards may drop the taps outside (maxpool3.ein does): those are not
+     * analysed, and then there is no warning */
+    if ((cs->red != RED_MAX && cs->red != RED_MIN) || cs->nguards)
+        return;
+    /* only reads that are the window's value: a read inside another
+     * function of it may mean something else by its zeros */
+    const CExpr *b = cs->body;
+    (void)nonpos;
+    padded_reads(c, cs, b);
 }

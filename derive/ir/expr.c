@@ -540,3 +540,37 @@ size_t ir_tensor_numel(const IrTensor *t)
         n *= (size_t)t->shape[d];
     return n;
 }
+
+static bool expr_has_gather(const IExpr *e)
+{
+    switch (e->kind) {
+    case IE_CONST:
+        return false;
+    case IE_INDEX:
+        return ix_has_read(e->ix);
+    case IE_ICMP:
+        return ix_has_read(e->icmp.ix);
+    case IE_ACCESS:
+        for (int k = 0; k < e->access.nidx; k++)
+            if (ix_has_read(e->access.idx[k]))
+                return true;
+        return e->access.stage && ir_stage_has_gather(e->access.stage);
+    case IE_CALL:
+        for (int i = 0; i < e->call.nargs; i++)
+            if (expr_has_gather(e->call.args[i]))
+                return true;
+        return false;
+    case IE_NEG: case IE_NOT:
+        return expr_has_gather(e->bin.a);
+    default:
+        return expr_has_gather(e->bin.a) || expr_has_gather(e->bin.b);
+    }
+}
+
+bool ir_stage_has_gather(const Stage *s)
+{
+    for (int i = 0; i < s->nguards; i++)
+        if (expr_has_gather(s->guards[i]))
+            return true;
+    return expr_has_gather(s->body);
+}

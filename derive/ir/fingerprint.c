@@ -67,7 +67,16 @@ static uint64_t fp_ix(const Fp *f, const Ix *x, int64_t sign)
         uint64_t h = ir_hcomb(H_TERM, (uint64_t)t->coef * (uint64_t)sign);
         h = ir_hcomb(h, (uint64_t)t->kind);
         h = ir_hcomb(h, (uint64_t)t->d);
-        h = ir_hcomb(h, t->kind == IX_VAR ? token(f, t->var) : fp_ix(f, t->arg, 1));
+        if (t->kind == IX_READ) {
+            /* a gather: the tensor and its subscripts, renaming-invariant */
+            const IExpr *r = t->read;
+            uint64_t rh = ir_hcomb(H_TENSOR, (uint64_t)r->access.tensor->id);
+            for (int k = 0; k < r->access.nidx; k++)
+                rh = ir_hcomb(rh, fp_ix(f, r->access.idx[k], 1));
+            h = ir_hcomb(h, rh);
+        } else {
+            h = ir_hcomb(h, t->kind == IX_VAR ? token(f, t->var) : fp_ix(f, t->arg, 1));
+        }
         sum += ir_fmix(h);
     }
     return ir_hcomb(ir_hcomb(H_IX, (uint64_t)x->c * (uint64_t)sign), sum);

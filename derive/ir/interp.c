@@ -33,14 +33,59 @@ const char *ir_func_name(Func fn)
         [FN_EXP] = "exp", [FN_LOG] = "log", [FN_SQRT] = "sqrt",
         [FN_RSQRT] = "rsqrt", [FN_ABS] = "abs", [FN_ERF] = "erf",
         [FN_MAX] = "max", [FN_MIN] = "min", [FN_POW] = "pow",
-        [FN_SELECT] = "select",
+        [FN_SELECT] = "select", [FN_SIN] = "sin", [FN_COS] = "cos",
+        [FN_FLOOR] = "floor", [FN_CEIL] = "ceil", [FN_ROUND] = "round",
+        [FN_SIGN] = "sign", [FN_EXPM1] = "expm1", [FN_LOG1P] = "log1p",
+        [FN_SOFTPLUS] = "softplus", [FN_GELU] = "gelu", [FN_TO_F32] = "f32",
+        [FN_TO_F16] = "f16", [FN_TO_BF16] = "bf16", [FN_TO_I8] = "i8",
+        [FN_TO_I16] = "i16", [FN_TO_I32] = "i32", [FN_TO_I64] = "i64",
+        [FN_TO_U8] = "u8", [FN_TO_BOOL] = "bool",
     };
     return (unsigned)fn < sizeof names / sizeof *names && names[fn] ? names[fn] : "?";
+}
+
+/* x rounded to a binary format with `mant` fraction bits, exponents from
+ * emin, largest finite value `max`: to nearest even, too large going to an
+ * infinity (f16, bf16 and f32 as IEEE rounds them). */
+static double round_format(double x, int mant, int emin, double max)
+{
+    if (isnan(x) || isinf(x) || x == 0)
+        return x;
+    int e;
+    frexp(x, &e);                       /* |x| in [2^(e-1), 2^e) */
+    e = e - 1 < emin ? emin : e - 1;
+    double q = ldexp(1.0, e - mant);
+    double r = nearbyint(x / q) * q;
+    return fabs(r) > max ? copysign(INFINITY, x) : r;
+}
+
+double ir_convert(ElemType t, double x)
+{
+    switch (t) {
+    case ELEM_F32: return round_format(x, 23, -126, 0x1.fffffep127);
+    case ELEM_F16: return round_format(x, 10, -14, 65504.0);
+    case ELEM_BF16: return round_format(x, 7, -126, 0x1.fep127);
+    case ELEM_BOOL: return x != 0;
+    default: {
+        /* toward zero, saturating; NaN is 0 */
+        int64_t lo, hi;
+        elem_int_range(t, &lo, &hi);
+        if (isnan(x))
+            return 0;
+        if (x <= (double)lo)
+            return (double)lo;
+        if (x >= (double)hi)
+            return (double)hi;
+        return trunc(x);
+    }
+    }
 }
 
 /* NaN propagates through max and min, as in PyTorch's maximum/minimum. */
 double ir_func_apply(Func fn, const double *a)
 {
+    if (FN_IS_TO(fn))
+        return ir_convert(FN_TO_ELEM(fn), a[0]);
     switch (fn) {
     case FN_RELU: return a[0] < 0 ? 0.0 : a[0];
     case FN_SIGMOID: return 1.0 / (1.0 + exp(-a[0]));
@@ -54,7 +99,18 @@ double ir_func_apply(Func fn, const double *a)
     case FN_MAX: return isnan(a[0]) || isnan(a[1]) ? NAN : a[0] > a[1] ? a[0] : a[1];
     case FN_MIN: return isnan(a[0]) || isnan(a[1]) ? NAN : a[0] < a[1] ? a[0] : a[1];
     case FN_POW: return pow(a[0], a[1]);
+    case FN_SIN: return sin(a[0]);
+    case FN_COS: return cos(a[0]);
+    case FN_FLOOR: return floor(a[0]);
+    case FN_CEIL: return ceil(a[0]);
+    case FN_ROUND: return nearbyint(a[0]);     /* ties to even */
+    case FN_SIGN: return (a[0] > 0) - (a[0] < 0);   /* NaN: 0, as torch.sign */
+    case FN_EXPM1: return expm1(a[0]);
+    case FN_LOG1P: return log1p(a[0]);
+    case FN_SOFTPLUS: return fmax(a[0], 0.0) + log1p(exp(-fabs(a[0])));
+    case FN_GELU: return 0.5 * a[0] * (1.0 + erf(a[0] * M_SQRT1_2));
     case FN_SELECT: break;
+    default: break;
     }
     ICE("ir_func_apply: function %d", (int)fn);
 }
@@ -254,7 +310,7 @@ static double eval_access(Ev *ev, const IExpr *e)
         const IrTensor *t = e->access.tensor;
         size_t off = 0;
         for (int k = 0; k < n; k++) {
-            int64_t v = ix_eval(e->access.idx[k], ev->env);
+            int64_t v = ix_eval_data(e->access.idx[k], ev->env, ev->data);
             if (v < 0 || v >= t->shape[k])
                 return 0;
             off = off * (size_t)t->shape[k] + (size_t)v;
@@ -266,7 +322,7 @@ static double eval_access(Ev *ev, const IExpr *e)
     bool inside = true;
     size_t off = 0;
     for (int k = 0; k < n; k++) {
-        v[k] = ix_eval(e->access.idx[k], ev->env);
+        v[k] = ix_eval_data(e->access.idx[k], ev->env, ev->data);
         if (v[k] < s->loops[k].lo || v[k] >= s->loops[k].hi)
             inside = false;
         else
@@ -316,6 +372,8 @@ static double eval_point(Ev *ev, const Stage *s)
                 acc += v;
             else if (!any)
                 acc = v;
+            else if (s->red == RED_PROD)
+                acc *= v;
             else if (!isnan(acc) && (isnan(v) || (s->red == RED_MAX ? v > acc : v < acc)))
                 acc = v;                /* NaN wins, as in PyTorch's amax */
             any = true;
@@ -343,7 +401,7 @@ static double eval(Ev *ev, const IExpr *e)
     double a, b;
     switch (e->kind) {
     case IE_CONST: return e->value;
-    case IE_INDEX: return (double)ix_eval(e->ix, ev->env);
+    case IE_INDEX: return (double)ix_eval_data(e->ix, ev->env, ev->data);
     case IE_ACCESS: return eval_access(ev, e);
     case IE_ADD: return eval(ev, e->bin.a) + eval(ev, e->bin.b);
     case IE_SUB: return eval(ev, e->bin.a) - eval(ev, e->bin.b);
@@ -353,7 +411,7 @@ static double eval(Ev *ev, const IExpr *e)
     case IE_NOT: return eval(ev, e->bin.a) == 0;
     case IE_AND: return eval(ev, e->bin.a) != 0 && eval(ev, e->bin.b) != 0;
     case IE_OR: return eval(ev, e->bin.a) != 0 || eval(ev, e->bin.b) != 0;
-    case IE_ICMP: return icmp_holds(e->icmp.op, ix_eval(e->icmp.ix, ev->env));
+    case IE_ICMP: return icmp_holds(e->icmp.op, ix_eval_data(e->icmp.ix, ev->env, ev->data));
     case IE_CMP:
         a = eval(ev, e->bin.a);
         b = eval(ev, e->bin.b);

@@ -37,15 +37,28 @@ typedef struct IrVar {
  * An atom is a variable, floor(arg / d) or (arg mod d), d >= 2 (division
  * by a negative constant is rewritten to a positive one; by 1 vanishes;
  * constant args fold). */
-typedef enum { IX_VAR, IX_DIV, IX_MOD } IxAtomKind;
+typedef enum {
+    IX_VAR,                         /* a variable */
+    IX_DIV,                         /* floor(arg / d) */
+    IX_MOD,                         /* arg mod d */
+    IX_READ,                        /* the value of read, an element of an
+                                       integer tensor (a gather): opaque */
+} IxAtomKind;
 
 typedef struct Ix Ix;
+typedef struct IExpr IExpr;
 typedef struct IxTerm {
     int64_t coef;
     IxAtomKind kind;
     int var;                        /* IX_VAR */
-    const Ix *arg;                  /* IX_DIV, IX_MOD */
-    int64_t d;
+    const Ix *arg;                  /* IX_DIV, IX_MOD; IX_READ: the sum of
+                                       the variables its subscripts use,
+                                       so that what asks which variables
+                                       an atom depends on (ix_uses) is
+                                       right; never its value */
+    int64_t d;                      /* IX_READ: 1 */
+    const IExpr *read;              /* IX_READ: an IE_ACCESS of an integer
+                                       tensor (0 outside its shape) */
 } IxTerm;
 
 struct Ix {
@@ -56,6 +69,7 @@ struct Ix {
 };
 
 /* ---- scalar expressions ---------------------------------------------- */
+/* (IExpr is declared with IxTerm above.) */
 typedef enum {
     IE_CONST,                       /* a real number */
     IE_INDEX,                       /* an index expression used as a value */
@@ -73,7 +87,6 @@ typedef enum {
     IE_NOT,                         /* !a */
 } IExprKind;
 
-typedef struct IExpr IExpr;
 struct IExpr {
     IExprKind kind;
     uint64_t hash;                  /* structural, variable ids included */
@@ -167,8 +180,21 @@ bool ix_equal(const Ix *a, const Ix *b);
 bool ix_is_const(const Ix *a, int64_t *c);
 int64_t ix_coef(const Ix *a, int var);         /* coefficient of a plain var term */
 bool ix_uses(const Ix *a, int var);
-/* Value under an assignment env[var id] (ids index into env). */
+/* Value under an assignment env[var id] (ids index into env).  An index
+ * with a gather (IX_READ) needs the tensors' data, as the interpreter
+ * holds them (data[tensor id], row-major doubles): ix_eval_data. */
 int64_t ix_eval(const Ix *a, const int64_t *env);
+int64_t ix_eval_data(const Ix *a, const int64_t *env, double *const *data);
+/* 1 * the value of `read`, an IE_ACCESS of an integer tensor. */
+const Ix *ix_read(IrCtx *cx, const IExpr *read);
+/* Whether an index expression holds a gather, at any depth. */
+bool ix_has_read(const Ix *a);
+/* The gathers of an index expression that are not inside another
+ * gather's subscripts (those are the reads' own): up to max into out,
+ * returning how many there are.  A walker that collects what a stage
+ * reads calls itself on each (an IE_ACCESS), whose subscripts hold the
+ * rest. */
+int ix_gathers(const Ix *a, const IExpr **out, int max);
 /* Stage evaluation needs env sized ir_var_count(cx). */
 /* Conservative bounds given the ranges of variables (range_lo/hi by id). */
 void ix_bounds(const Ix *a, const int64_t *range_lo, const int64_t *range_hi,
@@ -245,12 +271,22 @@ int ir_expr_compare(const IExpr *a, const IExpr *b);
 typedef const IExpr *(*IrAccessMap)(void *arg, const IExpr *acc);
 const IExpr *ir_map_access(IrCtx *cx, const IExpr *e, IrAccessMap fn, void *arg);
 
+/* x converted to element type t as a store into t does: f32, f16, bf16
+ * round to nearest even (an infinity past the largest finite value);
+ * integers truncate toward zero and saturate, NaN giving 0; bool is
+ * x != 0.  The result is the value as a real. */
+double ir_convert(ElemType t, double x);
+
 /* Elements of a tensor (the product of its shape). */
 size_t ir_tensor_numel(const IrTensor *t);
 
 /* Whether variable `var` occurs free in e (through nested stages), or in
  * a stage's guards or body. */
 bool ir_expr_uses(const IExpr *e, int var);
+/* Whether a stage holds a gather (an integer tensor read in a subscript)
+ * anywhere.  The operator matcher matches no such stage: no library
+ * operator gathers, so it becomes a generated kernel. */
+bool ir_stage_has_gather(const Stage *s);
 bool ir_stage_uses(const Stage *s, int var);
 
 /* Whether a stage reads only weights and weight-only tensors (so it can

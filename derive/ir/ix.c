@@ -33,7 +33,8 @@ static uint64_t term_hash(const IxTerm *t)
 {
     uint64_t h = ir_hcomb(H_TERM, (uint64_t)t->coef);
     h = ir_hcomb(h, (uint64_t)t->kind);
-    h = ir_hcomb(h, t->kind == IX_VAR ? (uint64_t)t->var : t->arg->hash);
+    h = ir_hcomb(h, t->kind == IX_VAR ? (uint64_t)t->var
+                    : t->kind == IX_READ ? t->read->hash : t->arg->hash);
     return ir_hcomb(h, (uint64_t)t->d);
 }
 
@@ -53,6 +54,8 @@ int ir_term_cmp(const IxTerm *a, const IxTerm *b)
         return CMP3(a->kind, b->kind);
     if (a->kind == IX_VAR)
         return CMP3(a->var, b->var);
+    if (a->kind == IX_READ)
+        return ir_expr_cmp(a->read, b->read);
     int c = ix_cmp(a->arg, b->arg);
     return c ? c : CMP3(a->d, b->d);
 }
@@ -396,6 +399,12 @@ static bool bounds_rec(const Ix *a, const int64_t *lo, const int64_t *hi,
             h = (i128)hi[t->var] - 1;
             if (h < l)
                 h = l;
+        } else if (t->kind == IX_READ) {
+            /* any value of the tensor's type, or 0 outside it */
+            int64_t rl, rh;
+            elem_int_range(t->read->access.tensor->elem, &rl, &rh);
+            l = rl > 0 ? 0 : rl;
+            h = rh < 0 ? 0 : rh;
         } else {
             i128 al, ah;
             bool ok = bounds_rec(t->arg, lo, hi, &al, &ah);
@@ -689,6 +698,74 @@ static const Ix *ix_mod_pos(IrCtx *cx, const Ix *a, int64_t d)
     return m;
 }
 
+/* The atom of a gather; its summary `arg` is the sum of the variables
+ * its subscripts use, each once. */
+static void vars_of(const Ix *a, bool *seen, int nvars)
+{
+    for (int i = 0; i < a->n; i++) {
+        const IxTerm *t = &a->t[i];
+        if (t->kind == IX_VAR) {
+            if (t->var < nvars)
+                seen[t->var] = true;
+        } else {
+            vars_of(t->arg, seen, nvars);
+        }
+    }
+}
+
+const Ix *ix_read(IrCtx *cx, const IExpr *read)
+{
+    if (read->kind != IE_ACCESS || !read->access.tensor ||
+        !elem_is_int(read->access.tensor->elem))
+        ICE("ix_read: not a read of an integer tensor");
+    int nv = cx->vars.len;
+    bool *seen = xcalloc((size_t)nv + 1, sizeof *seen);
+    for (int k = 0; k < read->access.nidx; k++)
+        vars_of(read->access.idx[k], seen, nv);
+    TermBuf b;
+    tb_init(&b);
+    for (int v = 0; v < nv; v++)
+        if (seen[v])
+            tb_push(&b, (IxTerm){.coef = 1, .kind = IX_VAR, .var = v});
+    free(seen);
+    const Ix *sum = tb_finish(cx, &b, true);
+    Ix *x = ix_alloc(cx, 1);
+    x->n = 1;
+    x->t[0] = (IxTerm){.coef = 1, .kind = IX_READ, .arg = sum, .d = 1, .read = read};
+    ix_rehash(x);
+    return x;
+}
+
+bool ix_has_read(const Ix *a)
+{
+    for (int i = 0; i < a->n; i++)
+        if (a->t[i].kind == IX_READ ||
+            (a->t[i].kind != IX_VAR && ix_has_read(a->t[i].arg)))
+            return true;
+    return false;
+}
+
+static void gathers_rec(const Ix *a, const IExpr **out, int max, int *n)
+{
+    for (int i = 0; i < a->n; i++) {
+        const IxTerm *t = &a->t[i];
+        if (t->kind == IX_READ) {
+            if (*n < max)
+                out[*n] = t->read;
+            ++*n;
+        } else if (t->kind != IX_VAR) {
+            gathers_rec(t->arg, out, max, n);
+        }
+    }
+}
+
+int ix_gathers(const Ix *a, const IExpr **out, int max)
+{
+    int n = 0;
+    gathers_rec(a, out, max, &n);
+    return n;
+}
+
 bool ix_uses(const Ix *a, int var)
 {
     for (int i = 0; i < a->n; i++) {
@@ -715,6 +792,14 @@ const Ix *ix_subst(IrCtx *cx, const Ix *a, int var, const Ix *by)
                 tb_push(&b, *t);
             continue;
         }
+        if (t->kind == IX_READ) {
+            const IExpr *r = ir_subst(cx, t->read, var, by);
+            if (r == t->read)
+                tb_push(&b, *t);
+            else
+                tb_add_ix(cx, &b, t->coef, ix_read(cx, r));
+            continue;
+        }
         const Ix *arg = ix_subst(cx, t->arg, var, by);
         if (arg == t->arg)
             tb_push(&b, *t);
@@ -739,7 +824,7 @@ const Ix *ix_simplify(IrCtx *cx, const Ix *a, const int64_t *range_lo,
     bool changed = false;
     for (int i = 0; i < a->n; i++) {
         const IxTerm *t = &a->t[i];
-        if (t->kind == IX_VAR) {
+        if (t->kind == IX_VAR || t->kind == IX_READ) {
             tb_push(&b, *t);
             continue;
         }
@@ -788,8 +873,29 @@ int64_t ix_coef(const Ix *a, int var)
     return 0;
 }
 
-/* Wrapping arithmetic (defined behaviour) with exact floor semantics. */
+/* The element a gather reads, 0 outside the tensor. */
+static int64_t read_value(const IExpr *r, const int64_t *env, double *const *data)
+{
+    const IrTensor *t = r->access.tensor;
+    if (!data)
+        ICE("ix_eval: a gather from '%s' without the tensors' data", t->name);
+    size_t off = 0;
+    for (int k = 0; k < t->rank; k++) {
+        int64_t v = ix_eval_data(r->access.idx[k], env, data);
+        if (v < 0 || v >= t->shape[k])
+            return 0;
+        off = off * (size_t)t->shape[k] + (size_t)v;
+    }
+    return (int64_t)data[t->id][off];
+}
+
 int64_t ix_eval(const Ix *a, const int64_t *env)
+{
+    return ix_eval_data(a, env, NULL);
+}
+
+/* Wrapping arithmetic (defined behaviour) with exact floor semantics. */
+int64_t ix_eval_data(const Ix *a, const int64_t *env, double *const *data)
 {
     uint64_t v = (uint64_t)a->c;
     for (int i = 0; i < a->n; i++) {
@@ -797,8 +903,10 @@ int64_t ix_eval(const Ix *a, const int64_t *env)
         int64_t x;
         if (t->kind == IX_VAR) {
             x = env[t->var];
+        } else if (t->kind == IX_READ) {
+            x = read_value(t->read, env, data);
         } else {
-            int64_t y = ix_eval(t->arg, env), q = y / t->d, m = y % t->d;
+            int64_t y = ix_eval_data(t->arg, env, data), q = y / t->d, m = y % t->d;
             if (m < 0) {
                 m += t->d;
                 q--;

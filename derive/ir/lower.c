@@ -22,6 +22,7 @@
 #include "config.h"
 #include "ir_impl.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,10 +31,12 @@ typedef struct Lower {
     const CProgram *cp;
     IrTensor **tmap;                /* CTensor id -> IrTensor */
     const IrVar *vars;              /* this statement's variables, by CVar index */
+    int nvars;
     bool failed;
 } Lower;
 
 static const Ix *lower_ix(Lower *L, const CExpr *e);
+static const IExpr *access(Lower *L, const CExpr *e);
 static const IExpr *lower_real(Lower *L, const CExpr *e);
 static const IExpr *lower_bool(Lower *L, const CExpr *e);
 
@@ -54,6 +57,14 @@ static const Ix *lower_ix_rec(Lower *L, const CExpr *e)
         return ix_var(cx, L->vars[e->var].id);
     case CE_NEG:
         return ix_scale(cx, lower_ix_rec(L, e->operand), -1);
+    case CE_ACCESS: {
+        /* a gather: the element of an integer tensor, 0 outside it */
+        const IExpr *r = access(L, e);
+        if (r->kind != IE_ACCESS || !elem_is_int(r->access.tensor->elem))
+            return fail_ix(L, e, "a read in an index expression of a tensor "
+                                 "that is not an integer tensor");
+        return ix_read(cx, r);
+    }
     case CE_BIN: {
         const Ix *a = lower_ix_rec(L, e->bin.lhs);
         const Ix *b = lower_ix_rec(L, e->bin.rhs);
@@ -101,6 +112,44 @@ static const Ix *lower_ix(Lower *L, const CExpr *e)
     return x;
 }
 
+/* `x[idx] ?: v` is select(idx within x's shape, x[idx], v): the guard
+ * holds the comparisons that the ranges of the statement's variables do
+ * not decide, so that a read that cannot leave x stays a plain read. */
+static const IExpr *with_outside(Lower *L, const IrTensor *t, const Ix **idx,
+                                 int n, const IExpr *r, double v)
+{
+    IrCtx *cx = L->cx;
+    int nv = ir_var_count(cx);
+    int64_t *lo = xcalloc((size_t)nv + 1, sizeof *lo);
+    int64_t *hi = xcalloc((size_t)nv + 1, sizeof *hi);
+    for (int i = 0; i < L->nvars; i++) {
+        lo[L->vars[i].id] = L->vars[i].lo;
+        hi[L->vars[i].id] = L->vars[i].hi;
+    }
+    const IExpr *cond = NULL;
+    for (int k = 0; k < n; k++) {
+        int64_t mn, mx;
+        ix_bounds(idx[k], lo, hi, &mn, &mx);
+        if (ix_has_read(idx[k]))
+            mn = INT64_MIN, mx = INT64_MAX;     /* ranges were not given for
+                                                   a gather's value */
+        const IExpr *c[2] = {
+            mn < 0 ? ir_icmp(cx, OP_GE, idx[k], ix_const(cx, 0)) : NULL,
+            mx >= t->shape[k] ? ir_icmp(cx, OP_LE, idx[k], ix_const(cx, t->shape[k] - 1))
+                              : NULL,
+        };
+        for (int j = 0; j < 2; j++)
+            if (c[j])
+                cond = cond ? ir_binary(cx, IE_AND, cond, c[j]) : c[j];
+    }
+    free(lo);
+    free(hi);
+    if (!cond)
+        return r;
+    const IExpr *args[3] = {cond, r, ir_const(cx, v)};
+    return ir_call(cx, FN_SELECT, args, 3);
+}
+
 static const IExpr *access(Lower *L, const CExpr *e)
 {
     const IrTensor *t = L->tmap[e->access.tensor];
@@ -115,6 +164,9 @@ static const IExpr *access(Lower *L, const CExpr *e)
         r = ir_const(L->cx, 0);
     } else {
         r = ir_access_tensor(L->cx, t, idx, n);
+        double v = e->access.outside;
+        if (v != 0 || isnan(v))
+            r = with_outside(L, t, idx, n, r, v);
     }
     if (idx != small)
         free(idx);
@@ -235,12 +287,32 @@ bool ir_stage_weight_only(const Stage *s)
     return reads_only_weights(s->body);
 }
 
+/* The gathers of an index read only weights (a gather is an access). */
+static bool ix_only_weights(const Ix *x)
+{
+    const IExpr *g[16];
+    int n = ix_gathers(x, g, 16);
+    if (n > 16)
+        return false;
+    for (int i = 0; i < n; i++)
+        if (!reads_only_weights(g[i]))
+            return false;
+    return true;
+}
+
 static bool reads_only_weights(const IExpr *e)
 {
     switch (e->kind) {
-    case IE_CONST: case IE_INDEX: case IE_ICMP:
+    case IE_CONST:
         return true;
+    case IE_INDEX:
+        return ix_only_weights(e->ix);
+    case IE_ICMP:
+        return ix_only_weights(e->icmp.ix);
     case IE_ACCESS:
+        for (int k = 0; k < e->access.nidx; k++)
+            if (!ix_only_weights(e->access.idx[k]))
+                return false;
         if (e->access.stage)
             return ir_stage_weight_only(e->access.stage);
         return e->access.tensor->kind == IT_WEIGHT
@@ -276,6 +348,7 @@ static const Stage *lower_stmt(Lower *L, const CStmt *st, const IrTensor *out)
         vars[i] = ir_var_new(cx, v->name, lo, hi);
     }
     L->vars = vars;
+    L->nvars = st->nvars;
     if (st->nloops != out->rank) {
         diag_error(st->loc, "'%s' has rank %d but %d indices", out->name, out->rank,
                    st->nloops);

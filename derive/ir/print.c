@@ -6,7 +6,7 @@
  *   y : f32[1, 64, 56, 56] = L<n:0..1, ...> Σ<c:0..64, ...> { x[n, c, h + r - 1, w + s - 1] * w1[f, c, r, s] }   # conv_relu.ein:9
  *   output z
  *
- * A reduction prints as Σ<..>, max<..> or min<..>; guards follow the body
+ * A reduction prints as Σ<..>, max<..>, min<..> or Π<..>; guards follow the body
  * after `|`; integer comparisons print in their canonical form `ix op 0`.
  * The output depends only on the program: variable names come from the
  * source (a bound variable whose name is already taken by another one in
@@ -89,11 +89,19 @@ static int first_var(const IxTerm *t)
 }
 
 static void print_ix_p(Pr *p, const Ix *x);
+static void print_expr_p(Pr *p, const IExpr *e, int min_prec);
 
 static void print_atom(Pr *p, const IxTerm *t)
 {
     if (t->kind == IX_VAR) {
         fputs(var_name(p, t->var), p->fp);
+        return;
+    }
+    if (t->kind == IX_READ) {           /* a gather: tok[b, i] */
+        bool value = p->value;
+        p->value = false;
+        print_expr_p(p, t->read, 0);
+        p->value = value;
         return;
     }
     const Ix *a = t->arg;
@@ -225,7 +233,7 @@ static int ix_prec(const Ix *x)
         return P_ADD;                   /* 3 - h */
     if (x->n == 1 && x->c == 0) {
         if (x->t[0].coef == 1)
-            return x->t[0].kind == IX_VAR ? P_PRIMARY : P_MUL;
+            return x->t[0].kind == IX_VAR || x->t[0].kind == IX_READ ? P_PRIMARY : P_MUL;
         return x->t[0].coef == -1 ? P_UNARY : P_MUL;
     }
     return P_ADD;
@@ -391,7 +399,8 @@ static void print_stage_p(Pr *p, const Stage *s)
     print_vars(p, s->loops, s->nloops);
     fputs("> ", p->fp);
     if (s->nsums) {
-        fputs(s->red == RED_MAX ? "max<" : s->red == RED_MIN ? "min<" : "\xce\xa3<", p->fp);
+        fputs(s->red == RED_MAX ? "max<" : s->red == RED_MIN ? "min<"
+              : s->red == RED_PROD ? "\xce\xa0<" : "\xce\xa3<", p->fp);
         print_vars(p, s->sums, s->nsums);
         fputs("> ", p->fp);
     }

@@ -81,12 +81,30 @@ static double elem_bytes(const IrTensor *t)
 
 /* Bytes a stage moves from DRAM at best: each distinct tensor it reads
  * once (accesses of nested stages: what those read). */
+static void collect_reads(const IExpr *e, const IrTensor **seen, int *n, double *bytes);
+
+static void ix_collect_reads(const Ix *x, const IrTensor **seen, int *n, double *bytes)
+{
+    const IExpr *g[16];
+    int ng = ix_gathers(x, g, 16);
+    for (int i = 0; i < ng && i < 16; i++)
+        collect_reads(g[i], seen, n, bytes);
+}
+
 static void collect_reads(const IExpr *e, const IrTensor **seen, int *n, double *bytes)
 {
     switch (e->kind) {
-    case IE_CONST: case IE_INDEX: case IE_ICMP:
+    case IE_CONST:
+        return;
+    case IE_INDEX:
+        ix_collect_reads(e->ix, seen, n, bytes);
+        return;
+    case IE_ICMP:
+        ix_collect_reads(e->icmp.ix, seen, n, bytes);
         return;
     case IE_ACCESS:
+        for (int k = 0; k < e->access.nidx; k++)
+            ix_collect_reads(e->access.idx[k], seen, n, bytes);
         if (e->access.tensor) {
             for (int i = 0; i < *n; i++)
                 if (seen[i] == e->access.tensor)
@@ -518,7 +536,9 @@ static double cpu_calls(const CpuFigures *c, const IExpr *e, bool scalar)
         switch (e->call.fn) {
         case FN_EXP: case FN_SIGMOID: t = c->call_exp; break;
         case FN_TANH: t = c->call_tanh; break;
-        case FN_LOG: case FN_ERF: case FN_POW: t = c->call_other; break;
+        case FN_LOG: case FN_ERF: case FN_POW: case FN_SIN: case FN_COS:
+        case FN_EXPM1: case FN_LOG1P: case FN_SOFTPLUS: case FN_GELU:
+            t = c->call_other; break;
         case FN_RELU: case FN_MAX: case FN_MIN: t = scalar ? c->relu_branch : 0; break;
         default: break;
         }

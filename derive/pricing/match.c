@@ -640,7 +640,7 @@ bool match_stage(const Stage *s, OpMatch *out)
 {
     const IExpr *a, *b;
     Table t;
-    if (!product_of_two(s, &a, &b) || !table_build(s, &t))
+    if (ir_stage_has_gather(s) || !product_of_two(s, &a, &b) || !table_build(s, &t))
         return false;
     /* Products are commutative: try both operand orders for each pattern. */
     for (int swap = 0; swap < 2; swap++) {

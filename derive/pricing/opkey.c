@@ -95,6 +95,15 @@ static void put_ix(Canon *c, Str *b, const Ix *x)
         str_add(&ts, "%lld*", (long long)t->coef);
         if (t->kind == IX_VAR) {
             str_add(&ts, "%s", var_name(c, t->var));
+        } else if (t->kind == IX_READ) {
+            /* a gather: the tensor's shape and type, and the subscripts */
+            const IExpr *r = t->read;
+            str_add(&ts, "gather:%s", elem_name(r->access.tensor->elem));
+            for (int k = 0; k < r->access.nidx; k++) {
+                str_add(&ts, "[%lld:", (long long)r->access.tensor->shape[k]);
+                put_ix(c, &ts, r->access.idx[k]);
+                str_add(&ts, "]");
+            }
         } else {
             str_add(&ts, "(");
             put_ix(c, &ts, t->arg);

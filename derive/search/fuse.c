@@ -61,13 +61,35 @@ static const IExpr *substitute(Fuse *fu, const IExpr *e)
     return ir_map_access(fu->cx, e, substitute_access, fu);
 }
 
+static int count_reads(const IExpr *e, const IrTensor *t);
+
+/* Reads by the gathers of an index (each an access). */
+static int ix_count_reads(const Ix *x, const IrTensor *t)
+{
+    const IExpr *g[16];
+    int n = ix_gathers(x, g, 16), c = 0;
+    if (n > 16)
+        return 2;                       /* many: never the single reader */
+    for (int i = 0; i < n; i++)
+        c += count_reads(g[i], t);
+    return c;
+}
+
 static int count_reads(const IExpr *e, const IrTensor *t)
 {
     switch (e->kind) {
-    case IE_CONST: case IE_INDEX: case IE_ICMP:
+    case IE_CONST:
         return 0;
-    case IE_ACCESS:
-        return e->access.tensor == t;
+    case IE_INDEX:
+        return ix_count_reads(e->ix, t);
+    case IE_ICMP:
+        return ix_count_reads(e->icmp.ix, t);
+    case IE_ACCESS: {
+        int n = e->access.tensor == t;
+        for (int k = 0; k < e->access.nidx; k++)
+            n += ix_count_reads(e->access.idx[k], t);
+        return n;
+    }
     case IE_CALL: {
         int n = 0;
         for (int i = 0; i < e->call.nargs; i++)

@@ -47,7 +47,7 @@ void gen_init(Gen *g, IrCtx *cx, uint64_t seed)
 
 void gen_free(Gen *g)
 {
-    for (int i = 0; i < GEN_TENSORS; i++)
+    for (int i = 0; i <= GEN_TENSORS; i++)
         free(g->data[i]);
 }
 
@@ -104,13 +104,34 @@ static const Ix *affine(Gen *g, int64_t n)
     return ix_add(cx, x, ix_const(cx, gen_range(g, -2, 2)));
 }
 
+static const Ix *subscript(Gen *g, int64_t lo, int64_t n);
+
+/* A gather: G[subscript] (its values in [-1, 5]: now and then outside
+ * the gathered dimension), scaled or shifted now and then. */
+static const Ix *gather(Gen *g, int64_t n)
+{
+    IrCtx *cx = g->cx;
+    const IrTensor *t = &g->tensors[GEN_INDEX];
+    const Ix *idx[1] = {subscript(g, 0, t->shape[0])};
+    const Ix *x = ix_read(cx, ir_access_tensor(cx, t, idx, 1));
+    if (chance(g, 30))
+        x = ix_add(cx, x, V(g, pick_len(g, n)));
+    if (chance(g, 20))
+        x = ix_scale(cx, x, 2);
+    return x;
+}
+
 /* A subscript into a dimension [lo, lo + n). */
 static const Ix *subscript(Gen *g, int64_t lo, int64_t n)
 {
     IrCtx *cx = g->cx;
     const Ix *x;
     int r = (int)gen_range(g, 0, 99);
-    if (r < 35)
+    if (r < 6 && g->gather_depth < 1) {
+        g->gather_depth++;
+        x = gather(g, n);
+        g->gather_depth--;
+    } else if (r < 35)
         x = V(g, pick_len(g, n));
     else if (r < 70)
         x = affine(g, n);
@@ -212,7 +233,7 @@ static const Stage *stage(Gen *g, int depth)
     Reduce red = RED_NONE;
     if (ns) {
         int r = (int)gen_range(g, 0, 99);
-        red = r < 70 ? RED_SUM : r < 85 ? RED_MAX : RED_MIN;
+        red = r < 65 ? RED_SUM : r < 78 ? RED_MAX : r < 90 ? RED_MIN : RED_PROD;
     }
     const IExpr *gd[2];
     int ng = chance(g, 30) ? (int)gen_range(g, 1, 2) : 0;
@@ -262,6 +283,14 @@ const Stage *gen_stage(Gen *g)
         for (size_t j = 0; j < size; j++)
             g->data[i][j] = unit(g);
     }
+    IrTensor *gt = &g->tensors[GEN_INDEX];
+    g->shapes[GEN_INDEX][0] = gen_range(g, 1, 5);
+    *gt = (IrTensor){.id = GEN_INDEX, .name = "G", .kind = IT_INPUT, .elem = ELEM_I32,
+                     .rank = 1, .shape = g->shapes[GEN_INDEX]};
+    free(g->data[GEN_INDEX]);
+    g->data[GEN_INDEX] = malloc((size_t)g->shapes[GEN_INDEX][0] * sizeof(double));
+    for (int64_t j = 0; j < g->shapes[GEN_INDEX][0]; j++)
+        g->data[GEN_INDEX][j] = (double)gen_range(g, -1, 5);
     g->nscope = 0;
     return stage(g, 0);
 }

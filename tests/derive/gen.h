@@ -1,22 +1,26 @@
 /* gen.h - random stages for the rule tests: a few random input tensors and
  * a random closed stage tree over them, with strides, dilations, negative
  * offsets, padded reads, floor division and modulo in subscripts and
- * guards, sum/max/min reductions, and nested stages (closed, or reading
+ * guards, gathers (reads of an i32 tensor in subscripts, some out of
+ * range), sum/max/min reductions, and nested stages (closed, or reading
  * variables of the stages around them). */
 #ifndef EINC_TEST_GEN_H
 #define EINC_TEST_GEN_H
 
 #include "derive/ir/ir.h"
 
-#define GEN_TENSORS 3
+#define GEN_TENSORS 3               /* real tensors A, B, C: ids 0..2 */
+#define GEN_INDEX GEN_TENSORS       /* the i32 tensor G of gathers: id 3 */
 
 typedef struct Gen {
     IrCtx *cx;
     uint64_t rng;
-    IrTensor tensors[GEN_TENSORS];
-    int64_t shapes[GEN_TENSORS][4];
-    double *data[GEN_TENSORS];      /* by tensor id, filled uniform(-1, 1) */
+    IrTensor tensors[GEN_TENSORS + 1];
+    int64_t shapes[GEN_TENSORS + 1][4];
+    double *data[GEN_TENSORS + 1];  /* by tensor id, filled uniform(-1, 1);
+                                       G with integers in [-1, 5] */
     IrVar scope[64];                /* variables a subscript may use */
+    int gather_depth;               /* gathers inside gathers: not yet */
     int nscope;
 } Gen;
 

@@ -9,6 +9,7 @@
 #include "check.h"
 
 #include <math.h>
+#include <string.h>
 
 static IrCtx *cx;
 static IrTensor tensors[8];
@@ -294,6 +295,16 @@ static double ref_fn(Func fn, double a, double b)
     case FN_MAX: return a > b ? a : b;
     case FN_MIN: return a < b ? a : b;
     case FN_POW: return pow(fabs(a), b);
+    case FN_SIN: return sin(a);
+    case FN_COS: return cos(a);
+    case FN_FLOOR: return floor(a);
+    case FN_CEIL: return ceil(a);
+    case FN_ROUND: return nearbyint(a);
+    case FN_SIGN: return a > 0 ? 1 : a < 0 ? -1 : 0;
+    case FN_EXPM1: return expm1(a);
+    case FN_LOG1P: return log1p(fabs(a));
+    case FN_SOFTPLUS: return log(1 + exp(a));
+    case FN_GELU: return a * 0.5 * (1 + erf(a / sqrt(2.0)));
     default: return NAN;
     }
 }
@@ -305,10 +316,13 @@ static void test_functions(void)
     IrVar i = ir_var_new(cx, "i", 0, 9);
     const IExpr *m = acc(M, V(i), 0, 0, 0), *n = acc(N, V(i), 0, 0, 0);
     const IExpr *am = ir_call(cx, FN_ABS, &m, 1);
-    for (Func fn = FN_RELU; fn <= FN_POW; fn++) {
-        bool needs_pos = fn == FN_LOG || fn == FN_SQRT || fn == FN_RSQRT || fn == FN_POW;
+    for (Func fn = FN_RELU; fn <= FN_GELU; fn++) {
+        if (fn == FN_SELECT)
+            continue;
+        bool needs_pos = fn == FN_LOG || fn == FN_SQRT || fn == FN_RSQRT || fn == FN_POW ||
+                         fn == FN_LOG1P;
         const IExpr *args[2] = {needs_pos ? am : m, n};
-        const Stage *s = ir_stage(cx, RED_NONE, &i, 1, NULL, 0, NULL, 0, ir_call(cx, fn, args, fn >= FN_MAX ? 2 : 1));
+        const Stage *s = ir_stage(cx, RED_NONE, &i, 1, NULL, 0, NULL, 0, ir_call(cx, fn, args, fn >= FN_MAX && fn <= FN_POW ? 2 : 1));
         double out[9];
         ir_eval_stage(s, data, out);
         for (int k = 0; k < 9; k++)
@@ -363,6 +377,43 @@ static void test_program(void)
     CHECK(data[2][0] == want);
 }
 
+/* e[t, d] = E[T[t], d] with ids outside E's rows reading 0, and
+ * f[t] = E[2 * T[t] - 1, T[t + 2]] with T read outside itself as 0 */
+static void test_gather(void)
+{
+    static const int64_t es[] = {4, 3}, ts[] = {6};
+    IrTensor *E = tensor(0, "E", 2, es), *T = tensor(1, "T", 1, ts);
+    T->elem = ELEM_I32;
+    static const double ids[6] = {0, 3, -1, 4, 2, 1};
+    memcpy(data[1], ids, sizeof ids);
+    IrVar t = ir_var_new(cx, "t", 0, 6), d = ir_var_new(cx, "d", 0, 3);
+    const Ix *g = ix_read(cx, acc(T, V(t), 0, 0, 0));
+    IrVar loops[2] = {t, d};
+    const Stage *s = ir_stage(cx, RED_NONE, loops, 2, NULL, 0, NULL, 0, acc(E, g, V(d), 0, 0));
+    double out[18];
+    ir_eval_stage(s, data, out);
+    for (int a = 0; a < 6; a++)
+        for (int b = 0; b < 3; b++) {
+            int64_t id = (int64_t)ids[a];
+            CHECK_NEAR(out[a * 3 + b], id >= 0 && id < 4 ? data[0][id * 3 + b] : 0.0, 0);
+        }
+    const Ix *g2 = ix_read(cx, acc(T, add(V(t), K(2)), 0, 0, 0));
+    const Stage *f = ir_stage(cx, RED_NONE, &t, 1, NULL, 0, NULL, 0,
+                              acc(E, add(ix_scale(cx, g, 2), K(-1)), g2, 0, 0));
+    double out2[6];
+    ir_eval_stage(f, data, out2);
+    for (int a = 0; a < 6; a++) {
+        int64_t r = 2 * (int64_t)ids[a] - 1, c = a + 2 < 6 ? (int64_t)ids[a + 2] : 0;
+        bool in = r >= 0 && r < 4 && c >= 0 && c < 3;
+        CHECK_NEAR(out2[a], in ? data[0][r * 3 + c] : 0.0, 0);
+    }
+    /* substituting t moves into the gather; the fingerprint sees it */
+    const Stage *f2 = ir_stage_subst(cx, f, t.id, V(t));
+    CHECK(ir_stage_equal(f, f2));
+    CHECK(ix_uses(g2, t.id) && ix_has_read(g2));
+    T->elem = ELEM_F32;
+}
+
 int main(void)
 {
     Arena *arena = arena_new();
@@ -376,6 +427,7 @@ int main(void)
     test_div_mod_values();
     test_empty();
     test_functions();
+    test_gather();
     test_program();
     for (int k = 0; k < 8; k++)
         free(data[k]);

@@ -183,6 +183,7 @@ static void free_ctx(Arena *ar)
 /* ---- random derivations ------------------------------------------------------------ */
 
 #define PER_RULE 10                 /* sites tried per rule and state */
+static int gather_applied;          /* rules applied to stages with a gather */
 
 static void report(const Stage *from, const RuleSite *site, const Stage *to, const char *what)
 {
@@ -222,6 +223,7 @@ static const Stage *try_all(Gen *g, double *const *data, const Stage *s, const V
                 continue;
             }
             applied[r]++;
+            gather_applied += ir_stage_has_gather(s);
             if (!ok_tree(to)) {
                 report(s, site, to, "broken invariant");
                 continue;
@@ -277,7 +279,7 @@ static const char program[] =
     "dil[n, f, h, w] : [1, F, H, W] += relu(conv[n, c, h + 2*r - 2, w + 2*s - 2]) * wd[f, c, r, s]\n"
     "tc[n, f, h, w] : [1, F, 2*H, 2*W] += x[n, c, (h + 1 - r) / 2, (w + 1 - s) / 2] * wt[c, f, r, s]\n"
     "    where (h + 1 - r) % 2 == 0, (w + 1 - s) % 2 == 0\n"
-    "mp[n, c, h, w] : [1, C, H/2, W] max= x[n, c, 2*h + a, w + b - 1] where a < 2, b < 3\n"
+    "mp[n, c, h, w] : [1, C, H/2, W] max= x[n, c, 2*h + a, w + b - 1] ?: 0 where a < 2, b < 3\n"
     "g2[b, i, j] : [2, L, 3] += q[b, i, d] * k[b, i + 2*(j - 1), d]\n"
     "fl[i] : [24] = x[0, i / 12, i / 3 % 4, i % 3]\n"
     "mx[b, i] max= g2[b, i, j]\n"
@@ -745,6 +747,10 @@ int main(int argc, char **argv)
     test_refusals();
     test_inline_copy();
     test_random(cases, depth);
+    /* the generator makes gathers, and the rules rewrite stages that hold
+     * them (checked against the interpreter like every other) */
+    printf("rules applied to stages with a gather: %d\n", gather_applied);
+    CHECK(gather_applied > 0);
     test_lowered(cases / 30 + 1, depth);
     for (int r = 0; r < RULE_COUNT; r++) {
         printf("%-14s applied %6d  refused %6d\n", rule_table[r].tag, applied[r], refused[r]);

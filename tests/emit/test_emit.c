@@ -835,7 +835,7 @@ static void case_guards(void)
 }
 
 /* Every scalar function and operator, index values, conditions. */
-enum { FN_COUNT = 16 };
+enum { FN_COUNT = 26 };
 
 static double ref_erf(double v)
 {
@@ -853,6 +853,9 @@ static void funcs_ref(B *b, double **D)
             fmin(a, c), pow(fabs(a) + 0.1, c), a > c ? a : c * 2,
             ((i < 2 && i != 3) || i >= 5) ? -a : (double)i * a - 0.5,
             (a < c) * 3.0 - a / (c + 2), -(a - c),
+            sin(a), cos(a), floor(a * 3), ceil(a * 3), nearbyint(a * 3),
+            (double)((a > 0) - (a < 0)), expm1(a), log1p(fabs(a)),
+            fmax(a * 4, 0) + log1p(exp(-fabs(a * 4))), 0.5 * a * (1 + ref_erf(a / sqrt(2))),
         };
         for (int k = 0; k < FN_COUNT; k++)
             D[o->id][k * 8 + i] = v[k];
@@ -888,6 +891,10 @@ static void case_funcs(void)
         bin(b, IE_SUB, bin(b, IE_MUL, ir_cmp(b->cx, OP_LT, a, c), K(b, 3)),
             bin(b, IE_DIV, a, bin(b, IE_ADD, c, K(b, 2)))),
         ir_unary(b->cx, IE_NEG, bin(b, IE_SUB, a, c)),
+        call1(b, FN_SIN, a), call1(b, FN_COS, a), call1(b, FN_FLOOR, bin(b, IE_MUL, a, K(b, 3))),
+        call1(b, FN_CEIL, bin(b, IE_MUL, a, K(b, 3))), call1(b, FN_ROUND, bin(b, IE_MUL, a, K(b, 3))),
+        call1(b, FN_SIGN, a), call1(b, FN_EXPM1, a), call1(b, FN_LOG1P, absa),
+        call1(b, FN_SOFTPLUS, bin(b, IE_MUL, a, K(b, 4))), call1(b, FN_GELU, a),
     };
     /* One stage: o[k, i] = select(k == 0, v0, select(k == 1, v1, ...)). */
     const IExpr *body = v[FN_COUNT - 1];
@@ -1505,9 +1512,9 @@ static void case_errors(void)
 
     B *h = new_b();
     IrTensor *xh = tensor(h, "xh", IT_INPUT, 1, (int64_t)4);
-    xh->elem = (ElemType)7;
+    xh->elem = (ElemType)97;
     output(h, xh);
-    expect_error(program(h), "internal error: tensor 'xh' has element type 7");
+    expect_error(program(h), "internal error: tensor 'xh' has element type 97");
     free_b(b);
     free_b(h);
 }

@@ -107,7 +107,9 @@ static const struct { const char *name, *text; } inline_cases[] = {
      "mx[i] max= x[i, j] * x[i, M - 1 - j]\n"
      "mn[j] min= x[i, j]\n"
      "e[i] max= x[i, j] where (i + 2 * j) % 5 == 7\n"
-     "output r, mx, mn, e\n"},
+     "pm[i] *= 1 + x[i, j] / 64\n"
+     "pe[i] *= x[i, j] where j % 100 == 200\n"
+     "output r, mx, mn, e, pm, pe\n"},
 };
 
 /* ---- helpers ------------------------------------------------------------------- */

@@ -35,7 +35,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
         return 0;
     memcpy(text, data, size);
     for (size_t i = 0; i + 1 < size; i++)
-        if (text[i] == '"' && text[i + 1] == '/')
+        if ((text[i] == '"' || text[i] == '<') && text[i + 1] == '/')
             text[i + 1] = '_';
     static const char *const dirs[] = {"/nonexistent-einc-fuzz"};
     ParseOptions opt = {dirs, 1};

@@ -60,6 +60,96 @@ def pos(*shape):
     return ("pos", shape)
 
 
+# ---- the language of issue 13: gathers, integers, padding, concat --------
+
+def _table(emb, idx, outside):
+    """emb[idx] row by row, `outside` where idx leaves the table."""
+    v = emb.shape[0]
+    inside = (idx >= 0) & (idx < v)
+    rows = emb[idx.clamp(0, v - 1)]
+    return torch.where(inside.unsqueeze(-1), rows, torch.full_like(rows, outside))
+
+
+@case({"tok": (("i32", -2, 15), (2, 7))}, {"emb": (13, 8)})
+def embed_pos(tok, emb):
+    tok = tok.long()
+    T, D = 7, 8
+    pos = torch.arange(T, dtype=torch.float64).unsqueeze(1)
+    freq = torch.exp(-torch.arange(0, D, 2, dtype=torch.float64) * math.log(10000) / D)
+    pe = torch.zeros(T, D, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(pos * freq)
+    pe[:, 1::2] = torch.cos(pos * freq)
+    return {"h": _table(emb, tok, 0.0) + pe, "g": _table(emb, tok, -1.0)}
+
+
+@case({"x": (2, 3, 9, 8)})
+def maxpool_pad(x):
+    return {"p": F.max_pool2d(x, 3, 2, padding=1),
+            "q": -F.max_pool2d(-x, 3, 2, padding=1)}
+
+
+@case({"enc": (2, 3, 6, 6), "dec": (2, 5, 3, 3)}, {"k": (4, 8, 3, 3)})
+def unet_concat(enc, dec, k):
+    up = F.interpolate(dec, scale_factor=2, mode="nearest")
+    cat = torch.cat([enc, up], dim=1)
+    a, b = torch.split(cat, [2, 6], dim=-3)
+    return {"y": F.conv2d(cat, k, padding=1), "sa": a * 2 + b[:, 1:3],
+            "st": torch.stack([enc, enc, enc], dim=4)}
+
+
+@case({"q": (2, 6, 4), "k": (2, 6, 4), "len": (("i32", 1, 7), (2,))})
+def int_mask(q, k, len):
+    L = 6
+    j = torch.arange(L).view(1, 1, L)
+    i = torch.arange(L).view(1, L, 1)
+    m = (j < len.long().view(-1, 1, 1)) & (j <= i)
+    s = torch.einsum("bid,bjd->bij", q, k).masked_fill(~m, float("-inf"))
+    return {"m": m, "p": torch.softmax(s, dim=-1),
+            "cnt": m.sum(-1).to(torch.int32),
+            "twice": (len * 2 - 1).to(torch.int32),
+            "sat": (q * 300).clamp(0, 255).trunc().to(torch.uint8),
+            "rnd": torch.round(q * 10).to(torch.int32)}
+
+
+def _rms(x, g, eps):
+    return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + eps) * g
+
+
+@case({"x": (2, 3, 9, 8), "a": (2, 5), "s": (2, 3, 5),
+       "tok": (("i32", 0, 7), (2, 3)),
+       "q": (2, 2, 4, 8), "k": (2, 2, 4, 8), "v": (2, 2, 4, 8)},
+      {"lw": (6, 5), "lb": (6,), "cw": (4, 3, 3, 3), "cb": (4,), "emb": (7, 8),
+       "mean": (3,), "var": pos(3), "g": (3,), "b": (3,), "lg": (5,),
+       "lbeta": (5,)})
+def nn_lib(x, a, s, tok, q, k, v, lw, lb, cw, cb, emb, mean, var, g, b, lg,
+           lbeta):
+    scale = 1 / math.sqrt(8)
+    w = torch.softmax(q @ k.transpose(-1, -2) * scale, -1)
+    causal = torch.ones(4, 4, dtype=torch.bool).tril()
+    cs = (q @ k.transpose(-1, -2) * scale).masked_fill(~causal, float("-inf"))
+    return {"lin": F.linear(a, lw, lb), "lin3": F.linear(s, lw, lb),
+            "conv": F.conv2d(x, cw, cb, stride=2, padding=1),
+            "convd": F.conv2d(x, cw, cb, padding=2, dilation=2),
+            "e": F.embedding(tok.long(), emb),
+            "bn": F.batch_norm(x, mean, var, g, b, training=False, eps=1e-5),
+            "ln": F.layer_norm(a, (5,), lg, lbeta, eps=1e-5),
+            "ln3": F.layer_norm(s, (5,), lg, lbeta, eps=1e-3),
+            "rms": _rms(a, lg, 1e-6), "rms3": _rms(s, lg, 1e-4),
+            "sm": torch.softmax(a, -1), "ge": F.gelu(a),
+            "get": F.gelu(a, approximate="tanh"),
+            "att": w @ v, "catt": torch.softmax(cs, -1) @ v,
+            "mp": F.max_pool2d(x, 3, 2, 1),
+            "ap": F.avg_pool2d(x, 3, 2, 1, count_include_pad=True),
+            "gp": x.mean((2, 3))}
+
+
+@case({"x": (2.0, (3, 5, 4)), "n": (("i32", -3, 4), (3, 5))})
+def prod(x, n):
+    keep = torch.tensor([0, 1, 3, 4])
+    return {"p": x.reshape(3, -1).prod(-1), "q": x[:, keep].prod(1),
+            "r": n.prod(-1).to(torch.int64)}
+
+
 # ---- products ----------------------------------------------------------
 
 @case({"a": (13, 37)}, {"b": (37, 11)})
@@ -239,6 +329,15 @@ def unary(x, p):
             "r_log": torch.log(p), "r_sqrt": torch.sqrt(p),
             "r_rsqrt": torch.rsqrt(p), "r_abs": torch.abs(x),
             "r_erf": torch.erf(x), "r_neg": torch.neg(x)}
+
+
+@case({"x": (4.0, (64,)), "p": pos(64)})
+def unary2(x, p):
+    return {"r_sin": torch.sin(x), "r_cos": torch.cos(x),
+            "r_floor": torch.floor(x), "r_ceil": torch.ceil(x),
+            "r_round": torch.round(x * 2), "r_sign": torch.sign(x),
+            "r_expm1": torch.expm1(x / 64), "r_log1p": torch.log1p(p / 64),
+            "r_softplus": F.softplus(x * 8), "r_gelu": F.gelu(x)}
 
 
 @case({"a": (30,), "b": (30,), "p": pos(30), "q": pos(30)})

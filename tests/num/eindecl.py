@@ -22,11 +22,11 @@ _TOKEN = re.compile(r"""
     (?P<ws>[ \t\r]+) | (?P<comment>\#[^\n]*) | (?P<nl>\n) |
     (?P<str>"[^"\n]*") | (?P<num>\d+(\.\d*)?([eE][-+]?\d+)?) |
     (?P<name>[A-Za-z_][A-Za-z_0-9]*) |
-    (?P<op>max=|min=|\+=|->|==|!=|<=|>=|&&|\|\||\.\.|[-+*/%()\[\]{},:;=<>!.])
+    (?P<op>max=|min=|\+=|->|==|!=|<=|>=|&&|\|\||\.\.|\?:|[-+*/%()\[\]{},:;=<>!.])
 """, re.X)
 # a newline after one of these does not end a statement
 _CONT = {",", "=", "+=", "max=", "min=", ":", "->", "+", "-", "*", "/", "%",
-         "==", "!=", "<", "<=", ">", ">=", "&&", "||", "(", "[", "{"}
+         "==", "!=", "<", "<=", ">", ">=", "&&", "||", "(", "[", "{", "?:"}
 
 
 class DeclError(Exception):
@@ -129,13 +129,22 @@ def read(path, defines=None, includes=(), _prog=None, _top=True):
         return prog
     prog.files.append(path)
     with open(path) as f:
-        toks = _tokens(f.read(), path)
+        # import <nn.ein> as a string that keeps its brackets
+        text = re.sub(r'(?m)^(\s*import\s*)<([^>\n]+)>', r'\1"<\2>"', f.read())
+        toks = _tokens(text, path)
     for st in _statements(toks):
         head = st[0][1]
         if head == "import":
-            rel = st[1][1].strip('"')
-            cands = [os.path.join(os.path.dirname(path), rel)]
-            cands += [os.path.join(d, rel) for d in includes]
+            if st[1][1].startswith('"<'):   # import <nn.ein>: -I, then the library
+                rel = st[1][1][2:-2]
+                cands = [os.path.join(d, rel) for d in includes]
+                lib = os.environ.get("EINC_STDLIB") or os.path.join(
+                    os.path.dirname(os.path.abspath(__file__)), "..", "..", "lib")
+                cands.append(os.path.join(lib, rel))
+            else:
+                rel = st[1][1].strip('"')
+                cands = [os.path.join(os.path.dirname(path), rel)]
+                cands += [os.path.join(d, rel) for d in includes]
             found = next((c for c in cands if os.path.exists(c)), None)
             if not found:
                 raise DeclError("%s: cannot find import %r" % (path, rel))

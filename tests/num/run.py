@@ -61,7 +61,11 @@ TOL_DEFAULT = 1e-5
 # f16 and bf16 outputs: a little more than one unit in the last place
 # relative to the largest value (2^-10 for f16, 2^-7 for bf16)
 TOL_16 = {torch.float16: 1e-3, torch.bfloat16: 1e-2}
-ELEM = {torch.float16: "f16", torch.bfloat16: "bf16"}   # else f32
+ELEM = {torch.float16: "f16", torch.bfloat16: "bf16", torch.int8: "i8",
+        torch.int16: "i16", torch.int32: "i32", torch.int64: "i64",
+        torch.uint8: "u8", torch.bool: "bool"}   # else f32
+INT_KINDS = {"i8": torch.int8, "i16": torch.int16, "i32": torch.int32,
+             "i64": torch.int64, "u8": torch.uint8, "bool": torch.bool}
 RUN_TIMEOUT = 120
 # --precision: GEMM and convolution operands rounded to that format (f32
 # sums); the tolerance of every output grows to the format's
@@ -136,12 +140,16 @@ def model_specs(srcdir):
 def make_tensor(spec, gen):
     """SHAPE: uniform(-1, 1); ("pos", SHAPE): uniform(0.5, 2); ("f16",
     SHAPE), ("bf16", SHAPE): uniform(-1, 1) rounded to f16, bf16; (A,
-    SHAPE) with A a float: uniform(-A, A)."""
+    SHAPE) with A a float: uniform(-A, A); ((T, LO, HI), SHAPE) with T an
+    integer type (i32, bool, ...): integers uniform in [LO, HI)."""
     kind = "uniform"
     if (isinstance(spec, tuple) and len(spec) == 2
-            and isinstance(spec[0], (str, float))):
+            and isinstance(spec[0], (str, float, tuple))):
         kind, spec = spec
     shape = tuple(int(d) for d in spec)
+    if isinstance(kind, tuple):
+        t, lo, hi = kind
+        return torch.randint(lo, hi, shape, generator=gen).to(INT_KINDS[t])
     u = torch.rand(shape, generator=gen, dtype=torch.float32)
     if isinstance(kind, float):
         return (kind * (2 * u - 1)).to(torch.float32)

@@ -138,6 +138,18 @@ static void test_expressions(void)
     ok("y[] = 1.5 + .5 + 1e-5 + 2E3 + 0.25e+1 + 7\n",
        "(assign y () = (+ (+ (+ (+ (+ 1.5 0.5) 1e-05) 2000.0) 2.5) 7))\n");
     ok("y[] = 9223372036854775807\n", "(assign y () = 9223372036854775807)\n");
+    /* inf and nan are numbers; `?:` gives a read's outside value; a
+     * subscript may read a tensor (a gather) */
+    ok("y[i] = x[i - 1] ?: -inf + nan\n",
+       "(assign y (i) = (+ (at x (- i 1) ?: (neg inf)) nan))\n");
+    ok("y[i, d] = e[t[i], d] ?: 0\n", "(assign y (i d) = (at e (at t i) d ?: 0))\n");
+    ok("y = concat(a, b, dim = 1)\n", "(bind (y) concat (a b dim=1))\n");
+    ok("def f(x : f32[N], const K = 3, eps : f32 = 1e-5) -> y { y[i] = x[i] }\n",
+       "(def f ((x f32 (N)) (const K = 3) (eps f32 = 1e-05)) -> (y)\n"
+       "  (assign y (i) = (at x i))\n)\n");
+    ok("input t : i32[4], m : bool[4], u : u8[2], v : i64[1], w : i8[1], z : i16[1]\n",
+       "(input t i32 (4))\n(input m bool (4))\n(input u u8 (2))\n(input v i64 (1))\n"
+       "(input w i8 (1))\n(input z i16 (1))\n");
     ok("y[] = max(a, b) + min(c, d) + pow(e, 2)\n",
        "(assign y () = (+ (+ (call max a b) (call min c d)) (call pow e 2)))\n");
     ok("y[i] = x[i / 4, i % 4, (h + 1 - r) / 2]\n",
@@ -222,7 +234,7 @@ static void test_errors(void)
     bad("y[i] = f(x]\n", 1,
         "t.ein:1:11: error: expected ',' or ')' (to close '(' at line 1) before ']'");
     bad("y[i] == 3\n", 1,
-        "t.ein:1:6: error: expected '=', '+=', 'max=', 'min=' or ':' before '=='");
+        "t.ein:1:6: error: expected '=', '+=', '*=', 'max=', 'min=' or ':' before '=='");
     bad("y[i] = x[i] +\n", 1,
         "t.ein:2:1: error: expected expression before end of file");
     bad("y[i] = x[i] +", 1,
@@ -231,14 +243,17 @@ static void test_errors(void)
     bad("input x : [3]\n", 1,
         "t.ein:1:11: error: expected identifier before '['");
     bad("input x : f64[3]\n", 1,
-        "t.ein:1:11: error: unknown element type 'f64' (expected f32, f16 or bf16)");
+        "t.ein:1:11: error: unknown element type 'f64' (expected f32, f16, bf16, i8, i16, i32, i64, u8 or bool)");
     bad("y[i] : q[N] = 1\n", 1,
-        "t.ein:1:8: error: unknown element type 'q' (expected f32, f16 or bf16)");
+        "t.ein:1:8: error: unknown element type 'q' (expected f32, f16, bf16, i8, i16, i32, i64, u8 or bool)");
     bad("a = x + 1\n", 1,
         "t.ein:1:5: error: expected a def call after 'a ='; a tensor statement "
         "needs subscripts, as in 'a[i] = ...'");
-    bad("a = f(x[i], 2)\n", 2,
-        "t.ein:1:7: error: argument 1 of the call to 'f' must be a tensor name");
+    /* call arguments are expressions (sema checks them against the
+     * callee's parameters), `key = value` ones too */
+    ok("a = f(x[i], 2)\n", "(bind (a) f ((at x i) 2))\n");
+    ok("a = f(x, eps = 1e-5, k = -inf)\n", "(bind (a) f (x eps=1e-05 k=(neg inf)))\n");
+    bad("a = f(x, = 2)\n", 1, "t.ein:1:10: error: expected expression before '='");
     bad("y[i + 1] = 2\n", 1,
         "t.ein:1:3: error: left-hand subscripts of 'y' must be plain index names");
     bad("y[i, j, i] = 2\n", 1,
@@ -257,7 +272,7 @@ static void test_errors(void)
     bad("}\n", 1, "t.ein:1:1: error: expected statement before '}'");
     bad("def f(x) {\n  y[i] = x[i]\n}\n", 1,
         "t.ein:1:8: error: expected ':' before ')'");
-    bad("import blocks\n", 1, "t.ein:1:8: error: expected string before 'blocks'");
+    bad("import blocks\n", 1, "t.ein:1:8: error: expected string or library path before 'blocks'");
     /* Every broken statement is reported, and the good ones are parsed. */
     bad("a[] = = 1\nb[] = 2\nc[] = )\nd[ = 1\ne[] = 3\n", 3,
         "t.ein:1:7: error: expected expression before '='");
@@ -399,7 +414,7 @@ static void import_case(const char *main, const char *inc, const char *want_dump
     snprintf(path, sizeof path, "%s/%s", tmpdir, main);
     snprintf(incdir, sizeof incdir, "%s/%s", tmpdir, inc ? inc : "");
     const char *dirs[] = {incdir};
-    ParseOptions opt = {dirs, inc ? 1 : 0};
+    ParseOptions opt = {dirs, inc ? 1 : 0, NULL};
     char *dump, *diags;
     size_t dn, mn;
     FILE *mfp = open_memstream(&diags, &mn);
@@ -460,6 +475,20 @@ static void test_imports(void)
                 ")\n"
                 "(const A 1)\n",
                 "");
+    /* import <c.ein> skips the importing file's folder: sub/c.ein is
+     * not found from sub/lb.ein, inc/c.ein is (a -I folder) */
+    put_file("sub/lb.ein", "import <c.ein>\n");
+    import_case("sub/lb.ein", "inc",
+                "(import <c.ein> \"$D/inc/c.ein\"\n"
+                "  (def g ((x f32 (N))) -> (y)\n"
+                "    (assign y (i) = (at x i))\n"
+                "  )\n"
+                ")\n", "");
+    import_case("sub/lb.ein", NULL, "",
+                "$D/sub/lb.ein:1:1: error: cannot find 'c.ein' in the -I folders or the "
+                "standard library (none)\n"
+                "    1 | import <c.ein>\n"
+                "      | ^~~~~~~~~~~~~~\n");
     /* Without -I, c.ein is not found. */
     import_case("main.ein", NULL, "",
                 "$D/main.ein:2:1: error: cannot open 'c.ein': no such file or directory\n"

@@ -457,7 +457,7 @@ static void test_errors(void)
     EXPECT_ERROR("input x : f32[4, 4]\ny[i] = x[i]\noutput y\n",
                  "error: input 'x' has rank 2, but 1 subscript is given");
     EXPECT_ERROR("input x : f32[4]\ny[i] = x[i] * k\noutput y\n",
-                 "error: unknown name 'k'");
+                 "error: unknown name 'k'; an index that is in no subscript needs a range, e.g. 'where k in 0..3'");
     EXPECT_ERROR("input x : f32[4, 3]\ny[i] = x[i, k]\noutput y\n",
                  "error: index 'k' is not on the left of '='; use '+=' to sum over 'k'");
     EXPECT_ERROR("input x : f32[4]\ny[i] += x[i] * x[i + r]\noutput y\n",
@@ -489,7 +489,7 @@ static void test_errors(void)
     EXPECT_ERROR("input x : f32[4]\ny[i] = select(x[i], 1, 0)\noutput y\n",
                  "error: 'x[i]' is not a condition; expected a comparison such as 'i < 3'");
     EXPECT_ERROR("input x : f32[4]\ny[i] = x[x[i]]\noutput y\n",
-                 "error: tensor read in an index expression; indices are integer expressions of indices and constants");
+                 "error: input 'x' of f32 elements read in an index expression; an index can read integer tensors only (convert it first: 'k[i] : i32[N] = i32(x[i])')");
     EXPECT_ERROR("input x : f32[4]\ny[i] = x[i] where i < N\noutput y\n",
                  "error: unknown name 'N'");
     EXPECT_ERROR("input x : f32[4]\nyy[i] = x[i]\noutput y\n",
@@ -546,7 +546,7 @@ static void test_more(void)
     p = run("def convk(x : f32[H], k : f32[K]) -> y {\n"
             "  y[h] : [H] += x[h + r - K/2] * k[r]\n"
             "  }\n"
-            "def win(x : f32[H]) -> y {\n  y[h] : [H] max= x[h + i] where i in 0..H / 2\n}\n"
+            "def win(x : f32[H]) -> y {\n  y[h] : [H] max= x[h + i] ?: 0 where i in 0..H / 2\n}\n"
             "input x : f32[10]\nweight k5 : f32[5], k3 : f32[3]\n"
             "a = convk(x, k5)\nb = convk(a, k3)\nc = win(b)\noutput c\n");
     EXPECT_OK(p);
