@@ -2,7 +2,8 @@
 # of a C file einc wrote, read from its tensor table: inputs uniform(-1, 1),
 # weights of rank >= 2 uniform(-a, a) with a = sqrt(3 / fan-in), fan-in the
 # product of the dims after the first, as tests/gpu/bundle.py does without
-# a PyTorch model (deep networks stay finite); other weights (-1, 1).
+# a PyTorch model (deep networks stay finite); other weights (-1, 1);
+# integer tensors 0 .. 7, bool tensors half true.
 # -v ranges='NAME=LO:HI ...' gives those tensors their own range (the
 # positive inputs of log, sqrt, pow, division in tests/num).
 BEGIN {
@@ -28,7 +29,9 @@ BEGIN {
     sub(/^    \{"/, "", n)
     sub(/".*/, "", n)
     kind = $0 ~ /_INPUT, / ? "input" : "weight"
-    dt = $0 ~ /_BF16, [0-9]+\},$/ ? "BF16" : $0 ~ /_F16, [0-9]+\},$/ ? "F16" : "F32"
+    dt = $0
+    sub(/.*_/, "", dt)              # "F32, 802816},"
+    sub(/,.*/, "", dt)
     sh = $0
     dims = ""
     if (sh ~ /ein_shape_/) {
@@ -39,7 +42,10 @@ BEGIN {
     nd = split(dims, d, " ")
     lo = -1
     hi = 1
-    if (kind == "weight" && nd >= 2) {
+    if (dt != "F32" && dt != "F16" && dt != "BF16") {
+        lo = 0                      # integers 0 .. 7, bools half true
+        hi = dt == "BOOL" ? 1 : 8
+    } else if (kind == "weight" && nd >= 2) {
         fan = 1
         for (i = 2; i <= nd; i++)
             fan *= d[i]
