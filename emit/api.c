@@ -162,8 +162,9 @@ void api_write_header_comment(Emit *em)
 " *                     size_t nbytes);\n"
 " *       Copy a tensor that holds a value (set, loaded or computed) to\n"
 " *       host memory.");
-    emit_api_text(em, cuda ? "  model_set_tensor and model_get_tensor synchronise the\n"
-                   " *       device." : "");
+    emit_api_text(em, cuda ? "  model_load_weights, model_set_tensor and model_get_tensor\n"
+                             " *       wait for the runs queued before them and return when their\n"
+                             " *       copy is done." : "");
     sb_puts(o, "\n");
     /* The run prototype on one line, wrapped at the commas. */
     Sb proto = {0};
@@ -203,6 +204,8 @@ void api_write_header_comment(Emit *em)
     sb_puts(o, cuda ? "; the kernels are queued on\n"
                       " *       `stream` and the call returns without waiting for them (a\n"
                       " *       failure while they run shows at the next synchronising call).\n"
+                      " *       Runs of one context run one after another whatever their\n"
+                      " *       streams; order the inputs and outputs with `stream`.\n"
                     : ".\n");
     emit_api_text(em,
 " *       Every weight must have been loaded or set.\n"
@@ -382,7 +385,9 @@ static void write_tables(Emit *em)
     emit_api_text(em,
 "    unsigned char valid[EIN_NT];    /* holds a value */\n"
 "    int weights_changed;            /* the load-time stages must rerun */\n");
-    sb_puts(o, cuda ? "    cudaStream_t last_stream;       /* of the latest run */\n" : "");
+    sb_puts(o, cuda ? "    cudaStream_t io;                /* the context's own copies (set, load, get) */\n"
+                      "    cudaEvent_t done;               /* recorded at the end of every run */\n"
+                    : "");
     lib_write_ctx_fields(em);
     emit_api_text(em,
 "    char note[600];                 /* for the --main harness to print */\n"
@@ -407,7 +412,7 @@ static void write_op(Emit *em, const IrTensor *t)
     /* CUDA launches and convolutions check through rc; cuBLAS calls and
      * C code need none. */
     bool rc = cuda && (!lib || impl == IMPL_CUDNN_CONV || impl == IMPL_CUDA_BAND ||
-                       em->pass_of[t->id] >= 0);
+                       em->pass_of[t->id] >= 0 || lib_rounds(em, t));
     sb_printf(o, "/* %s: %s */\nstatic int ein_op_%d(%s_ctx *ctx, void *const *p", t->name,
               lib_call_name(em, t), t->id, em->model);
     stream_param(em);
@@ -496,7 +501,13 @@ static void write_run(Emit *em)
 "    for (int i = 0; i < EIN_NT; i++)\n"
 "        if (ein_tensors[i].kind == MODEL_WEIGHT && !ctx->valid[i])\n"
 "            return ein_fail(ctx, MODEL_EMISSING, \"weight '%s' was never loaded or set\",\n"
-"                            ein_tensors[i].name);\n"
+"                            ein_tensors[i].name);\n");
+    if (cuda)
+        emit_api_text(em,
+"    /* after the previous run, whatever its stream: they share the\n"
+"       context's buffers */\n"
+"    EIN_CUDA(cudaStreamWaitEvent(stream, ctx->done, 0));\n");
+    emit_api_text(em,
 "    if (ctx->weights_changed) {\n"
 "        if ((rc = ein_load_stages(ctx, ctx->buf");
     stream_arg(em);
@@ -514,7 +525,6 @@ static void write_run(Emit *em)
     stream_arg(em);
     sb_puts(o, ")) != 0)\n"
                "        return rc;\n");
-    sb_puts(o, cuda ? "    ctx->last_stream = stream;\n" : "");
     sb_puts(o, "    return 0;\n}\n\n");
 
     /* The positional run. */
@@ -573,8 +583,10 @@ static void write_run(Emit *em)
         if (runtime_stage(em, t))
             sb_printf(o, "    ctx->valid[%d] = 0;\n", t->id);
     }
-    emit_api_text(em, "    ein_run_done(ctx, ein_p);\n"
-                      "    return MODEL_OK;\n"
+    emit_api_text(em, "    ein_run_done(ctx, ein_p);\n");
+    if (cuda)
+        emit_api_text(em, "    EIN_CUDA(cudaEventRecord(ctx->done, stream));\n");
+    emit_api_text(em, "    return MODEL_OK;\n"
                       "}\n"
                       "\n");
 
@@ -596,7 +608,10 @@ static void write_run(Emit *em)
 "        return rc;\n"
 "    for (int i = 0; i < EIN_NT; i++)\n"
 "        if (ein_tensors[i].kind == MODEL_COMPUTED)\n"
-"            ctx->valid[i] = 1;\n"
+"            ctx->valid[i] = 1;\n");
+    if (cuda)
+        emit_api_text(em, "    EIN_CUDA(cudaEventRecord(ctx->done, stream));\n");
+    emit_api_text(em,
 "    return MODEL_OK;\n"
 "}\n"
 "\n");

@@ -99,7 +99,7 @@ typedef struct Emit {
     int nconv, nlib;
     unsigned libs;                  /* LIB_* bits */
     int64_t col_elems;              /* C: im2col buffer, elements */
-    int64_t rnd_elems[2];           /* C: rounded operand copies, elements */
+    int64_t rnd_elems[2];           /* rounded operand copies, elements (lib_rounds) */
 } Emit;
 
 enum {
@@ -185,6 +185,7 @@ void cuda_write_launch(Emit *em, const Kernel *k, const char *indent);
 /* lib.c: library calls for the operators the plan says are (see its header) */
 void lib_setup(Emit *em);                       /* slot, libs, scratch sizes */
 bool lib_is_call(const Emit *em, const IrTensor *t);
+bool lib_rounds(const Emit *em, const IrTensor *t);    /* operands rounded first */
 const char *lib_call_name(const Emit *em, const IrTensor *t);
 void lib_write_link_flags(const Emit *em, Sb *cmd);
 void lib_write_includes(Emit *em);

@@ -22,13 +22,15 @@
  * output (a generated kernel, kernel.c).
  *
  * --precision: fp32 is IEEE single precision throughout (cuBLAS compute
- * type 32F, cuDNN engines without tensor cores).  tf32, fp16 and bf16 let
- * the library round f32 operands to that format on tensor cores (cuBLAS
- * 32F_FAST_*; cuDNN engines with tensor cores).  The C target rounds the
- * operands of its library calls the same way (ein_rnd, to nearest even)
- * into scratch buffers, and generated kernels round the operands of their
- * summed products (kernel.c), so a contraction computes the same wherever
- * it runs. */
+ * type 32F_PEDANTIC, which no math mode or environment variable can turn
+ * to TF32 or BF16x9 emulation; cuDNN engines without tensor cores).  tf32,
+ * fp16 and bf16 round the f32 operands of every library call to that
+ * format (ein_rnd, to nearest even) into scratch buffers, in C and on CUDA
+ * alike (lib_rounds); on CUDA the library then computes them exactly on
+ * tensor cores (cuBLAS 32F_FAST_TF32, cuDNN engines with tensor cores:
+ * TF32 holds every value of the three formats).  Generated kernels round
+ * the operands of their summed products (kernel.c), so a contraction
+ * computes the same wherever it runs. */
 #include "config.h"
 #include "emit_int.h"
 
@@ -98,14 +100,32 @@ void lib_setup(Emit *em)
             break;
         }
         em->nlib++;
-        /* C with reduced precision: scratch for the rounded operands */
-        if (!emit_is_cuda(em) && em->precision != PREC_FP32) {
+        /* reduced precision: scratch for the rounded operands (on CUDA
+         * the f32 products and convolutions; band kernels round as they
+         * load, 16-bit operands are exact) */
+        if (lib_rounds(em, t)) {
             em->helpers |= HELP_RND;
             for (int j = 0; j < 2; j++)
                 if ((int64_t)ir_tensor_numel(m->in[j]) > em->rnd_elems[j])
                     em->rnd_elems[j] = (int64_t)ir_tensor_numel(m->in[j]);
         }
     }
+}
+
+/* Does the call of stage t round its operands first (ein_rnd into
+ * ctx->rnd0 and rnd1)?  With --precision below fp32: in C every library
+ * call; on CUDA the f32 GEMMs and convolutions, so that the library sees
+ * operands exact in TF32 and computes what the C target does (cuDNN's
+ * FLOAT engines would round to TF32, cuBLAS's FAST_16F and FAST_16BF "to
+ * half or TF32"). */
+bool lib_rounds(const Emit *em, const IrTensor *t)
+{
+    if (em->precision == PREC_FP32 || !lib_is_call(em, t))
+        return false;
+    if (!emit_is_cuda(em))
+        return true;
+    OpImpl impl = emit_op(em, t)->impl;
+    return t->elem == ELEM_F32 && (impl == IMPL_CUBLAS_GEMM || impl == IMPL_CUDNN_CONV);
 }
 
 bool lib_is_call(const Emit *em, const IrTensor *t)
@@ -163,10 +183,26 @@ void lib_write_ctx_fields(Emit *em)
                       "--precision=%s */\n", j, j, cost_precision_name(em->precision));
 }
 
+/* CUDA: the host side of ein_round_k (after ein_launched). */
+static void write_round_support(Emit *em)
+{
+    emit_api_text(em,
+"static int ein_round(model_ctx *ctx, float *dst, const float *src, int64_t n,\n"
+"                     cudaStream_t stream)\n"
+"{\n"
+"    int64_t blocks = (n + 255) / 256;\n"
+"    ein_round_k<<<blocks < 65536 ? (unsigned)blocks : 65536u, 256, 0, stream>>>(src, dst, n);\n"
+"    return ein_launched(ctx, \"ein_round_k\");\n"
+"}\n"
+"\n");
+}
+
 /* ---- support code, written after api_host.c or api_cuda.cu ------------------- */
 
 void lib_write_support(Emit *em)
 {
+    if (emit_is_cuda(em) && (em->rnd_elems[0] || em->rnd_elems[1]))
+        write_round_support(em);
     if (em->libs & LIB_CUBLAS)
         emit_paste(em, "cublas.cu");
     if (em->libs & LIB_CUDNN)
@@ -176,7 +212,7 @@ void lib_write_support(Emit *em)
                   "ein_gbmm */\n\n", BAND_C_ROWS);
         emit_paste(em, "cblas.c");
     }
-    if (em->rnd_elems[0] || em->rnd_elems[1])
+    if (!emit_is_cuda(em) && (em->rnd_elems[0] || em->rnd_elems[1]))
         sb_puts(&em->out,
 "/* A library operand rounded as a whole (ein_rnd) into a scratch buffer. */\n"
 "static const float *ein_round(float *dst, const float *src, int64_t n)\n"
@@ -254,7 +290,10 @@ void lib_write_create_destroy(Emit *em)
                   "        return ein_fail(ctx, %s_ENOMEM, \"out of memory for the im2col "
                   "buffer\");\n", em->col_elems, em->upper);
     for (int j = 0; j < 2; j++)
-        if (em->rnd_elems[j])
+        if (em->rnd_elems[j] && emit_is_cuda(em))
+            sb_printf(o, "    EIN_CUDA(cudaMalloc((void **)&ctx->rnd%d, sizeof(float) * %" PRId64
+                      "));\n", j, em->rnd_elems[j]);
+        else if (em->rnd_elems[j])
             sb_printf(o, "    if (!(ctx->rnd%d = (float *)malloc(sizeof(float) * %" PRId64 ")))\n"
                       "        return ein_fail(ctx, %s_ENOMEM, \"out of memory for the "
                       "rounded operands\");\n", j, em->rnd_elems[j], em->upper);
@@ -273,7 +312,10 @@ void lib_write_create_destroy(Emit *em)
     if (em->col_elems)
         sb_puts(o, "    free(ctx->col);\n");
     for (int j = 0; j < 2; j++)
-        if (em->rnd_elems[j])
+        if (em->rnd_elems[j] && emit_is_cuda(em))
+            sb_printf(o, "    if (ctx->rnd%d && cudaFree(ctx->rnd%d) != cudaSuccess)\n"
+                      "        rc = %s_ECUDA;\n", j, j, em->upper);
+        else if (em->rnd_elems[j])
             sb_printf(o, "    free(ctx->rnd%d);\n", j);
     sb_puts(o, "    return rc;\n}\n\n");
 }
@@ -285,16 +327,32 @@ static const char *cuda_type(ElemType e)
     return e == ELEM_F16 ? "CUDA_R_16F" : e == ELEM_BF16 ? "CUDA_R_16BF" : "CUDA_R_32F";
 }
 
+/* fp32: _PEDANTIC, so that no math mode or environment (cuBLAS's TF32
+ * math mode, CUBLAS_EMULATE_SINGLE_PRECISION's BF16x9 emulation) changes
+ * the arithmetic.  Below fp32 the operands come rounded (lib_rounds), exact
+ * in TF32: FAST_TF32 computes them exactly, as the C target does.  16-bit
+ * operands: tensor cores, f32 sums (their products are exact). */
 static const char *cublas_compute(const Emit *em, ElemType e)
 {
     if (e != ELEM_F32)
-        return "CUBLAS_COMPUTE_32F";    /* 16-bit operands: tensor cores, f32 sums */
-    switch (em->precision) {
-    case PREC_TF32: return "CUBLAS_COMPUTE_32F_FAST_TF32";
-    case PREC_FP16: return "CUBLAS_COMPUTE_32F_FAST_16F";
-    case PREC_BF16: return "CUBLAS_COMPUTE_32F_FAST_16BF";
-    default: return "CUBLAS_COMPUTE_32F";
-    }
+        return "CUBLAS_COMPUTE_32F";
+    return em->precision == PREC_FP32 ? "CUBLAS_COMPUTE_32F_PEDANTIC"
+                                           : "CUBLAS_COMPUTE_32F_FAST_TF32";
+}
+
+/* CUDA: operand j of stage t's call rounded into ctx->rndJ on the stream;
+ * the operand is then that buffer. */
+static void write_round(Emit *em, const OpMatch *m, int j, const char *in)
+{
+    sb_printf(&em->out, "%sif ((rc = ein_round(ctx, ctx->rnd%d, (const float *)p[%d], %" PRId64
+              ", stream)) != 0)\n%s    return rc;\n", in, j, m->in[j]->id,
+              (int64_t)ir_tensor_numel(m->in[j]), in);
+}
+
+static const char *cuda_operand(Emit *em, const IrTensor *t, const OpMatch *m, int j)
+{
+    return lib_rounds(em, t) ? arena_printf(em->arena, "ctx->rnd%d", j)
+                             : arena_printf(em->arena, "p[%d]", m->in[j]->id);
 }
 
 /* Operand j of a C library call: the buffer, or its rounded copy. */
@@ -335,14 +393,18 @@ static void write_gemm(Emit *em, const IrTensor *t, const OpMatch *m, const char
     int64_t d1 = nm ? m->m : m->n, d2 = nm ? m->n : m->m;
     int64_t off[2] = {m->off_a, m->off_b}, ld[2] = {m->lda, m->ldb};
     int64_t st[2] = {m->stride_a, m->stride_b};
+    if (lib_rounds(em, t)) {
+        write_round(em, m, 0, in);
+        write_round(em, m, 1, in);
+    }
     sb_printf(o, "%sEIN_BLAS(cublasSetStream(ctx->blas, stream));\n", in);
     sb_printf(o, "%sEIN_BLAS(cublasGemm%sEx(ctx->blas, %s, %s, %" PRId64 ", %" PRId64 ", %"
               PRId64 ", &ein_one,\n", in, batch > 1 ? "StridedBatched" : "", op1, op2, d1,
               d2, m->k);
     for (int q = 0; q < 2; q++) {
         int j = q == 0 ? first : 1 - first;
-        sb_printf(o, "%s    (const char *)p[%d] + %" PRId64 ", %s, %" PRId64, in,
-                  m->in[j]->id, off[j] * (int64_t)es, ty, ld[j]);
+        sb_printf(o, "%s    (const char *)%s + %" PRId64 ", %s, %" PRId64, in,
+                  cuda_operand(em, t, m, j), off[j] * (int64_t)es, ty, ld[j]);
         if (batch > 1)
             sb_printf(o, ", %" PRId64, st[j]);
         sb_puts(o, ",\n");
@@ -358,13 +420,21 @@ static void write_conv(Emit *em, const IrTensor *t, const OpMatch *m, const char
     Sb *o = &em->out;
     if (emit_is_cuda(em)) {
         const Kernel *k = &em->kernels[em->kernel_of[t->id]];
-        sb_printf(o, "%sif (!ctx->conv[%d].plan) {     /* cuDNN had no plan for it */\n",
-                  in, em->slot[t->id]);
+        /* its generated kernel where cuDNN had no plan, or where a pointer
+         * is below the 16-byte alignment its tensors declare (a caller's
+         * buffer: device pointers of any alignment may be passed to run) */
+        sb_printf(o, "%sif (!ctx->conv[%d].plan || ((uintptr_t)%s | (uintptr_t)%s | "
+                  "(uintptr_t)p[%d]) %% 16 != 0) {\n", in, em->slot[t->id],
+                  cuda_operand(em, t, m, 0), cuda_operand(em, t, m, 1), t->id);
         cuda_write_launch(em, k, arena_printf(em->arena, "%s    ", in));
         sb_printf(o, "%s    return 0;\n%s}\n", in, in);
-        sb_printf(o, "%sif ((rc = ein_conv_run(ctx, &ctx->conv[%d], p[%d], p[%d], p[%d], "
-                  "stream)) != 0)\n%s    return rc;\n", in, em->slot[t->id], m->in[0]->id,
-                  m->in[1]->id, t->id, in);
+        if (lib_rounds(em, t)) {
+            write_round(em, m, 0, in);
+            write_round(em, m, 1, in);
+        }
+        sb_printf(o, "%sif ((rc = ein_conv_run(ctx, &ctx->conv[%d], %s, %s, p[%d], "
+                  "stream)) != 0)\n%s    return rc;\n", in, em->slot[t->id],
+                  cuda_operand(em, t, m, 0), cuda_operand(em, t, m, 1), t->id, in);
         return;
     }
     if (m->kind == OPK_CONV2D)
@@ -420,7 +490,21 @@ void lib_write_call(Emit *em, const IrTensor *t, const char *indent)
  * kernels. */
 void lib_write_kernels(Emit *em)
 {
-    if (!emit_is_cuda(em) || !(em->libs & LIB_BAND))
+    if (!emit_is_cuda(em))
+        return;
+    if (em->rnd_elems[0] || em->rnd_elems[1])
+        sb_puts(&em->out,
+"/* --precision below fp32: a library call's f32 operand rounded as a whole\n"
+"   (ein_rnd) into a scratch buffer, as the C target rounds it. */\n"
+"static __global__ void __launch_bounds__(256)\n"
+"ein_round_k(const float *__restrict__ src, float *__restrict__ dst, int64_t n)\n"
+"{\n"
+"    const int64_t stride = (int64_t)gridDim.x * blockDim.x;\n"
+"    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)\n"
+"        dst[i] = ein_rnd(src[i]);\n"
+"}\n"
+"\n");
+    if (!(em->libs & LIB_BAND))
         return;
     band_write_support(em);
     for (int i = 0; i < em->p->ntensors; i++) {

@@ -55,6 +55,8 @@ int model_create(model_ctx **out)
     if (!ctx)
         return ein_fail(NULL, MODEL_ENOMEM, "out of host memory for the context");
     ctx->weights_changed = 1;
+    if ((rc = ein_ctx_open(ctx)) != MODEL_OK)
+        return rc;
     for (int i = 0; i < EIN_NT; i++)
         if ((rc = ein_buf_alloc(ctx, i)) != MODEL_OK)
             return rc;
@@ -66,11 +68,15 @@ int model_destroy(model_ctx *ctx)
     int rc = MODEL_OK;
     if (!ctx)
         return rc;
+    if (ein_ctx_idle(ctx) != MODEL_OK)
+        rc = MODEL_ECUDA;
     if (ein_lib_destroy(ctx) != MODEL_OK)
         rc = MODEL_ECUDA;
     for (int i = 0; i < EIN_NT; i++)
         if (ein_buf_free(ctx->buf[i]) != MODEL_OK)
             rc = MODEL_ECUDA;
+    if (ein_ctx_close(ctx) != MODEL_OK)
+        rc = MODEL_ECUDA;
     free(ctx);
     return rc;
 }
@@ -96,6 +102,10 @@ int model_load_weights(model_ctx *ctx, const char *path)
         return ein_fail(ctx, MODEL_EINVAL, "weights file name is a null pointer");
     if ((st = st_open(path, &f, msg, sizeof msg)) != ST_OK)
         return ein_fail(ctx, ein_st_code(st), "%s", msg);
+    if ((rc = ein_io_after_runs(ctx)) != MODEL_OK) {
+        st_close(f);
+        return rc;
+    }
     for (int i = 0; i < EIN_NT; i++) {
         const model_tensor_info *t = &ein_tensors[i];
         if (t->kind != MODEL_WEIGHT || !st_find(f, t->ext_name))
@@ -108,7 +118,7 @@ int model_load_weights(model_ctx *ctx, const char *path)
         ctx->weights_changed = 1;
     }
     st_close(f);
-    return ein_buf_wait(ctx);
+    return MODEL_OK;
 }
 
 int model_set_tensor(model_ctx *ctx, const char *name, const void *data, size_t nbytes)
@@ -124,8 +134,8 @@ int model_set_tensor(model_ctx *ctx, const char *name, const void *data, size_t 
         return ein_fail(ctx, MODEL_EINVAL, "tensor '%s' is computed by the model; only "
                         "inputs and weights can be set", name);
     if ((rc = ein_check_data(ctx, i, data, nbytes, 0)) != MODEL_OK ||
-        (rc = ein_buf_put(ctx, i, data, nbytes)) != MODEL_OK ||
-        (rc = ein_buf_wait(ctx)) != MODEL_OK)
+        (rc = ein_io_after_runs(ctx)) != MODEL_OK ||
+        (rc = ein_buf_put(ctx, i, data, nbytes)) != MODEL_OK)
         return rc;
     ctx->valid[i] = 1;
     if (t->kind == MODEL_WEIGHT)
@@ -147,5 +157,7 @@ int model_get_tensor(model_ctx *ctx, const char *name, void *data, size_t nbytes
         return ein_fail(ctx, MODEL_EMISSING, "tensor '%s' holds no value: it was not "
                         "set, loaded or computed (outputs of model_run go to the "
                         "caller's buffers)", name);
+    if ((rc = ein_io_after_runs(ctx)) != MODEL_OK)
+        return rc;
     return ein_buf_get(ctx, i, data, nbytes);
 }

@@ -34,6 +34,33 @@ RT_API int ein_launched(model_ctx *ctx, const char *kernel)
                     cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
+/* Runs of a context wait for the one before (ctx->done), whatever stream
+   they are on; copies from and to the host go on ctx->io. */
+RT_API int ein_ctx_open(model_ctx *ctx)
+{
+    EIN_CUDA(cudaStreamCreateWithFlags(&ctx->io, cudaStreamNonBlocking));
+    EIN_CUDA(cudaEventCreateWithFlags(&ctx->done, cudaEventDisableTiming));
+    return MODEL_OK;
+}
+
+/* Nothing is freed under a run in flight.  The context is going: a
+   failure has no message. */
+RT_API int ein_ctx_idle(model_ctx *ctx)
+{
+    return ctx->done && cudaEventSynchronize(ctx->done) != cudaSuccess ? MODEL_ECUDA
+                                                                       : MODEL_OK;
+}
+
+RT_API int ein_ctx_close(model_ctx *ctx)
+{
+    int rc = MODEL_OK;
+    if (ctx->done && cudaEventDestroy(ctx->done) != cudaSuccess)
+        rc = MODEL_ECUDA;
+    if (ctx->io && cudaStreamDestroy(ctx->io) != cudaSuccess)
+        rc = MODEL_ECUDA;
+    return rc;
+}
+
 RT_API int ein_buf_alloc(model_ctx *ctx, int i)
 {
     size_t bytes = ein_tensors[i].nbytes;
@@ -55,8 +82,17 @@ RT_API int ein_buf_free(void *buf)
     return buf && cudaFree(buf) != cudaSuccess ? MODEL_ECUDA : MODEL_OK;
 }
 
+/* The context's copies wait for the runs already queued, whatever their
+   streams: those read the old values, or write what a get copies. */
+RT_API int ein_io_after_runs(model_ctx *ctx)
+{
+    EIN_CUDA(cudaStreamWaitEvent(ctx->io, ctx->done, 0));
+    return MODEL_OK;
+}
+
 /* Weight i from the open file f, through host memory (where the file is
-   already), to the device; ein_buf_wait then waits for the copies. */
+   already), to the device, on ctx->io; done when it returns (before the
+   host copy is freed). */
 RT_API int ein_buf_load(model_ctx *ctx, StFile *f, int i)
 {
     const model_tensor_info *t = &ein_tensors[i];
@@ -68,33 +104,30 @@ RT_API int ein_buf_load(model_ctx *ctx, StFile *f, int i)
                         t->name);
     int st = st_read(f, t->ext_name, ein_st_dtype(t->elem), t->rank, t->shape, host,
                      bytes, msg, sizeof msg);
-    cudaError_t e = st == ST_OK ? cudaMemcpy(ctx->buf[i], host, bytes,
-                                             cudaMemcpyHostToDevice)
+    cudaError_t e = st == ST_OK ? cudaMemcpyAsync(ctx->buf[i], host, bytes,
+                                                  cudaMemcpyHostToDevice, ctx->io)
                                 : cudaSuccess;
+    if (e == cudaSuccess && st == ST_OK)
+        e = cudaStreamSynchronize(ctx->io);
     free(host);
     if (st != ST_OK)
         return ein_fail(ctx, ein_st_code(st), "%s", msg);
     if (e != cudaSuccess)
-        return ein_cuda_fail(ctx, e, "cudaMemcpy (loading a weight)");
+        return ein_cuda_fail(ctx, e, "cudaMemcpyAsync (loading a weight)");
     return MODEL_OK;
 }
 
-RT_API int ein_buf_wait(model_ctx *ctx)
-{
-    EIN_CUDA(cudaDeviceSynchronize());
-    return MODEL_OK;
-}
-
+/* Before any run queued after this returns. */
 RT_API int ein_buf_put(model_ctx *ctx, int i, const void *data, size_t nbytes)
 {
-    EIN_CUDA(cudaMemcpy(ctx->buf[i], data, nbytes, cudaMemcpyHostToDevice));
+    EIN_CUDA(cudaMemcpyAsync(ctx->buf[i], data, nbytes, cudaMemcpyHostToDevice, ctx->io));
+    EIN_CUDA(cudaStreamSynchronize(ctx->io));
     return MODEL_OK;
 }
 
-/* After the latest run's kernels, which may still be running. */
 RT_API int ein_buf_get(model_ctx *ctx, int i, void *data, size_t nbytes)
 {
-    EIN_CUDA(cudaStreamSynchronize(ctx->last_stream));
-    EIN_CUDA(cudaMemcpy(data, ctx->buf[i], nbytes, cudaMemcpyDeviceToHost));
+    EIN_CUDA(cudaMemcpyAsync(data, ctx->buf[i], nbytes, cudaMemcpyDeviceToHost, ctx->io));
+    EIN_CUDA(cudaStreamSynchronize(ctx->io));
     return MODEL_OK;
 }

@@ -6,6 +6,26 @@
 #include <string.h>
 #include "model.h" /* EMBED-SKIP */
 
+/* A context has nothing of its own to make, wait for or free: its runs
+   are done when they return. */
+RT_API int ein_ctx_open(model_ctx *ctx)
+{
+    (void)ctx;
+    return MODEL_OK;
+}
+
+RT_API int ein_ctx_idle(model_ctx *ctx)
+{
+    (void)ctx;
+    return MODEL_OK;
+}
+
+RT_API int ein_ctx_close(model_ctx *ctx)
+{
+    (void)ctx;
+    return MODEL_OK;
+}
+
 RT_API int ein_buf_alloc(model_ctx *ctx, int i)
 {
     size_t bytes = ein_tensors[i].nbytes;
@@ -32,8 +52,8 @@ RT_API int ein_buf_load(model_ctx *ctx, StFile *f, int i)
     return st == ST_OK ? MODEL_OK : ein_fail(ctx, ein_st_code(st), "%s", msg);
 }
 
-/* Copies are done when they return. */
-RT_API int ein_buf_wait(model_ctx *ctx)
+/* Copies are done when they return, and so are the runs before them. */
+RT_API int ein_io_after_runs(model_ctx *ctx)
 {
     (void)ctx;
     return MODEL_OK;

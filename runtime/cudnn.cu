@@ -1,8 +1,11 @@
 /* cudnn.cu - the convolutions of a generated program through cuDNN 9's
  * graph (backend) API (emit/lib.c): per convolution one execution plan,
  * built when the context is created from the heuristics' engines (the
- * first that finalizes and, for --precision=fp32, uses no tensor cores);
- * one cuDNN cannot plan runs as its generated kernel instead.  Pasted
+ * first that finalizes, is deterministic, sums in f32, for
+ * --precision=fp32 uses no tensor cores, and asks for at most
+ * EIN_CUDNN_WORKSPACE_LIMIT bytes of workspace); one cuDNN cannot plan
+ * runs as its generated kernel instead, and so does every convolution
+ * when cudnnCreate fails.  Pasted
  * after api_cuda.cu when the program calls cuDNN; the generated file
  * describes its convolutions in a table ein_convs[] of ein_conv_spec
  * (cudnn_types.h) and calls ein_dnn_create and ein_dnn_destroy. */
@@ -13,6 +16,13 @@
 #include <cudnn.h>
 #include "model.h" /* EMBED-SKIP */
 #include "api_cuda.cu" /* EMBED-SKIP */
+
+/* The most workspace one cuDNN convolution may ask for, in bytes: an
+   engine configuration that wants more is passed over for the next (build
+   with -DEIN_CUDNN_WORKSPACE_LIMIT=BYTES for another limit). */
+#ifndef EIN_CUDNN_WORKSPACE_LIMIT
+#define EIN_CUDNN_WORKSPACE_LIMIT ((int64_t)1 << 30)
+#endif
 
 /* cuDNN calls go through EIN_DNN: a failure returns MODEL_ECUDA with the
    call and cuDNN's message in ctx->err. */
@@ -80,9 +90,12 @@ RT_API cudnnStatus_t ein_dnn_tensor(ein_conv *cv, int64_t uid, cudnnDataType_t d
     return cudnnBackendFinalize(*out);
 }
 
-/* Does an engine configuration compute in plain fp32?  Tensor-core engines
-   round f32 operands to TF32; --precision=fp32 excludes them. */
-RT_API int ein_dnn_plain_fp32(ein_conv *cv, cudnnBackendDescriptor_t cfg)
+/* May einc use this engine configuration?  Never one whose results may
+   change from run to run (NONDETERMINISTIC: einc promises the same bits
+   every run) or that sums in less than f32 (REDUCED_PRECISION_REDUCTION);
+   for --precision=fp32 (tensor_cores 0) none that rounds f32 operands to
+   TF32 (TENSOR_CORE, DOWN_CONVERT_INPUTS). */
+RT_API int ein_dnn_engine_ok(ein_conv *cv, cudnnBackendDescriptor_t cfg, int tensor_cores)
 {
     cudnnBackendDescriptor_t engine;
     cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
@@ -95,16 +108,21 @@ RT_API int ein_dnn_plain_fp32(ein_conv *cv, cudnnBackendDescriptor_t cfg)
                                  CUDNN_TYPE_NUMERICAL_NOTE, CUDNN_NUMERICAL_NOTE_TYPE_COUNT,
                                  &n, notes) != CUDNN_STATUS_SUCCESS)
         return 0;
-    for (int64_t i = 0; i < n; i++)
-        if (notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE ||
-            notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS)
+    for (int64_t i = 0; i < n && i < CUDNN_NUMERICAL_NOTE_TYPE_COUNT; i++)
+        if (notes[i] == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC ||
+            notes[i] == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION ||
+            (!tensor_cores && (notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE ||
+                               notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS)))
             return 0;
     return 1;
 }
 
 /* Build the execution plan of the convolution sp (cudnn_types.h): x is
-   uid 1, w uid 2, y uid 3 in the variant pack. */
-RT_API int ein_conv_setup(model_ctx *ctx, ein_conv *cv, const ein_conv_spec *sp)
+   uid 1, w uid 2, y uid 3 in the variant pack.  The first engine
+   configuration that einc may use (ein_dnn_engine_ok), that builds a plan
+   and whose workspace is at most ws_cap bytes. */
+RT_API int ein_conv_setup(model_ctx *ctx, ein_conv *cv, const ein_conv_spec *sp,
+                          int64_t ws_cap)
 {
     cudnnBackendDescriptor_t x, w, y, conv, op, graph;
     cudnnDataType_t comp = CUDNN_DATA_FLOAT, dt = sp->dt;
@@ -167,8 +185,8 @@ RT_API int ein_conv_setup(model_ctx *ctx, ein_conv *cv, const ein_conv_spec *sp)
     EIN_DNN(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE,
                                      CUDNN_TYPE_HANDLE, 1, &ctx->dnn));
     EIN_DNN(cudnnBackendFinalize(graph));
-    /* The heuristics' engines in their order; the first one that builds a
-       plan (and, for fp32, uses no tensor cores) is the one. */
+    /* The heuristics' engines in their order; the first one einc may use
+       that builds a plan within the workspace limit is the one. */
     static const cudnnBackendHeurMode_t modes[] = {CUDNN_HEUR_MODE_A,
                                                    CUDNN_HEUR_MODE_FALLBACK};
     for (int mi = 0; mi < 2; mi++) {
@@ -190,7 +208,7 @@ RT_API int ein_conv_setup(model_ctx *ctx, ein_conv *cv, const ein_conv_spec *sp)
             continue;
         for (int64_t i = 0; i < n && i < 16; i++) {
             cudnnBackendDescriptor_t plan;
-            if (!sp->tensor_cores && !ein_dnn_plain_fp32(cv, cfg[i]))
+            if (!ein_dnn_engine_ok(cv, cfg[i], sp->tensor_cores))
                 continue;
             EIN_DNN(ein_dnn_make(cv, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan));
             if (cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE,
@@ -201,15 +219,19 @@ RT_API int ein_conv_setup(model_ctx *ctx, ein_conv *cv, const ein_conv_spec *sp)
                     CUDNN_STATUS_SUCCESS ||
                 cudnnBackendFinalize(plan) != CUDNN_STATUS_SUCCESS)
                 continue;
+            int64_t got = 0;        /* not n: the loop goes on over the configs */
             EIN_DNN(cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                             CUDNN_TYPE_INT64, 1, &n, &cv->ws_bytes));
+                                             CUDNN_TYPE_INT64, 1, &got, &cv->ws_bytes));
+            if (cv->ws_bytes > ws_cap)
+                continue;           /* too much workspace: the next one */
             cv->plan = plan;
             return 0;
         }
     }
-    return ein_fail(ctx, MODEL_ECUDA, "cuDNN has no engine for the convolution computing "
-                    "'%s'%s", sp->name, sp->tensor_cores ? "" : " without tensor "
-                    "cores (the program was compiled with --precision=fp32)");
+    return ein_fail(ctx, MODEL_ECUDA, "cuDNN has no deterministic engine for the convolution "
+                    "computing '%s'%s with a workspace of at most %lld bytes", sp->name,
+                    sp->tensor_cores ? "" : " without tensor cores (the program was compiled "
+                    "with --precision=fp32)", (long long)ws_cap);
 }
 
 /* A convolution cuDNN cannot plan runs as its generated kernel instead
@@ -257,20 +279,49 @@ RT_API int ein_conv_run(model_ctx *ctx, ein_conv *cv, const void *x, const void 
     return 0;
 }
 
-/* The handle, the plans of the n convolutions of spec[] (spec[i] in
-   ctx->conv[i]) and their workspace, made by model_create. */
-RT_API int ein_dnn_create(model_ctx *ctx, const ein_conv_spec *spec, int n)
+/* The plans of the n convolutions of spec[] (spec[i] in ctx->conv[i]),
+   each workspace at most cap bytes (one cuDNN cannot plan falls back to
+   its generated kernel); the largest workspace. */
+RT_API int64_t ein_dnn_plan(model_ctx *ctx, const ein_conv_spec *spec, int n, int64_t cap)
 {
     int64_t ws = 0;
-    EIN_DNN(cudnnCreate(&ctx->dnn));
+    ctx->note[0] = 0;
     for (int i = 0; i < n; i++) {
-        if (ein_conv_setup(ctx, &ctx->conv[i], &spec[i]) != 0)
+        if (ein_conv_setup(ctx, &ctx->conv[i], &spec[i], cap) != 0)
             ein_conv_fall_back(ctx, &ctx->conv[i]);
         else if (ctx->conv[i].ws_bytes > ws)
             ws = ctx->conv[i].ws_bytes;
     }
-    if (ws > 0)
-        EIN_CUDA(cudaMalloc(&ctx->ws, (size_t)ws));
+    return ws;
+}
+
+/* The handle, the plans and their one workspace, made by model_create.
+   Without cuDNN (no library, no device it supports) every convolution
+   runs as its generated kernel, with a note.  When the device cannot give
+   the largest workspace, plan again with less (the next configurations,
+   at worst the generated kernels). */
+RT_API int ein_dnn_create(model_ctx *ctx, const ein_conv_spec *spec, int n)
+{
+    cudnnStatus_t s = cudnnCreate(&ctx->dnn);
+    if (s != CUDNN_STATUS_SUCCESS) {
+        ctx->dnn = NULL;
+        snprintf(ctx->note, sizeof ctx->note, "cudnnCreate failed: %s; the convolutions "
+                 "run as generated kernels", cudnnGetErrorString(s));
+        return MODEL_OK;
+    }
+    int64_t cap = EIN_CUDNN_WORKSPACE_LIMIT, ws;
+    while ((ws = ein_dnn_plan(ctx, spec, n, cap)) > 0) {
+        cudaError_t e = cudaMalloc(&ctx->ws, (size_t)ws);
+        if (e == cudaSuccess)
+            break;
+        ctx->ws = NULL;
+        if (e != cudaErrorMemoryAllocation)
+            return ein_cuda_fail(ctx, e, "cudaMalloc (the cuDNN workspace)");
+        (void)cudaGetLastError();
+        for (int i = 0; i < n; i++)
+            ein_conv_drop(&ctx->conv[i]);
+        cap = ws - 1;
+    }
     return MODEL_OK;
 }
 

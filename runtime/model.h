@@ -73,7 +73,8 @@ struct model_ctx {
     unsigned char valid[EIN_NT];
     int weights_changed;
 #ifdef __CUDACC__
-    cudaStream_t last_stream;
+    cudaStream_t io;                /* the context's own copies (set, load, get) */
+    cudaEvent_t done;               /* recorded at the end of every run */
     cublasHandle_t blas;
     cudnnHandle_t dnn;
     ein_conv conv[2];
@@ -121,10 +122,13 @@ RT_API int ein_fail(model_ctx *ctx, int rc, const char *fmt, ...);
 RT_API int ein_st_code(int st);
 RT_API StDtype ein_st_dtype(int elem);
 /* api_host.c, api_cuda.cu */
+RT_API int ein_ctx_open(model_ctx *ctx);
+RT_API int ein_ctx_idle(model_ctx *ctx);
+RT_API int ein_ctx_close(model_ctx *ctx);
 RT_API int ein_buf_alloc(model_ctx *ctx, int i);
 RT_API int ein_buf_free(void *buf);
+RT_API int ein_io_after_runs(model_ctx *ctx);
 RT_API int ein_buf_load(model_ctx *ctx, StFile *f, int i);
-RT_API int ein_buf_wait(model_ctx *ctx);
 RT_API int ein_buf_put(model_ctx *ctx, int i, const void *data, size_t nbytes);
 RT_API int ein_buf_get(model_ctx *ctx, int i, void *data, size_t nbytes);
 #ifdef __CUDACC__
