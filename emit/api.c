@@ -387,6 +387,10 @@ static void write_tables(Emit *em)
 "    int weights_changed;            /* the load-time stages must rerun */\n");
     sb_puts(o, cuda ? "    cudaStream_t io;                /* the context's own copies (set, load, get) */\n"
                       "    cudaEvent_t done;               /* recorded at the end of every run */\n"
+                      "    cudaStream_t cap;               /* the run's graph is captured on it */\n"
+                      "    cudaGraphExec_t graph;          /* the run-time stages, captured; NULL: not yet */\n"
+                      "    void *graph_p[EIN_NT];          /* the buffers the graph was captured with */\n"
+                      "    int no_graph;                   /* EIN_NO_GRAPH at create, or a capture failed */\n"
                     : "");
     lib_write_ctx_fields(em);
     emit_api_text(em,
@@ -487,7 +491,8 @@ static void write_output_at(Emit *em)
 /* ---- the runs ---------------------------------------------------------------- */
 
 /* ein_run: check the weights, run the load-time stages if a weight
- * changed, then the run-time stages. */
+ * changed, then the run-time stages (on CUDA as the run's graph:
+ * runtime/graph.cu). */
 static void write_run(Emit *em)
 {
     const IrProgram *p = em->p;
@@ -519,9 +524,9 @@ static void write_run(Emit *em)
     for (int i = 0; i < p->ntensors; i++)
         if (at_load(em, p->tensors[i]))
             sb_printf(o, "        ctx->valid[%d] = 1;\n", i);
-    sb_puts(o, "        ctx->weights_changed = 0;\n"
+    sb_printf(o, "        ctx->weights_changed = 0;\n"
                "    }\n"
-               "    if ((rc = ein_run_stages(ctx, p");
+               "    if ((rc = %s(ctx, p", cuda ? "ein_graph_run" : "ein_run_stages");
     stream_arg(em);
     sb_puts(o, ")) != 0)\n"
                "        return rc;\n");
@@ -628,6 +633,8 @@ void api_write(Emit *em)
     write_ops(em);
     write_stage_runner(em, "ein_load_stages", true);
     write_stage_runner(em, "ein_run_stages", false);
+    if (emit_is_cuda(em))
+        emit_paste(em, "graph.cu");
     lib_write_create_destroy(em);
     emit_paste(em, "api.c");
     write_output_at(em);

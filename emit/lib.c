@@ -169,7 +169,8 @@ void lib_write_ctx_fields(Emit *em)
 {
     Sb *o = &em->out;
     if (em->libs & LIB_CUBLAS)
-        sb_puts(o, "    cublasHandle_t blas;            /* created once, stream set per call */\n");
+        sb_puts(o, "    cublasHandle_t blas;            /* created once, stream set per call */\n"
+                   "    void *blas_ws;                  /* its workspace, set with the stream */\n");
     if (em->libs & LIB_CUDNN)
         sb_printf(o, "    cudnnHandle_t dnn;\n"
                   "    ein_conv conv[%d];\n"
@@ -281,7 +282,8 @@ void lib_write_create_destroy(Emit *em)
     if (!any)
         sb_puts(o, "    (void)ctx;\n");
     if (libs & LIB_CUBLAS)
-        sb_puts(o, "    EIN_BLAS(cublasCreate(&ctx->blas));\n");
+        sb_puts(o, "    EIN_BLAS(cublasCreate(&ctx->blas));\n"
+                   "    EIN_CUDA(cudaMalloc(&ctx->blas_ws, EIN_CUBLAS_WORKSPACE));\n");
     if (libs & LIB_CUDNN)
         sb_printf(o, "    if ((rc = ein_dnn_create(ctx, ein_convs, %d)) != 0)\n"
                   "        return rc;\n", em->nconv);
@@ -305,6 +307,8 @@ void lib_write_create_destroy(Emit *em)
         sb_puts(o, "    (void)ctx;\n");
     if (libs & LIB_CUBLAS)
         emit_api_text(em, "    if (ctx->blas && cublasDestroy(ctx->blas) != CUBLAS_STATUS_SUCCESS)\n"
+                          "        rc = MODEL_ECUDA;\n"
+                          "    if (ctx->blas_ws && cudaFree(ctx->blas_ws) != cudaSuccess)\n"
                           "        rc = MODEL_ECUDA;\n");
     if (libs & LIB_CUDNN)
         sb_printf(o, "    if (ein_dnn_destroy(ctx, %d) != 0)\n        rc = %s_ECUDA;\n",
@@ -397,7 +401,11 @@ static void write_gemm(Emit *em, const IrTensor *t, const OpMatch *m, const char
         write_round(em, m, 0, in);
         write_round(em, m, 1, in);
     }
-    sb_printf(o, "%sEIN_BLAS(cublasSetStream(ctx->blas, stream));\n", in);
+    /* cublasSetStream resets the workspace to cuBLAS's own pool, which a
+     * graph capture would turn into allocations of the graph's own */
+    sb_printf(o, "%sEIN_BLAS(cublasSetStream(ctx->blas, stream));\n"
+              "%sEIN_BLAS(cublasSetWorkspace(ctx->blas, ctx->blas_ws, EIN_CUBLAS_WORKSPACE));\n",
+              in, in);
     sb_printf(o, "%sEIN_BLAS(cublasGemm%sEx(ctx->blas, %s, %s, %" PRId64 ", %" PRId64 ", %"
               PRId64 ", &ein_one,\n", in, batch > 1 ? "StridedBatched" : "", op1, op2, d1,
               d2, m->k);

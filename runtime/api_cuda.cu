@@ -3,6 +3,7 @@
  * launch.  Pasted after api_base.c; api.c builds the API on these
  * functions, whose C counterparts are in api_host.c. */
 #include <stdlib.h>
+#include <string.h>
 #include "model.h" /* EMBED-SKIP */
 
 /* Every CUDA call goes through EIN_CUDA: a failure returns MODEL_ECUDA from
@@ -35,11 +36,17 @@ RT_API int ein_launched(model_ctx *ctx, const char *kernel)
 }
 
 /* Runs of a context wait for the one before (ctx->done), whatever stream
-   they are on; copies from and to the host go on ctx->io. */
+   they are on; copies from and to the host go on ctx->io; the run's CUDA
+   graph is captured on ctx->cap (graph.cu), unless EIN_NO_GRAPH is set
+   (and not "0") now. */
 RT_API int ein_ctx_open(model_ctx *ctx)
 {
+    const char *ng = getenv("EIN_NO_GRAPH");
+    ctx->no_graph = ng && *ng && strcmp(ng, "0") != 0;
     EIN_CUDA(cudaStreamCreateWithFlags(&ctx->io, cudaStreamNonBlocking));
     EIN_CUDA(cudaEventCreateWithFlags(&ctx->done, cudaEventDisableTiming));
+    if (!ctx->no_graph)
+        EIN_CUDA(cudaStreamCreateWithFlags(&ctx->cap, cudaStreamNonBlocking));
     return MODEL_OK;
 }
 
@@ -54,6 +61,10 @@ RT_API int ein_ctx_idle(model_ctx *ctx)
 RT_API int ein_ctx_close(model_ctx *ctx)
 {
     int rc = MODEL_OK;
+    if (ctx->graph && cudaGraphExecDestroy(ctx->graph) != cudaSuccess)
+        rc = MODEL_ECUDA;
+    if (ctx->cap && cudaStreamDestroy(ctx->cap) != cudaSuccess)
+        rc = MODEL_ECUDA;
     if (ctx->done && cudaEventDestroy(ctx->done) != cudaSuccess)
         rc = MODEL_ECUDA;
     if (ctx->io && cudaStreamDestroy(ctx->io) != cudaSuccess)

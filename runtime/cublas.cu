@@ -14,5 +14,14 @@
                             cublasGetStatusString(ein_b_));                \
     } while (0)
 
+/* The workspace of the context's handle, set after every cublasSetStream
+   (which resets it to cuBLAS's own pool): the cuBLAS calls of a CUDA
+   graph (graph.cu) then use memory the context owns.  32 MiB is NVIDIA's
+   recommendation for Hopper (4 MiB before); -DEIN_CUBLAS_WORKSPACE=BYTES
+   changes it (at least 16 KiB, which cuBLAS needs not to fail). */
+#ifndef EIN_CUBLAS_WORKSPACE
+#define EIN_CUBLAS_WORKSPACE ((size_t)32 << 20)
+#endif
+
 /* The alpha and beta of every call. */
 RT_API const float ein_one = 1.0f, ein_zero = 0.0f;

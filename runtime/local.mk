@@ -12,8 +12,8 @@ RUNTIME_PIECES = runtime/rt.h runtime/st.h runtime/harness.h \
 # its own (tests/runtime/support.test); it is not embedded.
 RUNTIME_SUPPORT_C = runtime/api_host.c runtime/cblas.c runtime/main_host.c
 RUNTIME_SUPPORT_CUDA = runtime/cudnn_types.h runtime/api_cuda.cu \
-	runtime/cublas.cu runtime/cudnn.cu runtime/band.cu runtime/main_cuda.cu \
-	runtime/tuner.cu
+	runtime/cublas.cu runtime/cudnn.cu runtime/band.cu runtime/graph.cu \
+	runtime/main_cuda.cu runtime/tuner.cu
 RUNTIME_SUPPORT_BOTH = runtime/api_base.c runtime/api.c runtime/main.c
 RUNTIME_SUPPORT = $(RUNTIME_SUPPORT_C) $(RUNTIME_SUPPORT_CUDA) \
 	$(RUNTIME_SUPPORT_BOTH)

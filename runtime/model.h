@@ -75,6 +75,10 @@ struct model_ctx {
 #ifdef __CUDACC__
     cudaStream_t io;                /* the context's own copies (set, load, get) */
     cudaEvent_t done;               /* recorded at the end of every run */
+    cudaStream_t cap;               /* the run's graph is captured on it */
+    cudaGraphExec_t graph;          /* the run-time stages, captured; NULL: not yet */
+    void *graph_p[EIN_NT];          /* the buffers the graph was captured with */
+    int no_graph;                   /* EIN_NO_GRAPH at create, or a capture failed */
     cublasHandle_t blas;
     cudnnHandle_t dnn;
     ein_conv conv[2];
@@ -132,8 +136,13 @@ RT_API int ein_buf_load(model_ctx *ctx, StFile *f, int i);
 RT_API int ein_buf_put(model_ctx *ctx, int i, const void *data, size_t nbytes);
 RT_API int ein_buf_get(model_ctx *ctx, int i, void *data, size_t nbytes);
 #ifdef __CUDACC__
+/* api_cuda.cu */
+RT_API int ein_cuda_fail(model_ctx *ctx, cudaError_t e, const char *call);
 /* cublas.cu */
 extern const float ein_one, ein_zero;
+/* the stage runner of the run-time stages (emit/api.c), and graph.cu */
+RT_API int ein_run_stages(model_ctx *ctx, void *const *p, cudaStream_t stream);
+RT_API int ein_graph_run(model_ctx *ctx, void *const *p, cudaStream_t stream);
 #endif
 /* main_host.c, main_cuda.cu */
 RT_API int ein_main_run(model_ctx *ctx);

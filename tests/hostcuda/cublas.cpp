@@ -30,7 +30,17 @@
  *                             narrow for half / bfloat16)
  *      16-bit operands        exact products, fp32 sums, C rounded to its
  *                             type (nearest even)
- *    NVIDIA_TF32_OVERRIDE=0 turns TF32 off everywhere, as documented.
+ *    NVIDIA_TF32_OVERRIDE=0 turns TF32 off everywhere, as documented;
+ *  - cublasSetWorkspace ("CUDA Graphs Support", cublasSetWorkspace): the
+ *    workspace device memory aligned to 256 bytes (else
+ *    CUBLAS_STATUS_INVALID_VALUE), inside one allocation; cublasSetStream
+ *    "unconditionally resets the cuBLAS library workspace back to the
+ *    default workspace pool"; a workspace below 16 KiB "may cause some
+ *    routines to fail with CUBLAS_STATUS_ALLOC_FAILED": it does here.  A
+ *    GEMM captured into a graph without a workspace of the caller's would
+ *    make the graph allocate its own (memory nodes, which child graphs do
+ *    not support): counted as "cublas captured with the default workspace
+ *    pool", which hostcuda.test requires to be 0.
  *
  * Ambiguities: how tensor cores convert f32 to TF32 is not documented
  * (the PTX mma instructions ignore the low 13 bits; cvt.rna rounds): the
@@ -56,6 +66,8 @@ struct cublasContext {
     cublasMath_t math;
     cublasPointerMode_t pmode;
     bool emulate;           /* CUBLAS_EMULATE_SINGLE_PRECISION at creation */
+    void *ws;               /* cublasSetWorkspace's; null: the default pool */
+    size_t ws_bytes;
 };
 
 namespace {
@@ -385,10 +397,17 @@ cublasStatus_t gemm(const char *call, cublasHandle_t h, cublasOperation_t transa
     if (batch > 1 && m > 0 && n > 0 && (size_t)std::llabs(sc) < extent(m, n, ldc))
         hc::misuse(call, "the batches of C overlap (strideC %lld, each %zu elements): "
                    "undefined", sc, extent(m, n, ldc));
+    if (h->ws && h->ws_bytes < 16 * 1024) {
+        hc::count("gemm failed: workspace below 16 KiB");
+        return CUBLAS_STATUS_ALLOC_FAILED;
+    }
     hc::count(std::string("gemm ") + arith_name[g.arith]);
     if (m == 0 || n == 0 || batch == 0)
         return CUBLAS_STATUS_SUCCESS;
-    hc::enqueue(h->stream, call, [g]() { run_gemm(g); }, {A, B, C});
+    if (hc::is_capturing(h->stream) && !h->ws)
+        hc::count("cublas captured with the default workspace pool");
+    if (hc::enqueue(h->stream, call, [g]() { run_gemm(g); }, {A, B, C, h->ws}) != cudaSuccess)
+        return CUBLAS_STATUS_EXECUTION_FAILED;
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -399,7 +418,8 @@ cublasStatus_t cublasCreate_v2(cublasHandle_t *h)
     if (!h)
         return CUBLAS_STATUS_INVALID_VALUE;
     cublasContext *c = new cublasContext{nullptr, CUBLAS_DEFAULT_MATH, CUBLAS_POINTER_MODE_HOST,
-                                         hc::env_flag("CUBLAS_EMULATE_SINGLE_PRECISION")};
+                                         hc::env_flag("CUBLAS_EMULATE_SINGLE_PRECISION"),
+                                         nullptr, 0};
     handles.insert(c);
     hc::live_blas++;
     hc::count("cublasCreate");
@@ -411,6 +431,8 @@ cublasStatus_t cublasDestroy_v2(cublasHandle_t h)
 {
     if (!handle_ok("cublasDestroy", h))
         return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (hc::capture_conflict("cublasDestroy", "an implicit cudaDeviceSynchronize"))
+        return CUBLAS_STATUS_INTERNAL_ERROR;
     hc::drain_all();        /* "will implicitly call cudaDeviceSynchronize()" */
     handles.erase(h);
     delete h;
@@ -425,6 +447,26 @@ cublasStatus_t cublasSetStream_v2(cublasHandle_t h, cudaStream_t s)
     if (!hc::stream_ok("cublasSetStream", s))
         return CUBLAS_STATUS_INVALID_VALUE;
     h->stream = s;
+    /* "unconditionally resets the cuBLAS library workspace back to the
+     * default workspace pool" */
+    h->ws = nullptr;
+    h->ws_bytes = 0;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t h, void *ws, size_t bytes)
+{
+    if (!handle_ok("cublasSetWorkspace", h))
+        return CUBLAS_STATUS_NOT_INITIALIZED;
+    if ((uintptr_t)ws % 256)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    if (ws && !hc::device_range(ws, bytes)) {
+        hc::misuse("cublasSetWorkspace", "%zu bytes at %p are not inside one cudaMalloc "
+                   "allocation", bytes, ws);
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    h->ws = ws;
+    h->ws_bytes = ws ? bytes : 0;
     return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -29,7 +29,29 @@
  *    waited for (the caller must synchronize).
  *  - pinned host memory does not exist here: all host memory is pageable.
  *
- * One host thread only; no graphs yet (einc does not capture). */
+ * Stream capture and graphs (cudaStreamBeginCapture's and
+ * cudaThreadExchangeStreamCaptureMode's documentation): while a stream
+ * captures, work queued on it is recorded, not run: its calls return
+ * success and nothing happens until a launch of the graph instantiated
+ * from it, which runs the recorded work in order, as one piece of work on
+ * the launch stream, after the exec's previous launch.  Capture may not
+ * begin on the legacy stream or on a stream that captures; the calls that
+ * conflict with a capture in any mode (synchronising or querying a
+ * capturing stream, cudaDeviceSynchronize, work on the legacy stream while
+ * a blocking stream captures, a copy from or to host memory into the
+ * graph) and, in the modes other than cudaStreamCaptureModeRelaxed, the
+ * "potentially unsafe" ones (cudaMalloc, cudaFree, the synchronous
+ * cudaMemcpy and cudaMemset, cudaStreamSynchronize and
+ * cudaEventSynchronize of any stream or event) are errors: the call
+ * returns cudaErrorStreamCaptureUnsupported (cudaErrorStreamCaptureImplicit
+ * for the legacy stream), the capture is invalidated and
+ * cudaStreamEndCapture returns cudaErrorStreamCaptureInvalidated and no
+ * graph.  Events recorded or waited for on a capturing stream (the fork
+ * and join of a multi-stream capture) are not modelled: reported.  A
+ * launch whose recorded work uses memory freed since the capture is
+ * reported.  Graphs and execs still alive at exit are leaks.
+ *
+ * One host thread only. */
 #include "mock.h"
 
 #include <algorithm>
@@ -45,6 +67,7 @@
 #include <unistd.h>
 
 struct Op;
+struct Capture;
 
 struct CUstream_st {
     unsigned flags;
@@ -53,6 +76,30 @@ struct CUstream_st {
     unsigned long id;
     std::deque<std::shared_ptr<Op>> q;      /* queued, not yet run */
     std::shared_ptr<Op> last;
+    Capture *cap;                   /* capturing: where its work goes */
+};
+
+/* A piece of recorded work: what it is, the work, the device pointers
+ * it uses (checked at each launch). */
+struct Node {
+    const char *what;
+    hc::Fn fn;
+    std::vector<const void *> uses;
+};
+
+struct Capture {
+    cudaStreamCaptureMode mode;
+    bool invalid;                   /* a rule was broken: no graph */
+    std::vector<Node> nodes;
+};
+
+struct CUgraph_st {
+    std::vector<Node> nodes;
+};
+
+struct CUgraphExec_st {
+    std::shared_ptr<const std::vector<Node>> nodes;
+    std::shared_ptr<Op> last;       /* its latest launch */
 };
 
 struct CUevent_st {
@@ -84,10 +131,13 @@ static std::map<uintptr_t, Alloc> allocs;
 static unsigned long next_alloc, next_seq, next_stream;
 static size_t used_bytes;
 static long long device_bytes = -1;
-static CUstream_st legacy_stream = {0, true, false, 0, {}, nullptr};
-static CUstream_st per_thread_stream = {0, false, false, 1, {}, nullptr};
+static CUstream_st legacy_stream = {0, true, false, 0, {}, nullptr, nullptr};
+static CUstream_st per_thread_stream = {0, false, false, 1, {}, nullptr, nullptr};
 static std::set<CUstream_st *> streams;     /* created and not destroyed */
 static std::set<CUevent_st *> events;
+static std::set<CUstream_st *> capturing;   /* streams in capture mode */
+static std::set<CUgraph_st *> graphs;
+static std::set<CUgraphExec_st *> execs;
 static bool running;                        /* inside a queued op */
 
 static void report();
@@ -281,9 +331,69 @@ void drain_all()
  * it waits for all earlier work of every blocking stream, and later work
  * on a blocking stream waits for it.  Non-blocking streams
  * (cudaStreamNonBlocking) are ordered with nothing but themselves. */
-static void add_op(CUstream_st *s, const char *what, Fn fn,
-                   const std::vector<const void *> &uses = {})
+static const char *mode_name(cudaStreamCaptureMode m)
 {
+    return m == cudaStreamCaptureModeGlobal ? "cudaStreamCaptureModeGlobal"
+           : m == cudaStreamCaptureModeThreadLocal ? "cudaStreamCaptureModeThreadLocal"
+                                                   : "cudaStreamCaptureModeRelaxed";
+}
+
+/* A call that would wait for a capturing stream (not permitted in any
+ * capture mode): reported, every capture invalidated.  True if so. */
+static bool conflicts(const char *call, const char *why)
+{
+    if (capturing.empty())
+        return false;
+    misuse(call, "%s while stream %lu captures (not permitted in any capture mode)", why,
+           (*capturing.begin())->id);
+    for (CUstream_st *c : capturing)
+        c->cap->invalid = true;
+    return true;
+}
+
+/* A "potentially unsafe API call" (cudaThreadExchangeStreamCaptureMode):
+ * prohibited while this thread has a capture not begun in
+ * cudaStreamCaptureModeRelaxed (one host thread: every capture is its).
+ * Reported, that capture invalidated.  True if so. */
+static bool unsafe(const char *call)
+{
+    bool bad = false;
+    for (CUstream_st *c : capturing)
+        if (c->cap->mode != cudaStreamCaptureModeRelaxed) {
+            if (!bad)
+                misuse(call, "a potentially unsafe call while stream %lu captures in %s", c->id,
+                       mode_name(c->cap->mode));
+            bad = true;
+            c->cap->invalid = true;
+        }
+    return bad;
+}
+
+static cudaError_t add_op(CUstream_st *s, const char *what, Fn fn,
+                          const std::vector<const void *> &uses = {})
+{
+    /* a capturing stream records the work instead */
+    if (s->cap) {
+        if (s->cap->invalid)
+            return cudaErrorStreamCaptureInvalidated;
+        if (fn)
+            count("captured work");
+        s->cap->nodes.push_back(Node{what, std::move(fn), uses});
+        return cudaSuccess;
+    }
+    /* the legacy stream would wait for a capturing blocking stream */
+    if (s->legacy)
+        for (CUstream_st *c : capturing)
+            if (!(c->flags & cudaStreamNonBlocking)) {
+                misuse(what, "work on the legacy stream while blocking stream %lu captures "
+                       "(an implicit dependency on the capture)", c->id);
+                c->cap->invalid = true;
+                return cudaErrorStreamCaptureImplicit;
+            }
+    /* what a GPU would see as launches: kernels, library calls, copies,
+     * graphs (not event records and waits) */
+    if (fn)
+        count("work queued");
     auto op = std::make_shared<Op>();
     for (const void *p : uses)
         if (const Alloc *a = find_alloc(p))
@@ -308,11 +418,24 @@ static void add_op(CUstream_st *s, const char *what, Fn fn,
     }
     s->q.push_back(op);
     s->last = op;
+    return cudaSuccess;
 }
 
-void enqueue(cudaStream_t s, const char *what, Fn fn, std::vector<const void *> uses)
+cudaError_t enqueue(cudaStream_t s, const char *what, Fn fn, std::vector<const void *> uses)
 {
-    add_op(resolve(s), what, std::move(fn), uses);
+    cudaError_t e = add_op(resolve(s), what, std::move(fn), uses);
+    set_last_error(e);
+    return e;
+}
+
+bool is_capturing(cudaStream_t s)
+{
+    return resolve(s)->cap != nullptr;
+}
+
+bool capture_conflict(const char *call, const char *why)
+{
+    return conflicts(call, why);
 }
 
 /* Queued work that uses allocation id, or null. */
@@ -344,14 +467,16 @@ static void report()
     for (auto &a : allocs)
         bytes += a.second.size;
     long nstreams = (long)streams.size(), nevents = (long)events.size();
+    long ngraphs = (long)graphs.size(), nexecs = (long)execs.size();
     for (auto &c : counts)
         fprintf(stderr, "hostcuda: count: %s %ld\n", c.first.c_str(), c.second);
-    bool leaks = nalloc || nstreams || nevents || live_blas || live_dnn || live_desc;
+    bool leaks = nalloc || nstreams || nevents || live_blas || live_dnn || live_desc ||
+                 ngraphs || nexecs;
     if (leaks)
         fprintf(stderr, "hostcuda: error: leaked at exit: %ld allocations (%zu bytes), %ld "
                 "streams, %ld events, %ld cuBLAS handles, %ld cuDNN handles, %ld cuDNN "
-                "descriptors\n", nalloc, bytes, nstreams, nevents, live_blas, live_dnn,
-                live_desc);
+                "descriptors, %ld graphs, %ld graph execs\n", nalloc, bytes, nstreams,
+                nevents, live_blas, live_dnn, live_desc, ngraphs, nexecs);
     else
         fprintf(stderr, "hostcuda: no leaks\n");
     if (misuses)
@@ -375,6 +500,13 @@ long hc_misuses(bool reset)
     if (reset)
         misuses = 0;
     return n;
+}
+
+/* For the drivers of the C API: a count of the exit report so far. */
+long hc_count(const char *key)
+{
+    auto it = counts.find(key);
+    return it == counts.end() ? 0 : it->second;
 }
 
 /* ---- errors and devices -------------------------------------------------------------- */
@@ -411,6 +543,14 @@ static const struct {
     {cudaErrorNoDevice, "cudaErrorNoDevice", "no CUDA-capable device is detected"},
     {cudaErrorLaunchFailure, "cudaErrorLaunchFailure", "unspecified launch failure"},
     {cudaErrorNotSupported, "cudaErrorNotSupported", "operation not supported"},
+    {cudaErrorIllegalState, "cudaErrorIllegalState",
+     "the resource is not in a valid state to perform the requested operation"},
+    {cudaErrorStreamCaptureUnsupported, "cudaErrorStreamCaptureUnsupported",
+     "operation not permitted when stream is capturing"},
+    {cudaErrorStreamCaptureInvalidated, "cudaErrorStreamCaptureInvalidated",
+     "operation failed due to a previous error during capture"},
+    {cudaErrorStreamCaptureImplicit, "cudaErrorStreamCaptureImplicit",
+     "operation would make the legacy stream depend on a capturing blocking stream"},
     {cudaErrorUnknown, "cudaErrorUnknown", "unknown error"},
 };
 
@@ -454,6 +594,8 @@ cudaError_t cudaGetDeviceCount(int *n)
 cudaError_t cudaDeviceSynchronize(void)
 {
     init();
+    if (conflicts("cudaDeviceSynchronize", "waiting for every stream"))
+        return fail(cudaErrorStreamCaptureUnsupported);
     drain_all();
     return cudaSuccess;
 }
@@ -465,6 +607,8 @@ cudaError_t cudaMalloc(void **p, size_t size)
     init();
     if (!p)
         return fail(cudaErrorInvalidValue);
+    if (unsafe("cudaMalloc"))
+        return fail(cudaErrorStreamCaptureUnsupported);
     if (size == 0) {
         *p = nullptr;
         return cudaSuccess;
@@ -493,6 +637,8 @@ cudaError_t cudaFree(void *p)
     init();
     if (!p)
         return cudaSuccess;
+    if (unsafe("cudaFree"))
+        return fail(cudaErrorStreamCaptureUnsupported);
     auto it = allocs.find((uintptr_t)p);
     if (it == allocs.end()) {
         misuse("cudaFree", "%p is not an allocation of cudaMalloc (or was freed)", p);
@@ -585,6 +731,8 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, cudaMemcpyKind 
         return fail(e);
     if (count == 0)
         return cudaSuccess;
+    if (kind != cudaMemcpyHostToHost && unsafe("cudaMemcpy"))
+        return fail(cudaErrorStreamCaptureUnsupported);
     hc::count(std::string("cudaMemcpy ") + kind_name(kind));
     if (kind == cudaMemcpyHostToHost) {
         memcpy(dst, src, count);
@@ -594,7 +742,9 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, cudaMemcpyKind 
      * before the copy is initiated" and the function returns once the
      * source is staged; device to host returns once the copy is done;
      * device to device: "no host-side synchronization" */
-    add_op(&legacy_stream, "cudaMemcpy", copy_op(dst, src, count, kind), {dst, src});
+    if ((e = add_op(&legacy_stream, "cudaMemcpy", copy_op(dst, src, count, kind), {dst, src})) !=
+        cudaSuccess)
+        return fail(e);
     if (kind != cudaMemcpyDeviceToDevice)
         force(legacy_stream.last);
     return cudaSuccess;
@@ -616,8 +766,15 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, cudaMemcpy
         memcpy(dst, src, count);
         return cudaSuccess;
     }
-    add_op(resolve(stream), "cudaMemcpyAsync", copy_op(dst, src, count, kind), {dst, src});
-    return cudaSuccess;
+    /* a graph's copies are between device buffers: pageable host memory
+     * (all host memory here) cannot be captured */
+    if (resolve(stream)->cap && kind != cudaMemcpyDeviceToDevice) {
+        misuse("cudaMemcpyAsync", "%s of pageable host memory into a capture", kind_name(kind));
+        resolve(stream)->cap->invalid = true;
+        return fail(cudaErrorStreamCaptureUnsupported);
+    }
+    return fail(add_op(resolve(stream), "cudaMemcpyAsync", copy_op(dst, src, count, kind),
+                       {dst, src}));
 }
 
 cudaError_t cudaMemset(void *p, int value, size_t count)
@@ -627,8 +784,10 @@ cudaError_t cudaMemset(void *p, int value, size_t count)
         misuse("cudaMemset", "%zu bytes at %p are not inside one allocation", count, p);
         return fail(cudaErrorInvalidValue);
     }
-    add_op(&legacy_stream, "cudaMemset", [p, value, count]() { memset(p, value, count); }, {p});
-    return cudaSuccess;
+    if (unsafe("cudaMemset"))
+        return fail(cudaErrorStreamCaptureUnsupported);
+    return fail(add_op(&legacy_stream, "cudaMemset",
+                       [p, value, count]() { memset(p, value, count); }, {p}));
 }
 
 cudaError_t cudaMemsetAsync(void *p, int value, size_t count, cudaStream_t stream)
@@ -640,9 +799,8 @@ cudaError_t cudaMemsetAsync(void *p, int value, size_t count, cudaStream_t strea
         misuse("cudaMemsetAsync", "%zu bytes at %p are not inside one allocation", count, p);
         return fail(cudaErrorInvalidValue);
     }
-    add_op(resolve(stream), "cudaMemsetAsync", [p, value, count]() { memset(p, value, count); },
-           {p});
-    return cudaSuccess;
+    return fail(add_op(resolve(stream), "cudaMemsetAsync",
+                       [p, value, count]() { memset(p, value, count); }, {p}));
 }
 
 /* ---- streams and events ---------------------------------------------------------- */
@@ -652,7 +810,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags)
     init();
     if (!s || (flags & ~(unsigned)cudaStreamNonBlocking))
         return fail(cudaErrorInvalidValue);
-    CUstream_st *st = new CUstream_st{flags, false, false, ++next_stream + 1, {}, nullptr};
+    CUstream_st *st = new CUstream_st{flags, false, false, ++next_stream + 1, {}, nullptr, nullptr};
     streams.insert(st);
     *s = st;
     return cudaSuccess;
@@ -673,6 +831,10 @@ cudaError_t cudaStreamDestroy(cudaStream_t s)
     }
     if (!stream_ok("cudaStreamDestroy", s))
         return fail(cudaErrorInvalidResourceHandle);
+    if (st->cap) {
+        misuse("cudaStreamDestroy", "stream %lu is capturing: end the capture first", st->id);
+        return fail(cudaErrorStreamCaptureUnsupported);
+    }
     /* "will return immediately and the resources ... released once the
      * device has completed all work": queued work stays queued */
     streams.erase(st);
@@ -686,6 +848,14 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s)
     if (!stream_ok("cudaStreamSynchronize", s))
         return fail(cudaErrorInvalidResourceHandle);
     CUstream_st *st = resolve(s);
+    if (st->cap) {
+        misuse("cudaStreamSynchronize", "stream %lu is capturing (not permitted in any capture "
+               "mode)", st->id);
+        st->cap->invalid = true;
+        return fail(cudaErrorStreamCaptureUnsupported);
+    }
+    if (unsafe("cudaStreamSynchronize"))
+        return fail(cudaErrorStreamCaptureUnsupported);
     drain(st);
     /* the legacy stream also waits for what it implicitly follows */
     return cudaSuccess;
@@ -697,6 +867,12 @@ cudaError_t cudaStreamQuery(cudaStream_t s)
     if (!stream_ok("cudaStreamQuery", s))
         return fail(cudaErrorInvalidResourceHandle);
     CUstream_st *st = resolve(s);
+    if (st->cap) {
+        misuse("cudaStreamQuery", "stream %lu is capturing (not permitted in any capture mode)",
+               st->id);
+        st->cap->invalid = true;
+        return fail(cudaErrorStreamCaptureUnsupported);
+    }
     return st->q.empty() ? cudaSuccess : cudaErrorNotReady;
 }
 
@@ -742,7 +918,15 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
     if (!stream_ok("cudaEventRecord", s))
         return fail(cudaErrorInvalidResourceHandle);
     CUstream_st *st = resolve(s);
-    add_op(st, "cudaEventRecord", nullptr);
+    if (st->cap) {
+        misuse("cudaEventRecord", "an event recorded in a capture (a multi-stream capture): "
+               "not modelled by the mock");
+        st->cap->invalid = true;
+        return fail(cudaErrorStreamCaptureUnsupported);
+    }
+    cudaError_t r = add_op(st, "cudaEventRecord", nullptr);
+    if (r != cudaSuccess)
+        return fail(r);
     e->op = st->last;
     e->recorded = true;
     return cudaSuccess;
@@ -752,6 +936,8 @@ cudaError_t cudaEventSynchronize(cudaEvent_t e)
 {
     if (!event_ok("cudaEventSynchronize", e))
         return fail(cudaErrorInvalidResourceHandle);
+    if (unsafe("cudaEventSynchronize"))
+        return fail(cudaErrorStreamCaptureUnsupported);
     force(e->op);
     return cudaSuccess;
 }
@@ -788,9 +974,17 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags)
     if (flags & ~(unsigned)cudaEventWaitExternal)
         return fail(cudaErrorInvalidValue);
     CUstream_st *st = resolve(s);
+    if (st->cap) {
+        misuse("cudaStreamWaitEvent", "a wait in a capture (a multi-stream capture, or a "
+               "dependency across the capture's boundary): not modelled by the mock");
+        st->cap->invalid = true;
+        return fail(cudaErrorStreamCaptureUnsupported);
+    }
     /* the event's state now; later records do not change this wait */
     std::shared_ptr<Op> waited = e->op;
-    add_op(st, "cudaStreamWaitEvent", nullptr);
+    cudaError_t r = add_op(st, "cudaStreamWaitEvent", nullptr);
+    if (r != cudaSuccess)
+        return fail(r);
     if (waited && !waited->done && waited->s != st)
         st->last->deps.push_back(waited);
     return cudaSuccess;
@@ -815,12 +1009,176 @@ void hc_launch_enqueue(const char *name, dim3 grid, dim3 block, size_t smem,
         set_last_error(cudaErrorInvalidResourceHandle);
         return;
     }
-    count("kernel launches");
-    add_op(resolve(stream), name, std::move(run), uses);
+    CUstream_st *st = resolve(stream);
+    count(st->cap ? "captured kernel launches" : "kernel launches");
+    set_last_error(add_op(st, name, std::move(run), uses));
 }
 
 void hc_check_kernel_pointer(const char *name, int arg, const void *p)
 {
     if (p && !is_device(p))
         misuse(name, "kernel argument %d (%p) is not device memory", arg, p);
+}
+
+/* ---- stream capture and graphs --------------------------------------------------------- */
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode mode)
+{
+    init();
+    if (!stream_ok("cudaStreamBeginCapture", s))
+        return fail(cudaErrorInvalidResourceHandle);
+    CUstream_st *st = resolve(s);
+    if (st->legacy) {
+        misuse("cudaStreamBeginCapture", "capture may not be initiated on the legacy stream");
+        return fail(cudaErrorStreamCaptureUnsupported);
+    }
+    if (st->cap) {
+        misuse("cudaStreamBeginCapture", "stream %lu is already capturing", st->id);
+        return fail(cudaErrorIllegalState);
+    }
+    if (mode != cudaStreamCaptureModeGlobal && mode != cudaStreamCaptureModeThreadLocal &&
+        mode != cudaStreamCaptureModeRelaxed)
+        return fail(cudaErrorInvalidValue);
+    st->cap = new Capture{mode, false, {}};
+    capturing.insert(st);
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *graph)
+{
+    init();
+    if (!stream_ok("cudaStreamEndCapture", s))
+        return fail(cudaErrorInvalidResourceHandle);
+    if (!graph)
+        return fail(cudaErrorInvalidValue);
+    CUstream_st *st = resolve(s);
+    if (!st->cap) {
+        misuse("cudaStreamEndCapture", "stream %lu is not capturing", st->id);
+        return fail(cudaErrorIllegalState);
+    }
+    std::unique_ptr<Capture> c(st->cap);
+    st->cap = nullptr;
+    capturing.erase(st);
+    if (c->invalid) {
+        *graph = nullptr;
+        count("graph captures invalidated");
+        return fail(cudaErrorStreamCaptureInvalidated);
+    }
+    CUgraph_st *g = new CUgraph_st{std::move(c->nodes)};
+    graphs.insert(g);
+    count("graph captures");
+    *graph = g;
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t s, cudaStreamCaptureStatus *status)
+{
+    init();
+    if (!status)
+        return fail(cudaErrorInvalidValue);
+    if (!stream_ok("cudaStreamIsCapturing", s))
+        return fail(cudaErrorInvalidResourceHandle);
+    CUstream_st *st = resolve(s);
+    if (st->legacy && !capturing.empty())
+        for (CUstream_st *c : capturing)
+            if (!(c->flags & cudaStreamNonBlocking))
+                return fail(cudaErrorStreamCaptureImplicit);
+    *status = !st->cap ? cudaStreamCaptureStatusNone
+              : st->cap->invalid ? cudaStreamCaptureStatusInvalidated
+                                 : cudaStreamCaptureStatusActive;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t g, unsigned long long flags)
+{
+    init();
+    if (!exec)
+        return fail(cudaErrorInvalidValue);
+    if (!g || !graphs.count(g)) {
+        misuse("cudaGraphInstantiate", "graph %p was never captured or was destroyed",
+               (void *)g);
+        return fail(cudaErrorInvalidValue);
+    }
+    if (flags != 0) {
+        misuse("cudaGraphInstantiate", "flags %#llx: not modelled by the mock", flags);
+        return fail(cudaErrorInvalidValue);
+    }
+    /* the exec is independent of its graph, which may be destroyed */
+    CUgraphExec_st *x = new CUgraphExec_st{std::make_shared<const std::vector<Node>>(g->nodes),
+                                           nullptr};
+    execs.insert(x);
+    count("graph instantiations");
+    *exec = x;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t x, cudaStream_t s)
+{
+    init();
+    if (!x || !execs.count(x)) {
+        misuse("cudaGraphLaunch", "exec %p was never instantiated or was destroyed", (void *)x);
+        return fail(cudaErrorInvalidValue);
+    }
+    if (!stream_ok("cudaGraphLaunch", s))
+        return fail(cudaErrorInvalidResourceHandle);
+    CUstream_st *st = resolve(s);
+    if (st->cap) {
+        misuse("cudaGraphLaunch", "a graph launched into a capture (a child graph): not "
+               "modelled by the mock");
+        st->cap->invalid = true;
+        return fail(cudaErrorStreamCaptureUnsupported);
+    }
+    /* the recorded pointers are used as they were: their memory must
+     * still be allocated */
+    std::vector<const void *> uses;
+    for (size_t i = 0; i < x->nodes->size(); i++)
+        for (const void *p : (*x->nodes)[i].uses) {
+            if (p && !find_alloc(p)) {
+                misuse("cudaGraphLaunch", "node %zu (%s) uses %p, which is no longer allocated "
+                       "(freed since the capture)", i, (*x->nodes)[i].what, p);
+                return fail(cudaErrorInvalidValue);
+            }
+            uses.push_back(p);
+        }
+    count("graph launches");
+    count("graph nodes launched", (long)x->nodes->size());
+    std::shared_ptr<const std::vector<Node>> nodes = x->nodes;
+    cudaError_t e = add_op(st, "cudaGraphLaunch", [nodes]() {
+        for (const Node &n : *nodes)
+            if (n.fn)
+                n.fn();
+    }, uses);
+    if (e != cudaSuccess)
+        return fail(e);
+    /* "ordered behind ... any previous launches of graphExec" */
+    if (x->last && !x->last->done && x->last->s != st)
+        st->last->deps.push_back(x->last);
+    x->last = st->last;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t x)
+{
+    init();
+    if (!x || !execs.count(x)) {
+        misuse("cudaGraphExecDestroy", "exec %p was never instantiated or was destroyed",
+               (void *)x);
+        return fail(cudaErrorInvalidValue);
+    }
+    /* a launch in flight keeps its own reference to the work */
+    execs.erase(x);
+    delete x;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t g)
+{
+    init();
+    if (!g || !graphs.count(g)) {
+        misuse("cudaGraphDestroy", "graph %p was never captured or was destroyed", (void *)g);
+        return fail(cudaErrorInvalidValue);
+    }
+    graphs.erase(g);
+    delete g;
+    return cudaSuccess;
 }

@@ -883,6 +883,8 @@ cudnnStatus_t cudnnDestroy(cudnnHandle_t h)
 {
     if (!handles.count(h))
         return bad(CUDNN_STATUS_BAD_PARAM, "cudnnDestroy", "not a live handle");
+    if (hc::capture_conflict("cudnnDestroy", "an implicit cudaDeviceSynchronize"))
+        return CUDNN_STATUS_INTERNAL_ERROR;
     hc::drain_all();        /* "will implicitly call cudaDeviceSynchronize" */
     handles.erase(h);
     delete h;
@@ -1184,6 +1186,8 @@ cudnnStatus_t cudnnBackendExecute(cudnnHandle_t h, cudnnBackendDescriptor_t plan
             hc::count(nn == CUDNN_NUMERICAL_NOTE_TENSOR_CORE
                           ? "cudnn executions on a TENSOR_CORE engine"
                           : "cudnn executions on a NONDETERMINISTIC engine");
-    hc::enqueue(h->stream, call, [e]() { run_conv(e); }, {e.x, e.w, e.y, e.ws});
+    if (hc::enqueue(h->stream, call, [e]() { run_conv(e); }, {e.x, e.w, e.y, e.ws}) !=
+        cudaSuccess)
+        return CUDNN_STATUS_EXECUTION_FAILED;
     return CUDNN_STATUS_SUCCESS;
 }

@@ -44,6 +44,9 @@ void hc_launch_enqueue(const char *name, dim3 grid, dim3 block, size_t smem,
                        std::vector<const void *> uses);
 /* A pointer argument of a kernel must be device memory (or null). */
 void hc_check_kernel_pointer(const char *name, int arg, const void *p);
+/* For the drivers of the C API: a count of the mock's exit report so far
+ * ("graph launches", "kernel launches", ...; 0 if none). */
+long hc_count(const char *key);
 
 template <class... P> struct hc_launcher {
     void (*kern)(P...);

@@ -49,7 +49,13 @@ using Fn = std::function<void()>;
 bool stream_ok(const char *call, cudaStream_t s);
 /* `uses`: the device pointers the work reads or writes (cudaFree of their
  * allocations while it is queued is reported). */
-void enqueue(cudaStream_t s, const char *what, Fn fn, std::vector<const void *> uses);
+cudaError_t enqueue(cudaStream_t s, const char *what, Fn fn, std::vector<const void *> uses);
+/* Is s capturing (its work recorded into a graph, cudaStreamBeginCapture)? */
+bool is_capturing(cudaStream_t s);
+/* A call that would wait for a capturing stream (cublasDestroy's implicit
+ * cudaDeviceSynchronize): reported and the captures invalidated; true if
+ * one is in progress. */
+bool capture_conflict(const char *call, const char *why);
 void drain_all();                           /* what cudaDeviceSynchronize does */
 void set_last_error(cudaError_t e);
 
