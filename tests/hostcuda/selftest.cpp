@@ -269,6 +269,32 @@ static void test_cublas()
         }
     CHECK(worst_tf32 > 1e-4, "CUBLAS_TF32_TENSOR_OP_MATH gave fp32 results (%g)", worst_tf32);
     cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);
+    /* the workspace: aligned, reset by cublasSetStream; a capture without
+     * one is counted */
+    void *ws;
+    cudaMalloc(&ws, 1 << 20);
+    cudaStream_t s;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    CHECK(cublasSetWorkspace(h, (char *)ws + 16, 1 << 16) == CUBLAS_STATUS_INVALID_VALUE,
+          "a workspace below 256-byte alignment is accepted");
+    CHECK(cublasSetWorkspace(h, ws, 4096) == CUBLAS_STATUS_SUCCESS &&
+              gemm(m, CUBLAS_COMPUTE_32F, CUDA_R_32F, a) == CUBLAS_STATUS_ALLOC_FAILED,
+          "a GEMM with a workspace below 16 KiB ran");
+    const char *pool = "cublas captured with the default workspace pool";
+    long pooled = hc_count(pool);
+    cublasSetWorkspace(h, ws, 1 << 20);
+    cublasSetStream(h, s);          /* back to the default pool */
+    cudaGraph_t g;
+    cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+    gemm(m, CUBLAS_COMPUTE_32F, CUDA_R_32F, a);
+    CHECK(hc_count(pool) == pooled + 1, "cublasSetStream did not reset the workspace");
+    CHECK(cublasSetWorkspace(h, ws, 1 << 20) == CUBLAS_STATUS_SUCCESS &&
+              gemm(m, CUBLAS_COMPUTE_32F, CUDA_R_32F, a) == CUBLAS_STATUS_SUCCESS &&
+              hc_count(pool) == pooled + 1, "a GEMM captured with a workspace is counted");
+    CHECK(cudaStreamEndCapture(s, &g) == cudaSuccess && !reported(), "capturing cuBLAS");
+    cudaGraphDestroy(g);
+    cudaStreamDestroy(s);
+    cudaFree(ws);
     cudaFree(a);
     cudaFree(b);
     cudaFree(c);
@@ -465,12 +491,144 @@ static void test_cudnn()
     cudnnDestroy(d.h);
 }
 
+/* ---- stream capture and graphs ---------------------------------------------------------- */
+
+static float device_float(const float *d)
+{
+    float v = 0;
+    cudaMemcpy(&v, d, 4, cudaMemcpyDeviceToHost);
+    return v;
+}
+
+static void test_graphs()
+{
+    float *d, *e;
+    cudaMalloc((void **)&d, 16 * sizeof(float));
+    cudaMalloc((void **)&e, 16 * sizeof(float));
+    cudaStream_t s, other;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking);
+    HC_LAUNCH(k_fill, 1, 32, 0, s)(d, 1.0f, 16);
+    cudaStreamSynchronize(s);
+
+    /* recorded, not run; replayed in order, once per launch */
+    CHECK(cudaStreamBeginCapture(0, cudaStreamCaptureModeThreadLocal) != cudaSuccess &&
+              reported(), "a capture on the legacy stream is begun");
+    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess,
+          "cudaStreamBeginCapture");
+    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) != cudaSuccess &&
+              reported(), "a capture begun twice on one stream");
+    HC_LAUNCH(k_fill, 1, 32, 0, s)(d, 2.0f, 16);
+    cudaMemcpyAsync(e, d, 16 * sizeof(float), cudaMemcpyDeviceToDevice, s);
+    HC_LAUNCH(k_fill, 1, 32, 0, s)(d, 3.0f, 8);
+    cudaGraph_t g = nullptr;
+    CHECK(cudaStreamEndCapture(s, &g) == cudaSuccess && g, "cudaStreamEndCapture");
+    CHECK(device_float(d) == 1.0f, "captured work ran at the capture (%g)", device_float(d));
+    cudaGraphExec_t x = nullptr;
+    CHECK(cudaGraphInstantiate(&x, g, 0) == cudaSuccess && x, "cudaGraphInstantiate");
+    cudaGraphDestroy(g);
+    CHECK(cudaGraphLaunch(x, other) == cudaSuccess, "cudaGraphLaunch");
+    CHECK(device_float(d) == 1.0f, "a graph launch ran before its stream was synchronised");
+    cudaStreamSynchronize(other);
+    CHECK(device_float(d) == 3.0f && device_float(d + 12) == 2.0f && device_float(e) == 2.0f,
+          "the replay is not the recorded work in order (%g %g %g)", device_float(d),
+          device_float(d + 12), device_float(e));
+    HC_LAUNCH(k_fill, 1, 32, 0, s)(e, 9.0f, 16);
+    cudaGraphLaunch(x, s);
+    cudaStreamSynchronize(s);
+    CHECK(device_float(e) == 2.0f, "a second launch did not replay the copy (%g)",
+          device_float(e));
+    CHECK(!reported(), "a correct capture and replay reported an error");
+
+    /* what a capture forbids: the call fails, the capture is invalidated */
+    void *p = nullptr;
+    auto invalidated = [&](cudaStreamCaptureMode mode, const char *what, auto call) {
+        cudaGraph_t bad = nullptr;
+        (void)cudaGetLastError();
+        cudaStreamBeginCapture(s, mode);
+        HC_LAUNCH(k_fill, 1, 32, 0, s)(d, 4.0f, 16);
+        cudaError_t r = call();
+        bool rep = reported();
+        cudaError_t end = cudaStreamEndCapture(s, &bad);
+        CHECK(r != cudaSuccess && rep && end == cudaErrorStreamCaptureInvalidated && !bad,
+              "%s while capturing: %s, capture %s", what, cudaGetErrorName(r),
+              cudaGetErrorName(end));
+        (void)cudaGetLastError();
+    };
+    invalidated(cudaStreamCaptureModeThreadLocal, "cudaMalloc",
+                [&]() { return cudaMalloc(&p, 64); });
+    invalidated(cudaStreamCaptureModeGlobal, "a synchronous cudaMemcpy", [&]() {
+        float h = 0;
+        return cudaMemcpy(&h, e, 4, cudaMemcpyDeviceToHost);
+    });
+    invalidated(cudaStreamCaptureModeRelaxed, "cudaStreamSynchronize of the capturing stream",
+                [&]() { return cudaStreamSynchronize(s); });
+    invalidated(cudaStreamCaptureModeThreadLocal, "cudaStreamSynchronize of another stream",
+                [&]() { return cudaStreamSynchronize(other); });
+    invalidated(cudaStreamCaptureModeRelaxed, "cudaDeviceSynchronize",
+                [&]() { return cudaDeviceSynchronize(); });
+    invalidated(cudaStreamCaptureModeRelaxed, "a copy from host memory into the capture",
+                [&]() {
+                    static float h = 1;
+                    return cudaMemcpyAsync(e, &h, 4, cudaMemcpyHostToDevice, s);
+                });
+    /* relaxed mode allows a cudaMalloc */
+    cudaGraph_t ok = nullptr;
+    cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed);
+    CHECK(cudaMalloc(&p, 64) == cudaSuccess && !reported(), "cudaMalloc refused in relaxed mode");
+    CHECK(cudaStreamEndCapture(s, &ok) == cudaSuccess && ok, "relaxed capture");
+    cudaGraphDestroy(ok);
+    cudaFree(p);
+    CHECK(cudaStreamEndCapture(s, &ok) != cudaSuccess && reported(),
+          "cudaStreamEndCapture without a capture is accepted");
+    CHECK(device_float(d) == 3.0f, "work of an invalidated capture ran (%g)", device_float(d));
+
+    /* a launch whose recorded memory was freed */
+    float *f;
+    cudaMalloc((void **)&f, 64);
+    cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+    HC_LAUNCH(k_fill, 1, 32, 0, s)(f, 5.0f, 16);
+    cudaStreamEndCapture(s, &g);
+    cudaGraphExec_t xf;
+    cudaGraphInstantiate(&xf, g, 0);
+    cudaGraphDestroy(g);
+    cudaFree(f);
+    CHECK(cudaGraphLaunch(xf, s) != cudaSuccess && reported(),
+          "a graph on freed memory is launched");
+    cudaGraphExecDestroy(xf);
+    (void)cudaGetLastError();
+
+    /* an exec left alive is a leak */
+    int st = in_child([&]() {
+        cudaGraphExec_t leak;
+        cudaGraph_t lg;
+        cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+        HC_LAUNCH(k_fill, 1, 32, 0, s)(d, 6.0f, 16);
+        cudaStreamEndCapture(s, &lg);
+        cudaGraphInstantiate(&leak, lg, 0);
+        cudaGraphDestroy(lg);
+        cudaGraphExecDestroy(x);
+        cudaFree(d);
+        cudaFree(e);
+        cudaStreamDestroy(s);
+        cudaStreamDestroy(other);
+        exit(0);
+    });
+    CHECK(st == 98, "a leaked graph exec does not fail the exit (%d)", st);
+    cudaGraphExecDestroy(x);
+    cudaFree(d);
+    cudaFree(e);
+    cudaStreamDestroy(s);
+    cudaStreamDestroy(other);
+}
+
 int main()
 {
     test_kernels();
     test_memory();
     test_cublas();
     test_cudnn();
+    test_graphs();
     hc_misuses(true);
     printf("selftest: %d checks, %d failed\n", checks, failed);
     return failed ? 1 : 0;
