@@ -205,7 +205,11 @@ void api_write_header_comment(Emit *em)
                       " *       `stream` and the call returns without waiting for them (a\n"
                       " *       failure while they run shows at the next synchronising call).\n"
                       " *       Runs of one context run one after another whatever their\n"
-                      " *       streams; order the inputs and outputs with `stream`.\n"
+                      " *       streams; order the inputs and outputs with `stream`.  The\n"
+                      " *       first run captures its kernels and library calls into a CUDA\n"
+                      " *       graph, which every run then launches at once (captured again\n"
+                      " *       for other buffers); EIN_NO_GRAPH=1 in the environment when the\n"
+                      " *       context is created runs them one by one instead.\n"
                     : ".\n");
     emit_api_text(em,
 " *       Every weight must have been loaded or set.\n"
