@@ -1039,6 +1039,9 @@ cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode mode)
     if (mode != cudaStreamCaptureModeGlobal && mode != cudaStreamCaptureModeThreadLocal &&
         mode != cudaStreamCaptureModeRelaxed)
         return fail(cudaErrorInvalidValue);
+    /* a driver that cannot capture: the caller's fallback */
+    if (env_flag("HOSTCUDA_REFUSE_CAPTURE"))
+        return fail(cudaErrorNotSupported);
     st->cap = new Capture{mode, false, {}};
     capturing.insert(st);
     return cudaSuccess;

@@ -19,7 +19,9 @@
  *  6. run_named: the context's own buffers, so a capture;
  *  7. a context made with EIN_NO_GRAPH=1 runs without a graph, launch by
  *     launch, to the same bits;
- *  8. destroy with a graph launch in flight.
+ *  8. destroy with a graph launch in flight;
+ *  9. a capture that fails (the mock refuses it: HOSTCUDA_REFUSE_CAPTURE):
+ *     the runs go without a graph, right, and the context says why.
  * Prints `graph: N checks, M failed`; exit 1 when one failed. */
 #include MODEL_CU
 
@@ -204,6 +206,26 @@ int main()
     y1 = device_get(dy1);
     e = error(x1b, w_new, b, y1);
     CHECK(e < 1e-5, "the run in flight at destroy is wrong (err %g)", e);
+    /* 9. */
+    setenv("HOSTCUDA_REFUSE_CAPTURE", "1", 1);
+    graph_ctx *refused;
+    CHECK(graph_create(&refused) == GRAPH_OK, "create: %s", graph_last_error(refused));
+    graph_set_tensor(refused, "w", w.data(), bytes);
+    graph_set_tensor(refused, "b", b.data(), sizeof(float) * n);
+    launches0 = hc_count("graph launches");
+    CHECK(graph_run(refused, dx1, dy1, s1) == GRAPH_OK, "a run whose capture failed: %s",
+          graph_last_error(refused));
+    CHECK(graph_run(refused, dx1, dy1, s1) == GRAPH_OK, "run: %s", graph_last_error(refused));
+    unsetenv("HOSTCUDA_REFUSE_CAPTURE");
+    CHECK(hc_count("graph launches") == launches0, "a graph launched after a failed capture");
+    CHECK(strstr(refused->note, "CUDA graph failed") != nullptr, "no note of the failed "
+          "capture: '%s'", refused->note);
+    cudaStreamSynchronize(s1);
+    y1 = device_get(dy1);
+    e = error(x1b, w, b, y1);
+    CHECK(e < 1e-5, "the run without its graph is wrong (err %g)", e);
+    CHECK(graph_destroy(refused) == GRAPH_OK, "destroy");
+
     cudaFree(dx1);
     cudaFree(dy1);
     cudaFree(dx2);
