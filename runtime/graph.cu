@@ -84,9 +84,8 @@ RT_API int ein_graph_run(model_ctx *ctx, void *const *p, cudaStream_t stream)
         (!ctx->graph || memcmp(ctx->graph_p, p, sizeof ctx->graph_p) != 0) &&
         ein_graph_capture(ctx, p) != MODEL_OK) {
         /* without a graph from now on; the reason for the harness */
-        if (!ctx->note[0])
-            snprintf(ctx->note, sizeof ctx->note, "capturing the run into a CUDA graph "
-                     "failed (%s); the runs go without a graph", ctx->err);
+        snprintf(ctx->note, sizeof ctx->note, "capturing the run into a CUDA graph "
+                 "failed (%s); the runs go without a graph", ctx->err);
         ctx->err[0] = 0;
         ctx->no_graph = 1;
     }

@@ -90,6 +90,7 @@ int main(int argc, char **argv)
         goto fail;
     if (ctx->note[0])
         fprintf(stderr, "%s: note: %s\n", args.prog, ctx->note);
+    ctx->note[0] = 0;           /* printed: a run may leave another */
     if (rt_load_or_fill(args.prog, "--weights", args.weights, w, nw, args.seed, err,
                         sizeof err) != ST_OK ||
         rt_load_or_fill(args.prog, "--inputs", args.inputs, x, nx, args.seed, err,
@@ -105,6 +106,8 @@ int main(int argc, char **argv)
             goto fail;
     if (ein_main_run(ctx) != MODEL_OK)
         goto fail;
+    if (ctx->note[0])
+        fprintf(stderr, "%s: note: %s\n", args.prog, ctx->note);
     for (i = 0; i < ny; i++)
         if (model_get_tensor(ctx, y[i].name, y[i].data, rt_nbytes(&y[i])) != MODEL_OK)
             goto fail;
