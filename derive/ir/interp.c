@@ -96,26 +96,16 @@ static void max_var_stage(const Stage *s, int *m);
 
 static void max_var_expr(const IExpr *e, int *m)
 {
-    switch (e->kind) {
-    case IE_CONST: return;
-    case IE_INDEX: max_var_ix(e->ix, m); return;
-    case IE_ICMP: max_var_ix(e->icmp.ix, m); return;
-    case IE_ACCESS:
-        for (int k = 0; k < e->access.nidx; k++)
-            max_var_ix(e->access.idx[k], m);
-        if (e->access.stage)
-            max_var_stage(e->access.stage, m);
-        return;
-    case IE_CALL:
-        for (int i = 0; i < e->call.nargs; i++)
-            max_var_expr(e->call.args[i], m);
-        return;
-    case IE_NEG: case IE_NOT: max_var_expr(e->bin.a, m); return;
-    default:
-        max_var_expr(e->bin.a, m);
-        max_var_expr(e->bin.b, m);
-        return;
-    }
+    const Ix *const *ixs;
+    int nx = ir_expr_ixs(e, &ixs);
+    for (int k = 0; k < nx; k++)
+        max_var_ix(ixs[k], m);
+    if (ir_expr_stage(e))
+        max_var_stage(ir_expr_stage(e), m);
+    const IExpr *kids[IR_MAX_CHILDREN];
+    int nk = ir_expr_children(e, kids);
+    for (int i = 0; i < nk; i++)
+        max_var_expr(kids[i], m);
 }
 
 static void max_var_stage(const Stage *s, int *m)
@@ -144,23 +134,19 @@ static bool free_stage(const Stage *s, bool *bound);
 
 static bool free_expr(const IExpr *e, bool *bound)
 {
-    switch (e->kind) {
-    case IE_CONST: return false;
-    case IE_INDEX: return free_ix(e->ix, bound);
-    case IE_ICMP: return free_ix(e->icmp.ix, bound);
-    case IE_ACCESS:
-        for (int k = 0; k < e->access.nidx; k++)
-            if (free_ix(e->access.idx[k], bound))
-                return true;
-        return e->access.stage && free_stage(e->access.stage, bound);
-    case IE_CALL:
-        for (int i = 0; i < e->call.nargs; i++)
-            if (free_expr(e->call.args[i], bound))
-                return true;
-        return false;
-    case IE_NEG: case IE_NOT: return free_expr(e->bin.a, bound);
-    default: return free_expr(e->bin.a, bound) || free_expr(e->bin.b, bound);
-    }
+    const Ix *const *ixs;
+    int nx = ir_expr_ixs(e, &ixs);
+    for (int k = 0; k < nx; k++)
+        if (free_ix(ixs[k], bound))
+            return true;
+    if (ir_expr_stage(e) && free_stage(ir_expr_stage(e), bound))
+        return true;
+    const IExpr *kids[IR_MAX_CHILDREN];
+    int nk = ir_expr_children(e, kids);
+    for (int i = 0; i < nk; i++)
+        if (free_expr(kids[i], bound))
+            return true;
+    return false;
 }
 
 static bool free_stage(const Stage *s, bool *bound)

@@ -528,16 +528,6 @@ const Ix *ix_scale(IrCtx *cx, const Ix *a, int64_t k)
     return x;
 }
 
-static uint64_t gcd_u(uint64_t a, uint64_t b)
-{
-    while (b) {
-        uint64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 static uint64_t abs_u(int64_t v)
 {
     return v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
@@ -588,7 +578,7 @@ const Ix *ix_div(IrCtx *cx, const Ix *a, int64_t d)
     if (in.n > 0) {
         uint64_t g = (uint64_t)d;
         for (int i = 0; i < in.n && g > 1; i++)
-            g = gcd_u(g, abs_u(in.t[i].coef));
+            g = u64_gcd(g, abs_u(in.t[i].coef));
         if (g > 1) {
             for (int i = 0; i < in.n; i++)
                 in.t[i].coef /= (int64_t)g;
@@ -662,7 +652,7 @@ static const Ix *ix_mod_pos(IrCtx *cx, const Ix *a, int64_t d)
     }
     uint64_t g = (uint64_t)d;
     for (int i = 0; i < in.n && g > 1; i++)
-        g = gcd_u(g, abs_u(in.t[i].coef));
+        g = u64_gcd(g, abs_u(in.t[i].coef));
     int64_t r0 = 0;
     if (g > 1) {
         for (int i = 0; i < in.n; i++)
@@ -823,7 +813,7 @@ const Ix *ix_icmp_normal(IrCtx *cx, BinOp op, const Ix *ix, bool *truth)
     }
     uint64_t g = 0;
     for (int i = 0; i < ix->n && g != 1; i++)
-        g = gcd_u(g, abs_u(ix->t[i].coef));
+        g = u64_gcd(g, abs_u(ix->t[i].coef));
     if (g > (uint64_t)INT64_MAX)
         g = 1;
     int64_t sign = op != OP_GE && ix->t[0].coef < 0 ? -1 : 1;

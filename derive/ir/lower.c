@@ -237,24 +237,18 @@ bool ir_stage_weight_only(const Stage *s)
 
 static bool reads_only_weights(const IExpr *e)
 {
-    switch (e->kind) {
-    case IE_CONST: case IE_INDEX: case IE_ICMP:
-        return true;
-    case IE_ACCESS:
+    if (e->kind == IE_ACCESS) {
         if (e->access.stage)
             return ir_stage_weight_only(e->access.stage);
         return e->access.tensor->kind == IT_WEIGHT
             || (e->access.tensor->kind == IT_STAGE && e->access.tensor->weight_only);
-    case IE_CALL:
-        for (int i = 0; i < e->call.nargs; i++)
-            if (!reads_only_weights(e->call.args[i]))
-                return false;
-        return true;
-    case IE_NEG: case IE_NOT:
-        return reads_only_weights(e->bin.a);
-    default:
-        return reads_only_weights(e->bin.a) && reads_only_weights(e->bin.b);
     }
+    const IExpr *kids[IR_MAX_CHILDREN];
+    int n = ir_expr_children(e, kids);
+    for (int i = 0; i < n; i++)
+        if (!reads_only_weights(kids[i]))
+            return false;
+    return true;
 }
 
 static const Stage *lower_stmt(Lower *L, const CStmt *st, const IrTensor *out)

@@ -40,8 +40,6 @@ void rc_bounds_at(RuleCtx *rc, const Ix *x, int v, int64_t lo, int64_t hi,
                   int64_t *mn, int64_t *mx);
 
 /* ---- stages, variables, expressions -------------------------------------- */
-int rc_loop_pos(const Stage *s, int var);              /* -1 if not a loop */
-int rc_sum_pos(const Stage *s, int var);               /* -1 if not a sum */
 const IExpr *rc_subst_all(RuleCtx *rc, const IExpr *e, int n, const int *vars,
                           const Ix *const *by);
 /* Appends lo <= x < hi to g as guards (with `prove`, only the sides not

@@ -78,22 +78,6 @@ void rc_bounds_at(RuleCtx *rc, const Ix *x, int v, int64_t lo, int64_t hi,
 
 /* ---- stages, variables, expressions --------------------------------------- */
 
-int rc_loop_pos(const Stage *s, int var)
-{
-    for (int i = 0; i < s->nloops; i++)
-        if (s->loops[i].id == var)
-            return i;
-    return -1;
-}
-
-int rc_sum_pos(const Stage *s, int var)
-{
-    for (int i = 0; i < s->nsums; i++)
-        if (s->sums[i].id == var)
-            return i;
-    return -1;
-}
-
 /* One variable at a time: the replacements never mention the variables
  * replaced (they are fresh, or from an enclosing scope). */
 const IExpr *rc_subst_all(RuleCtx *rc, const IExpr *e, int n, const int *vars,
@@ -147,37 +131,23 @@ const char *rc_name2(RuleCtx *rc, const char *a, const char *b)
 
 /* ---- walks ------------------------------------------------------------------ */
 
+/* Whether a zero of e's child i makes e zero: the factors of a product,
+ * a numerator, the operand of a negation. */
+static bool zero_passes(const IExpr *e, int i)
+{
+    return e->kind == IE_MUL || e->kind == IE_NEG || (e->kind == IE_DIV && i == 0);
+}
+
 static void each_access(const IExpr *e, bool factor, RcAccessFn fn, void *arg)
 {
-    switch (e->kind) {
-    case IE_CONST: case IE_INDEX: case IE_ICMP:
-        return;
-    case IE_ACCESS:
+    if (e->kind == IE_ACCESS) {
         fn(arg, e, factor);
         return;
-    case IE_CALL:
-        for (int i = 0; i < e->call.nargs; i++)
-            each_access(e->call.args[i], false, fn, arg);
-        return;
-    case IE_MUL:
-        each_access(e->bin.a, factor, fn, arg);
-        each_access(e->bin.b, factor, fn, arg);
-        return;
-    case IE_DIV:
-        each_access(e->bin.a, factor, fn, arg);
-        each_access(e->bin.b, false, fn, arg);
-        return;
-    case IE_NEG:
-        each_access(e->bin.a, factor, fn, arg);
-        return;
-    case IE_NOT:
-        each_access(e->bin.a, false, fn, arg);
-        return;
-    default:
-        each_access(e->bin.a, false, fn, arg);
-        each_access(e->bin.b, false, fn, arg);
-        return;
     }
+    const IExpr *kids[IR_MAX_CHILDREN];
+    int n = ir_expr_children(e, kids);
+    for (int i = 0; i < n; i++)
+        each_access(kids[i], factor && zero_passes(e, i), fn, arg);
 }
 
 void rc_each_access(const Stage *s, RcAccessFn fn, void *arg)
@@ -189,31 +159,14 @@ void rc_each_access(const Stage *s, RcAccessFn fn, void *arg)
 
 static void each_ix(const IExpr *e, RcIxFn fn, void *arg)
 {
-    switch (e->kind) {
-    case IE_CONST:
-        return;
-    case IE_INDEX:
-        fn(arg, e->ix);
-        return;
-    case IE_ICMP:
-        fn(arg, e->icmp.ix);
-        return;
-    case IE_ACCESS:
-        for (int k = 0; k < e->access.nidx; k++)
-            fn(arg, e->access.idx[k]);
-        return;
-    case IE_CALL:
-        for (int i = 0; i < e->call.nargs; i++)
-            each_ix(e->call.args[i], fn, arg);
-        return;
-    case IE_NEG: case IE_NOT:
-        each_ix(e->bin.a, fn, arg);
-        return;
-    default:
-        each_ix(e->bin.a, fn, arg);
-        each_ix(e->bin.b, fn, arg);
-        return;
-    }
+    const Ix *const *ixs;
+    int nx = ir_expr_ixs(e, &ixs);
+    for (int k = 0; k < nx; k++)
+        fn(arg, ixs[k]);
+    const IExpr *kids[IR_MAX_CHILDREN];
+    int n = ir_expr_children(e, kids);
+    for (int i = 0; i < n; i++)
+        each_ix(kids[i], fn, arg);
 }
 
 void rc_each_ix(const Stage *s, RcIxFn fn, void *arg)
@@ -223,37 +176,23 @@ void rc_each_ix(const Stage *s, RcIxFn fn, void *arg)
         each_ix(s->guards[i], fn, arg);
 }
 
+typedef struct RcMap {
+    RuleCtx *rc;
+    RcMapFn fn;
+    void *arg;
+} RcMap;
+
+static const IExpr *rc_map_one(void *arg, const IExpr *acc)
+{
+    RcMap *m = arg;
+    const IExpr *r = m->fn(m->rc, m->arg, acc);
+    return r ? r : acc;
+}
+
 const IExpr *rc_map_access(RuleCtx *rc, const IExpr *e, RcMapFn fn, void *arg)
 {
-    IrCtx *cx = rc->cx;
-    switch (e->kind) {
-    case IE_CONST: case IE_INDEX: case IE_ICMP:
-        return e;
-    case IE_ACCESS: {
-        const IExpr *r = fn(rc, arg, e);
-        return r ? r : e;
-    }
-    case IE_CALL: {
-        const IExpr *args[3];
-        bool changed = false;
-        for (int i = 0; i < e->call.nargs; i++) {
-            args[i] = rc_map_access(rc, e->call.args[i], fn, arg);
-            changed |= args[i] != e->call.args[i];
-        }
-        return changed ? ir_call(cx, e->call.fn, args, e->call.nargs) : e;
-    }
-    case IE_NEG: case IE_NOT: {
-        const IExpr *a = rc_map_access(rc, e->bin.a, fn, arg);
-        return a == e->bin.a ? e : ir_unary(cx, e->kind, a);
-    }
-    default: {
-        const IExpr *a = rc_map_access(rc, e->bin.a, fn, arg);
-        const IExpr *b = rc_map_access(rc, e->bin.b, fn, arg);
-        if (a == e->bin.a && b == e->bin.b)
-            return e;
-        return e->kind == IE_CMP ? ir_cmp(cx, e->bin.op, a, b) : ir_binary(cx, e->kind, a, b);
-    }
-    }
+    RcMap m = {rc, fn, arg};
+    return ir_map_access(rc->cx, e, rc_map_one, &m);
 }
 
 const Stage *rc_map_stage(RuleCtx *rc, const Stage *s, RcMapFn fn, void *arg)
