@@ -283,6 +283,11 @@ const Stage *ir_stage_subst(IrCtx *cx, const Stage *s, int var, const Ix *by);
  * the constructors put commutative operands in). */
 int ir_expr_compare(const IExpr *a, const IExpr *b);
 
+/* Gives p the tensors `order` (n of them: each after the tensors it reads,
+ * the outputs among them): ids become positions, and p's outputs follow
+ * their tensors. */
+void ir_program_reorder(IrProgram *p, IrTensor **order, int n);
+
 /* Elements of a tensor (the product of its shape). */
 size_t ir_tensor_numel(const IrTensor *t);
 

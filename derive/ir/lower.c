@@ -345,3 +345,17 @@ IrProgram *ir_lower(IrCtx *cx, const CProgram *cp)
     free(L.tmap);
     return L.failed ? NULL : p;
 }
+
+void ir_program_reorder(IrProgram *p, IrTensor **order, int n)
+{
+    IrTensor **outs = xmalloc((size_t)(p->noutputs + 1) * sizeof *outs);
+    for (int i = 0; i < p->noutputs; i++)
+        outs[i] = p->tensors[p->outputs[i]];
+    p->tensors = order;
+    p->ntensors = n;
+    for (int i = 0; i < n; i++)
+        order[i]->id = i;
+    for (int i = 0; i < p->noutputs; i++)
+        p->outputs[i] = outs[i]->id;
+    free(outs);
+}

@@ -61,12 +61,9 @@ typedef void (*RcAccessFn)(void *arg, const IExpr *acc, bool factor);
 void rc_each_access(const Stage *s, RcAccessFn fn, void *arg);
 typedef void (*RcIxFn)(void *arg, const Ix *x);
 void rc_each_ix(const Stage *s, RcIxFn fn, void *arg);
-/* Rebuilds e replacing the direct accesses for which fn returns non-NULL,
- * in the order rc_each_access visits them. */
-typedef const IExpr *(*RcMapFn)(RuleCtx *rc, void *arg, const IExpr *acc);
-const IExpr *rc_map_access(RuleCtx *rc, const IExpr *e, RcMapFn fn, void *arg);
-/* The same over a stage's body and guards; s itself when nothing changed. */
-const Stage *rc_map_stage(RuleCtx *rc, const Stage *s, RcMapFn fn, void *arg);
+/* ir_map_access over a stage's body, then its guards (the order
+ * rc_each_access visits them in); s itself when nothing changed. */
+const Stage *rc_map_stage(RuleCtx *rc, const Stage *s, IrAccessMap fn, void *arg);
 
 /* ---- the tree around the focus ------------------------------------------- */
 /* Replace the focus by `to` of the same interface (same value everywhere). */

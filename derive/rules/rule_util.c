@@ -176,33 +176,14 @@ void rc_each_ix(const Stage *s, RcIxFn fn, void *arg)
         each_ix(s->guards[i], fn, arg);
 }
 
-typedef struct RcMap {
-    RuleCtx *rc;
-    RcMapFn fn;
-    void *arg;
-} RcMap;
-
-static const IExpr *rc_map_one(void *arg, const IExpr *acc)
+const Stage *rc_map_stage(RuleCtx *rc, const Stage *s, IrAccessMap fn, void *arg)
 {
-    RcMap *m = arg;
-    const IExpr *r = m->fn(m->rc, m->arg, acc);
-    return r ? r : acc;
-}
-
-const IExpr *rc_map_access(RuleCtx *rc, const IExpr *e, RcMapFn fn, void *arg)
-{
-    RcMap m = {rc, fn, arg};
-    return ir_map_access(rc->cx, e, rc_map_one, &m);
-}
-
-const Stage *rc_map_stage(RuleCtx *rc, const Stage *s, RcMapFn fn, void *arg)
-{
-    const IExpr *body = rc_map_access(rc, s->body, fn, arg);
+    const IExpr *body = ir_map_access(rc->cx, s->body, fn, arg);
     bool changed = body != s->body;
     const IExpr *small[8];
     const IExpr **g = s->nguards <= 8 ? small : xmalloc((size_t)s->nguards * sizeof *g);
     for (int i = 0; i < s->nguards; i++) {
-        g[i] = rc_map_access(rc, s->guards[i], fn, arg);
+        g[i] = ir_map_access(rc->cx, s->guards[i], fn, arg);
         changed |= g[i] != s->guards[i];
     }
     const Stage *r = !changed ? s
@@ -216,17 +197,19 @@ const Stage *rc_map_stage(RuleCtx *rc, const Stage *s, RcMapFn fn, void *arg)
 /* ---- the tree around the focus --------------------------------------------- */
 
 typedef struct Repl {
+    RuleCtx *rc;
     const Stage *from, *to;
     RcRemapFn remap;                /* NULL: same interface */
     const void *arg;
 } Repl;
 
-static const IExpr *repl_access(RuleCtx *rc, void *arg, const IExpr *acc)
+static const IExpr *repl_access(void *arg, const IExpr *acc)
 {
     Repl *r = arg;
+    RuleCtx *rc = r->rc;
     const Stage *s = acc->access.stage;
     if (!s)
-        return NULL;
+        return acc;
     if (s == r->from || ir_stage_equal(s, r->from)) {
         if (!r->remap)
             return ir_access_stage(rc->cx, r->to, acc->access.idx, acc->access.nidx);
@@ -240,14 +223,14 @@ static const IExpr *repl_access(RuleCtx *rc, void *arg, const IExpr *acc)
         return e;
     }
     const Stage *s2 = rc_map_stage(rc, s, repl_access, r);
-    return s2 == s ? NULL : ir_access_stage(rc->cx, s2, acc->access.idx, acc->access.nidx);
+    return s2 == s ? acc : ir_access_stage(rc->cx, s2, acc->access.idx, acc->access.nidx);
 }
 
 const Stage *rc_replace(RuleCtx *rc, const RuleFocus *f, const Stage *to)
 {
     if (f->is_root)
         return to;
-    Repl r = {f->stage, to, NULL, NULL};
+    Repl r = {rc, f->stage, to, NULL, NULL};
     return rc_map_stage(rc, f->root, repl_access, &r);
 }
 
@@ -255,7 +238,7 @@ const Stage *rc_replace_remap(RuleCtx *rc, const RuleFocus *f, const Stage *to,
                               RcRemapFn fn, const void *arg)
 {
     if (!f->is_root) {
-        Repl r = {f->stage, to, fn, arg};
+        Repl r = {rc, f->stage, to, fn, arg};
         return rc_map_stage(rc, f->root, repl_access, &r);
     }
     const Stage *s = f->stage;
@@ -343,11 +326,11 @@ int rc_reads(const Stage *root, const Stage *q)
 
 static const Stage *freshen_stage(RuleCtx *rc, const Stage *s);
 
-static const IExpr *freshen_access(RuleCtx *rc, void *arg, const IExpr *acc)
+static const IExpr *freshen_access(void *arg, const IExpr *acc)
 {
-    (void)arg;
+    RuleCtx *rc = arg;
     if (!acc->access.stage)
-        return NULL;
+        return acc;
     return ir_access_stage(rc->cx, freshen_stage(rc, acc->access.stage),
                            acc->access.idx, acc->access.nidx);
 }
@@ -379,6 +362,6 @@ static const Stage *freshen_stage(RuleCtx *rc, const Stage *s)
 
 const IExpr *rc_freshen(RuleCtx *rc, const IExpr *e)
 {
-    return rc_map_access(rc, e, freshen_access, NULL);
+    return ir_map_access(rc->cx, e, freshen_access, rc);
 }
 

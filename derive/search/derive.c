@@ -62,16 +62,10 @@ Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o)
 
     /* The plan's program: intermediates before their users, ids = positions. */
     IrProgram *np = arena_dup(a, p, sizeof *p);
-    IrTensor **outs = arena_alloc(a, (size_t)(p->noutputs + 1) * sizeof *outs);
-    for (int i = 0; i < p->noutputs; i++)
-        outs[i] = p->tensors[p->outputs[i]];
-    np->tensors = order.data;
-    np->ntensors = order.len;
-    for (int i = 0; i < np->ntensors; i++)
-        np->tensors[i]->id = i;
     np->outputs = arena_alloc(a, (size_t)(p->noutputs + 1) * sizeof *np->outputs);
     for (int i = 0; i < p->noutputs; i++)
-        np->outputs[i] = outs[i]->id;
+        np->outputs[i] = p->outputs[i];
+    ir_program_reorder(np, order.data, order.len);
     Plan *pl = arena_alloc(a, sizeof *pl);
     pl->prog = np;
     pl->ops = arena_alloc(a, (size_t)(np->ntensors + 1) * sizeof *pl->ops);
