@@ -89,12 +89,29 @@ static void put_ix(Canon *c, Sb *b, const Ix *x)
 
 static void put_stage(Canon *c, Sb *b, const Stage *s);
 
+/* The name of a node with children in a key: its kind and its operator
+ * or function. */
+static void put_op(Sb *b, const IExpr *e)
+{
+    switch (e->kind) {
+    case IE_NEG: sb_puts(b, "neg"); return;
+    case IE_NOT: sb_puts(b, "not"); return;
+    case IE_CALL: sb_printf(b, "fn%d", (int)e->call.fn); return;
+    case IE_CMP: sb_printf(b, "cmp%d", (int)e->bin.op); return;
+    case IE_ADD: sb_puts(b, "add"); return;
+    case IE_SUB: sb_puts(b, "sub"); return;
+    case IE_MUL: sb_puts(b, "mul"); return;
+    case IE_DIV: sb_puts(b, "div"); return;
+    case IE_AND: sb_puts(b, "and"); return;
+    case IE_OR: sb_puts(b, "or"); return;
+    case IE_CONST: case IE_INDEX: case IE_ACCESS: case IE_ICMP:
+        break;
+    }
+    ICE("cost_op_key: expression kind %d", (int)e->kind);
+}
+
 static void put_expr(Canon *c, Sb *b, const IExpr *e)
 {
-    static const char *const ops[] = {
-        [IE_ADD] = "add", [IE_SUB] = "sub", [IE_MUL] = "mul", [IE_DIV] = "div",
-        [IE_AND] = "and", [IE_OR] = "or",
-    };
     switch (e->kind) {
     case IE_CONST:
         sb_printf(b, "%.17g", e->value);
@@ -118,39 +135,23 @@ static void put_expr(Canon *c, Sb *b, const IExpr *e)
         }
         sb_puts(b, "]");
         return;
-    case IE_NEG:
-    case IE_NOT:
-        sb_printf(b, "%s(", e->kind == IE_NEG ? "neg" : "not");
-        put_expr(c, b, e->bin.a);
-        sb_puts(b, ")");
-        return;
-    case IE_CALL:
-        sb_printf(b, "fn%d(", (int)e->call.fn);
-        for (int i = 0; i < e->call.nargs; i++) {
-            sb_puts(b, i ? "," : "");
-            put_expr(c, b, e->call.args[i]);
-        }
-        sb_puts(b, ")");
-        return;
-    case IE_CMP:
-        sb_printf(b, "cmp%d(", (int)e->bin.op);
-        put_expr(c, b, e->bin.a);
-        sb_puts(b, ",");
-        put_expr(c, b, e->bin.b);
-        sb_puts(b, ")");
-        return;
     case IE_ICMP:
         sb_printf(b, "icmp%d(", (int)e->icmp.op);
         put_ix(c, b, e->icmp.ix);
         sb_puts(b, ")");
         return;
-    default:
-        sb_printf(b, "%s(", ops[e->kind] ? ops[e->kind] : "?");
-        put_expr(c, b, e->bin.a);
-        sb_puts(b, ",");
-        put_expr(c, b, e->bin.b);
+    default: {                      /* op(child,child..) */
+        const IExpr *kids[IR_MAX_CHILDREN];
+        int n = ir_expr_children(e, kids);
+        put_op(b, e);
+        sb_puts(b, "(");
+        for (int i = 0; i < n; i++) {
+            sb_puts(b, i ? "," : "");
+            put_expr(c, b, kids[i]);
+        }
         sb_puts(b, ")");
         return;
+    }
     }
 }
 
