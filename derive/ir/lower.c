@@ -108,14 +108,7 @@ static const IExpr *access(Lower *L, const CExpr *e)
     const Ix *small[8], **idx = n <= 8 ? small : xmalloc((size_t)n * sizeof *idx);
     for (int k = 0; k < n; k++)
         idx[k] = lower_ix(L, e->access.idx[k]);
-    const IExpr *r;
-    if (n != t->rank) {
-        diag_error(e->loc, "'%s' has rank %d but %d subscripts", t->name, t->rank, n);
-        L->failed = true;
-        r = ir_const(L->cx, 0);
-    } else {
-        r = ir_access_tensor(L->cx, t, idx, n);
-    }
+    const IExpr *r = ir_access_tensor(L->cx, t, idx, n);  /* sema checked the rank */
     if (idx != small)
         free(idx);
     return r;
@@ -175,12 +168,8 @@ static const IExpr *lower_real(Lower *L, const CExpr *e)
     case CE_CALL: {
         const IExpr *args[3];
         int n = e->call.nargs;
-        if (n != ir_func_arity(e->call.fn) || n > 3) {
-            diag_error(e->loc, "'%s' takes %d arguments", ir_func_name(e->call.fn),
-                       ir_func_arity(e->call.fn));
-            L->failed = true;
-            return ir_const(cx, 0);
-        }
+        if (n != ir_func_arity(e->call.fn) || n > 3)       /* sema checked it */
+            ICE("lower: '%s' with %d arguments", ir_func_name(e->call.fn), n);
         for (int i = 0; i < n; i++)
             args[i] = e->call.fn == FN_SELECT && i == 0 ? lower_bool(L, e->call.args[i])
                                                         : lower_real(L, e->call.args[i]);
@@ -197,10 +186,8 @@ static const IExpr *lower_real(Lower *L, const CExpr *e)
         case OP_SUB: return ir_binary(cx, IE_SUB, a, b);
         case OP_MUL: return ir_binary(cx, IE_MUL, a, b);
         case OP_DIV: return ir_binary(cx, IE_DIV, a, b);
-        default:
-            diag_error(e->loc, "'%%' needs integer operands");
-            L->failed = true;
-            return ir_const(cx, 0);
+        default:                    /* '%' of reals: sema reports it */
+            ICE("lower: operator %s on reals", binop_str(e->bin.op));
         }
     }
     }
@@ -270,11 +257,8 @@ static const Stage *lower_stmt(Lower *L, const CStmt *st, const IrTensor *out)
         vars[i] = ir_var_new(cx, v->name, lo, hi);
     }
     L->vars = vars;
-    if (st->nloops != out->rank) {
-        diag_error(st->loc, "'%s' has rank %d but %d indices", out->name, out->rank,
-                   st->nloops);
-        L->failed = true;
-    }
+    if (st->nloops != out->rank)        /* sema checked it */
+        ICE("lower: '%s' has rank %d but %d indices", out->name, out->rank, st->nloops);
     const IExpr **guards = xmalloc((size_t)(st->nguards ? st->nguards : 1) * sizeof *guards);
     for (int i = 0; i < st->nguards; i++)
         guards[i] = lower_bool(L, st->guards[i]);

@@ -662,7 +662,7 @@ static double cpu_library(const CpuFigures *c, const Stage *s, const OpMatch *m)
     case OPK_GBMM:
         return cpu_band(c, m);
     default:
-        return 0;               /* not reached: cpu_model prices kernels */
+        ICE("cpu_library: operator kind %d", (int)m->kind);    /* cpu_model prices kernels */
     }
 }
 

@@ -149,7 +149,7 @@ static bool verify_plan(const Derivation *dv, const Pieces *pc, double **data,
     return ok;
 }
 
-bool derive_verify(IrCtx *cx, const Derived *d, bool all_candidates)
+void derive_verify(IrCtx *cx, const Derived *d, bool all_candidates)
 {
     (void)cx;
     const IrProgram *p = d->plan->prog;
@@ -171,7 +171,7 @@ bool derive_verify(IrCtx *cx, const Derived *d, bool all_candidates)
             data[i][k] = (double)(seed >> 11) / 9007199254740992.0 * 2 - 1;
         }
     }
-    bool ok = true;
+    int bad = 0;
     for (int k = 0; k < d->nds; k++) {
         Derivation *dv = &d->ds[k];
         dv->max_id = max_id;
@@ -180,13 +180,16 @@ bool derive_verify(IrCtx *cx, const Derived *d, bool all_candidates)
         eval_into(dv->original, dv->tensor, data, want);
         for (int c = 0; c < dv->res.cands.len; c++)
             if (all_candidates || c == dv->res.chosen)
-                ok &= verify_plan(dv, &dv->res.cands.data[c].pieces, data, want, c);
+                bad += !verify_plan(dv, &dv->res.cands.data[c].pieces, data, want, c);
         free(want);
     }
     for (int i = 0; i <= max_id; i++)
         free(data[i]);
     free(data);
-    return ok;
+    if (bad)
+        ICE("--verify: %d derived form%s differ%s from %s definition%s", bad,
+            bad > 1 ? "s" : "", bad > 1 ? "" : "s", bad > 1 ? "their" : "its",
+            bad > 1 ? "s" : "");
 }
 
 /* ---- showing plans and derivations ----------------------------------------- */
