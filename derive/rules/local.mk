@@ -8,7 +8,7 @@ derive_libderive_a_SOURCES += derive/rules/rules.h derive/rules/rule_impl.h deri
 check_PROGRAMS += tests/derive/test_rules
 TESTS += tests/derive/test_rules
 tests_derive_test_rules_SOURCES = tests/derive/test_rules.c tests/derive/gen.c \
-	tests/derive/gen.h tests/derive/check.h
+	tests/derive/gen.h tests/check.h
 tests_derive_test_rules_LDADD = derive/libderive.a sema/libsema.a parser/libparser.a \
 	lang/liblang.a $(LIBS)
 EXTRA_DIST += derive/rules/RULES.md

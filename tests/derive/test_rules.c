@@ -24,7 +24,7 @@
 #include "parser/parser.h"
 #include "sema/sema.h"
 #include "gen.h"
-#include "check.h"
+#include "tests/check.h"
 
 #include <math.h>
 
@@ -749,5 +749,5 @@ int main(int argc, char **argv)
             failures++;
         }
     }
-    return finish("test_rules");
+    return check_finish("test_rules");
 }
