@@ -11,7 +11,7 @@
  * (a > b is b < a); integer comparisons become `ix op 0` with op one of
  * ==, !=, >= (ix_icmp_normal). */
 #include "config.h"
-#include "ir_impl.h"
+#include "ir_int.h"
 
 #include <math.h>
 #include <stdlib.h>

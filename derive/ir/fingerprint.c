@@ -18,7 +18,7 @@
  * an enclosing stage seen inside it is marked with the nesting distance,
  * so a closed nested stage hashes the same at any depth. */
 #include "config.h"
-#include "ir_impl.h"
+#include "ir_int.h"
 
 #include <stdlib.h>
 

@@ -9,7 +9,7 @@
  * booleans are 1 and 0.  A nested stage without free variables is
  * evaluated once into a buffer; one with free variables point by point. */
 #include "config.h"
-#include "ir_impl.h"
+#include "ir_int.h"
 
 #include <math.h>
 #include <stdlib.h>

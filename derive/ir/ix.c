@@ -22,7 +22,7 @@
  * stays (h - r + 1) / 2 rather than becoming -r + (h + r + 1) / 2, which
  * would be canonical too but is unreadable in the IR dumps. */
 #include "config.h"
-#include "ir_impl.h"
+#include "ir_int.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,7 @@
 # expression and stage nodes, fingerprints, the interpreter, lowering from
 # sema's checked program, and the text form.
 noinst_LIBRARIES += derive/libderive.a
-derive_libderive_a_SOURCES = derive/ir/ir.h derive/ir/ir_impl.h derive/ir/ix.c \
+derive_libderive_a_SOURCES = derive/ir/ir.h derive/ir/ir_int.h derive/ir/ix.c \
 	derive/ir/expr.c derive/ir/stage.c derive/ir/fingerprint.c derive/ir/interp.c \
 	derive/ir/lower.c derive/ir/print.c
 

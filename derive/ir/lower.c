@@ -20,7 +20,7 @@
  * division of indices by something that is not a non-zero constant, or
  * coefficients that overflow 64 bits. */
 #include "config.h"
-#include "ir_impl.h"
+#include "ir_int.h"
 
 #include <stdlib.h>
 #include <string.h>

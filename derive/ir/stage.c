@@ -7,7 +7,7 @@
  * kept), guards are split at &&, constant-true guards dropped, a constant-
  * false guard replaces all others, and the rest sorted and deduplicated. */
 #include "config.h"
-#include "ir_impl.h"
+#include "ir_int.h"
 
 #include <stdlib.h>
 #include <string.h>

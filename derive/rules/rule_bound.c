@@ -20,7 +20,7 @@
  * zero at r = 5).  Sites grow a range to the next multiple of 2, 3 and 4.
  * The root's loop ranges are its output box and are not relaxed. */
 #include "config.h"
-#include "rule_impl.h"
+#include "rules_int.h"
 
 #include <stdlib.h>
 

@@ -21,7 +21,7 @@
  * of its output layout; every access to it is rewritten, and at the root a
  * wrapper keeps the output's layout. */
 #include "config.h"
-#include "rule_impl.h"
+#include "rules_int.h"
 
 #include <stdlib.h>
 #include <string.h>

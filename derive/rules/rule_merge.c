@@ -17,9 +17,9 @@
  * Everything else (a padded read under max, under relu, ...) is left alone.
  * Q's sum variables move into F.  When Q is read elsewhere too, they and
  * every variable bound inside the inlined copy are renamed: the copy and
- * the original must not share binders (rule_impl.h). */
+ * the original must not share binders (rules_int.h). */
 #include "config.h"
-#include "rule_impl.h"
+#include "rules_int.h"
 
 #include <stdlib.h>
 

@@ -22,7 +22,7 @@
  * length of one of them (fuse); for splits, the divisors of div/mod atoms,
  * ratios of coefficients, and small divisors of the variable's length. */
 #include "config.h"
-#include "rule_impl.h"
+#include "rules_int.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -12,7 +12,7 @@
  * (relaxing only over terms that read zeros), so the composition is
  * legal whenever every part is.  Applied at the root of a state. */
 #include "config.h"
-#include "rule_impl.h"
+#include "rules_int.h"
 
 #define MAX_TILE_SUMS 6
 #define MAX_TILE_FACTOR 4

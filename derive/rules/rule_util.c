@@ -9,7 +9,7 @@
  * with the context's variable count, so a rule never pays for the number
  * of variables in the context, only for the size of the tree it rewrites. */
 #include "config.h"
-#include "rule_impl.h"
+#include "rules_int.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,7 +3,7 @@
  * every rule for its sites at each distinct stage, or finds the focus of
  * one site and applies its rule there. */
 #include "config.h"
-#include "rule_impl.h"
+#include "rules_int.h"
 
 #include <stdlib.h>
 #include <string.h>

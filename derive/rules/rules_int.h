@@ -1,10 +1,10 @@
-/* rule_impl.h - what the rule files share behind rules.h: the context with
+/* rules_int.h - what the rule files share behind rules.h: the context with
  * the ranges of the variables in scope, the focus, fresh variables, bounds,
  * walks over the direct parts of a stage, and the rebuild of the tree
  * around a rewritten focus (rule_util.c).  Rules use only the public
  * API of ir.h. */
-#ifndef EINC_RULE_IMPL_H
-#define EINC_RULE_IMPL_H
+#ifndef EINC_RULES_INT_H
+#define EINC_RULES_INT_H
 
 #include "rules.h"
 

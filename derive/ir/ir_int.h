@@ -1,9 +1,9 @@
-/* ir_impl.h - what the files of derive/ share behind ir.h: the context,
+/* ir_int.h - what the files of derive/ir/ share behind ir.h: the context,
  * the hash mixers, the total orders used to put commutative operands and
  * index atoms in canonical order, and the scalar function table.  Not for
- * use outside derive/. */
-#ifndef EINC_IR_IMPL_H
-#define EINC_IR_IMPL_H
+ * use outside derive/ir/. */
+#ifndef EINC_IR_INT_H
+#define EINC_IR_INT_H
 
 #include "ir.h"
 
