@@ -30,23 +30,6 @@ static const Device devices[] = {
      1.0, 1.0, 0.03, 1.0},
 };
 
-static const char *const precision_names[] = {"fp32", "tf32", "fp16", "bf16"};
-
-const char *cost_precision_name(Precision p)
-{
-    return (unsigned)p < PREC_COUNT ? precision_names[p] : "?";
-}
-
-bool cost_precision_parse(const char *name, Precision *out)
-{
-    for (int i = 0; i < PREC_COUNT; i++)
-        if (strcmp(precision_names[i], name) == 0) {
-            *out = (Precision)i;
-            return true;
-        }
-    return false;
-}
-
 const Device *cost_device(const char *name)
 {
     for (size_t i = 0; i < sizeof devices / sizeof *devices; i++)

@@ -9,6 +9,27 @@
 #include <stdio.h>
 #include <string.h>
 
+/* ---- names ------------------------------------------------------------------
+ * The precisions are named here, below the cost model, since keys and
+ * the tuning database spell them. */
+
+static const char *const precision_names[] = {"fp32", "tf32", "fp16", "bf16"};
+
+const char *cost_precision_name(Precision p)
+{
+    return (unsigned)p < PREC_COUNT ? precision_names[p] : "?";
+}
+
+bool cost_precision_parse(const char *name, Precision *out)
+{
+    for (int i = 0; i < PREC_COUNT; i++)
+        if (strcmp(precision_names[i], name) == 0) {
+            *out = (Precision)i;
+            return true;
+        }
+    return false;
+}
+
 /* ---- canonical text of a stage --------------------------------------------
  * Variables are named by where they are bound (l0, l1 .. the loops, s0 ..
  * the sums; nested stages add a level: l1.0), tensors by first use (t0,
