@@ -1,6 +1,6 @@
 /* rule_util.c - what the rules share: the ranges of the variables in
  * scope, bounds, walks over a stage's direct parts, and the rebuild of the
- * tree around a rewritten focus.
+ * tree around a rewritten focus, lists of sites (rc_push, rule_sites_free).
  *
  * Ranges are kept in two arrays indexed by variable id and overwritten as
  * a walk enters each stage.  No entry is ever restored: a variable is bound
@@ -365,3 +365,36 @@ const IExpr *rc_freshen(RuleCtx *rc, const IExpr *e)
     return ir_map_access(rc->cx, e, freshen_access, rc);
 }
 
+/* ---- lists of sites --------------------------------------------------------- */
+
+static bool same_site(const RuleSite *a, const RuleSite *b)
+{
+    return a->rule == b->rule && a->focus == b->focus && a->tensor == b->tensor
+        && a->target == b->target && a->a == b->a && a->b == b->b
+        && a->k == b->k && a->k2 == b->k2;
+}
+
+/* Duplicates can only come from the same rule at the same focus, which
+ * are pushed together at the end of the list. */
+void rc_push(RuleSites *out, RuleSite s)
+{
+    for (int i = out->len - 1; i >= 0; i--) {
+        const RuleSite *o = &out->data[i];
+        if (o->rule != s.rule || o->focus != s.focus)
+            break;
+        if (same_site(o, &s))
+            return;
+    }
+    if (out->len == out->cap) {
+        out->cap = out->cap ? 2 * out->cap : 64;
+        out->data = xrealloc(out->data, (size_t)out->cap * sizeof *out->data);
+    }
+    out->data[out->len++] = s;
+}
+
+void rule_sites_free(RuleSites *s)
+{
+    free(s->data);
+    s->data = NULL;
+    s->len = s->cap = 0;
+}

@@ -47,40 +47,6 @@ IrCtx *rule_ir(RuleCtx *rc)
     return rc->cx;
 }
 
-/* ---- sites ------------------------------------------------------------------ */
-
-static bool same_site(const RuleSite *a, const RuleSite *b)
-{
-    return a->rule == b->rule && a->focus == b->focus && a->tensor == b->tensor
-        && a->target == b->target && a->a == b->a && a->b == b->b
-        && a->k == b->k && a->k2 == b->k2;
-}
-
-/* Duplicates can only come from the same rule at the same focus, which
- * are pushed together at the end of the list. */
-void rc_push(RuleSites *out, RuleSite s)
-{
-    for (int i = out->len - 1; i >= 0; i--) {
-        const RuleSite *o = &out->data[i];
-        if (o->rule != s.rule || o->focus != s.focus)
-            break;
-        if (same_site(o, &s))
-            return;
-    }
-    if (out->len == out->cap) {
-        out->cap = out->cap ? 2 * out->cap : 64;
-        out->data = xrealloc(out->data, (size_t)out->cap * sizeof *out->data);
-    }
-    out->data[out->len++] = s;
-}
-
-void rule_sites_free(RuleSites *s)
-{
-    free(s->data);
-    s->data = NULL;
-    s->len = s->cap = 0;
-}
-
 /* A walk down the tree that keeps the stack of variables bound above the
  * stage it is in.  It either enumerates sites at every distinct stage or
  * looks for one focus. */

@@ -86,6 +86,7 @@ int rc_reads(const Stage *root, const Stage *q);
  * that stays in the tree too must not share binders with it. */
 const IExpr *rc_freshen(RuleCtx *rc, const IExpr *e);
 
+/* Appends s unless the same site is there already. */
 void rc_push(RuleSites *out, RuleSite s);
 
 /* ---- the rules: one sites and one apply function each ------------------- */
