@@ -88,7 +88,7 @@ int ir_stage_cmp(const Stage *a, const Stage *b);
 bool ir_is_bool_kind(const IExpr *e);
 const Ix *ix_icmp_normal(IrCtx *cx, BinOp op, const Ix *ix, bool *truth);
 
-/* ---- scalar functions ---------------------------------------------------- */
+/* ---- scalar functions (func.c) --------------------------------------------- */
 int ir_func_arity(Func fn);
 const char *ir_func_name(Func fn);
 double ir_func_apply(Func fn, const double *args);  /* not FN_SELECT */

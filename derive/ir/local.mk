@@ -3,8 +3,8 @@
 # sema's checked program, and the text form.
 noinst_LIBRARIES += derive/libderive.a
 derive_libderive_a_SOURCES = derive/ir/ir.h derive/ir/ir_int.h derive/ir/ix.c \
-	derive/ir/expr.c derive/ir/stage.c derive/ir/fingerprint.c derive/ir/interp.c \
-	derive/ir/lower.c derive/ir/print.c
+	derive/ir/func.c derive/ir/expr.c derive/ir/stage.c derive/ir/fingerprint.c \
+	derive/ir/interp.c derive/ir/lower.c derive/ir/print.c
 
 # Unit tests: canonical forms, fingerprints, the interpreter, lowering.
 derive_test_libs = derive/libderive.a lang/liblang.a $(LIBS)
