@@ -169,6 +169,34 @@ static void lanes_init(Lanes *w, const Stage *s, const IrVar *step, int nstep)
     }
 }
 
+/* How many distinct blocks of `block` bytes the lanes' reads of the tensor
+ * access e fall in; *off0 and *off1: the offsets lanes 0 and 1 read
+ * (where there are such lanes). */
+static int lane_blocks(const Lanes *w, const IExpr *e, double block, int64_t *off0,
+                       int64_t *off1)
+{
+    const IrTensor *t = e->access.tensor;
+    double b = elem_bytes(t);
+    int64_t seen[WARP];
+    int n = 0;
+    for (int lane = 0; lane < w->nlanes; lane++) {
+        int64_t off = 0;
+        for (int d = 0; d < e->access.nidx && d < t->rank; d++)
+            off = off * t->shape[d] + lane_ix(w, lane, e->access.idx[d]);
+        if (lane == 0)
+            *off0 = off;
+        if (lane == 1)
+            *off1 = off;
+        int64_t blk = (int64_t)floor((double)off * b / block);
+        int k = 0;
+        while (k < n && seen[k] != blk)
+            k++;
+        if (k == n)
+            seen[n++] = blk;
+    }
+    return n;
+}
+
 /* Bytes the lanes fetch per term for the accesses of e: the sectors each
  * access touches, x 32 bytes, over the lanes. */
 static double access_traffic(const void *arg, const IExpr *e)
@@ -176,22 +204,8 @@ static double access_traffic(const void *arg, const IExpr *e)
     const Lanes *w = arg;
     if (!e->access.tensor || w->nlanes == 0)
         return 4;
-    const IrTensor *t = e->access.tensor;
-    double b = elem_bytes(t);
-    int64_t sectors[WARP];
-    int n = 0;
-    for (int lane = 0; lane < w->nlanes; lane++) {
-        int64_t off = 0;
-        for (int d = 0; d < e->access.nidx && d < t->rank; d++)
-            off = off * t->shape[d] + lane_ix(w, lane, e->access.idx[d]);
-        int64_t sec = (int64_t)floor((double)off * b / 32);
-        int k = 0;
-        while (k < n && sectors[k] != sec)
-            k++;
-        if (k == n)
-            sectors[n++] = sec;
-    }
-    return 32.0 * n / w->nlanes;
+    int64_t first, second;
+    return 32.0 * lane_blocks(w, e, 32, &first, &second) / w->nlanes;
 }
 
 static double lane_traffic(const Lanes *w, const IExpr *e)
@@ -427,25 +441,9 @@ static double access_stalls(const void *arg, const IExpr *e)
     const Lanes *w = st->w;
     if (!e->access.tensor || w->nlanes < 2)
         return 0;
-    const IrTensor *t = e->access.tensor;
-    double b = elem_bytes(t);
-    int64_t lines[WARP], first = 0, second = 0;
-    int n = 0;
-    for (int lane = 0; lane < w->nlanes; lane++) {
-        int64_t off = 0;
-        for (int d = 0; d < e->access.nidx && d < t->rank; d++)
-            off = off * t->shape[d] + lane_ix(w, lane, e->access.idx[d]);
-        if (lane == 0)
-            first = off;
-        if (lane == 1)
-            second = off;
-        int64_t ln = (int64_t)floor((double)off * b / c->line);
-        int k = 0;
-        while (k < n && lines[k] != ln)
-            k++;
-        if (k == n)
-            lines[n++] = ln;
-    }
+    double b = elem_bytes(e->access.tensor);
+    int64_t first = 0, second = 0;
+    int n = lane_blocks(w, e, c->line, &first, &second);
     double per = (double)n / w->nlanes;
     int64_t stride = (int64_t)((double)(second > first ? second - first : first - second) * b);
     int64_t sets = (int64_t)(c->l2_bytes / c->l2_ways / c->line);
