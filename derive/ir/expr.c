@@ -502,12 +502,18 @@ const IExpr *ir_expr_map_children(IrCtx *cx, const IExpr *e, IrExprMap fn, IrIxM
     const IExpr *kids[IR_MAX_CHILDREN];
     const Ix *const *ixs = NULL;
     int nk = ir_expr_children(e, kids), nx = ix_fn ? ir_expr_ixs(e, &ixs) : 0;
-    for (int i = 0; i < nk; i++)
-        kids[i] = fn(arg, kids[i]);
+    bool same = true;               /* the common case: no rebuild at all */
+    for (int i = 0; i < nk; i++) {
+        const IExpr *k = fn(arg, kids[i]);
+        same &= k == kids[i];
+        kids[i] = k;
+    }
     const Ix *small[16], **nix = nx <= 16 ? small : xmalloc((size_t)nx * sizeof *nix);
-    for (int i = 0; i < nx; i++)
+    for (int i = 0; i < nx; i++) {
         nix[i] = ix_fn(arg, ixs[i]);
-    const IExpr *r = ir_expr_rebuild(cx, e, kids, nx ? nix : NULL, NULL);
+        same &= nix[i] == ixs[i];
+    }
+    const IExpr *r = same ? e : ir_expr_rebuild(cx, e, kids, nx ? nix : NULL, NULL);
     if (nix != small)
         free(nix);
     return r;
@@ -566,15 +572,20 @@ const IExpr *ir_subst(IrCtx *cx, const IExpr *e, int var, const Ix *by)
     const IExpr *kids[IR_MAX_CHILDREN];
     const Ix *const *ixs;
     int nk = ir_expr_children(e, kids), nx = ir_expr_ixs(e, &ixs);
-    for (int i = 0; i < nk; i++)
-        kids[i] = ir_subst(cx, kids[i], var, by);
+    bool same = true;
+    for (int i = 0; i < nk; i++) {
+        const IExpr *k = ir_subst(cx, kids[i], var, by);
+        same &= k == kids[i];
+        kids[i] = k;
+    }
     const Ix *small[8], **nix = nx <= 8 ? small : xmalloc((size_t)nx * sizeof *nix);
-    for (int i = 0; i < nx; i++)
+    for (int i = 0; i < nx; i++) {
         nix[i] = ix_subst(cx, ixs[i], var, by);
-    const Stage *s = ir_expr_stage(e);
-    if (s)
-        s = ir_stage_subst(cx, s, var, by);
-    const IExpr *r = ir_expr_rebuild(cx, e, kids, nix, s);
+        same &= nix[i] == ixs[i];
+    }
+    const Stage *s0 = ir_expr_stage(e), *s = s0 ? ir_stage_subst(cx, s0, var, by) : NULL;
+    same &= s == s0;
+    const IExpr *r = same ? e : ir_expr_rebuild(cx, e, kids, nix, s);
     if (nix != small)
         free(nix);
     return r;
