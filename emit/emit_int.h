@@ -1,24 +1,11 @@
-/* emit_int.h - what the files of emit/ share and nobody else sees: a
- * string builder, the per-run emitter state, and the kernel description
- * that kernel.c builds from a stage and c.c / cuda.c write out. */
+/* emit_int.h - what the files of emit/ share and nobody else sees: the
+ * per-run emitter state, and the kernel description that kernel.c builds
+ * from a stage and c.c / cuda.c write out (strings are lang/sb.h's). */
 #ifndef EINC_EMIT_INT_H
 #define EINC_EMIT_INT_H
 
 #include "emit.h"
-
-/* ---- string builder (malloc'ed, grows geometrically) ------------------- */
-typedef struct Sb {
-    char *s;
-    size_t len, cap;
-} Sb;
-
-void sb_puts(Sb *b, const char *s);
-void sb_putc(Sb *b, char c);
-void sb_printf(Sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void sb_free(Sb *b);
-const char *sb_str(const Sb *b);               /* "" when empty */
-/* Append every line of `text` to `b`, each prefixed with `indent` spaces. */
-void sb_indent(Sb *b, const char *text, int indent);
+#include "../lang/sb.h"
 
 /* ---- one generated kernel ---------------------------------------------
  * The body is dialect-neutral C: it assumes the loop variables are bound

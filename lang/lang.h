@@ -1,6 +1,7 @@
 /* lang.h - what every phase of einc shares: arenas, interned symbols,
- * source files and locations, and diagnostics.  Prefixes: arena_, sym_,
- * src_, diag_.  The AST node types live in ast.h beside this file. */
+ * source files and locations, diagnostics, and checked integer
+ * arithmetic.  Prefixes: arena_, sym_, src_, diag_, i64_ (u64_).  The AST
+ * node types live in ast.h beside this file. */
 #ifndef EINC_LANG_H
 #define EINC_LANG_H
 
@@ -110,12 +111,15 @@ bool diag_set_warning(const char *name, bool on);
 void diag_set_werror(bool on);
 extern const char *const diag_warning_names[];  /* NULL-terminated */
 
-/* Safe integer arithmetic: false on overflow (result untouched). */
+/* ---- integer arithmetic (i64.c) ------------------------------------------
+ * Safe integer arithmetic: false on overflow (result untouched). */
 bool i64_add(int64_t a, int64_t b, int64_t *r);
 bool i64_sub(int64_t a, int64_t b, int64_t *r);
 bool i64_mul(int64_t a, int64_t b, int64_t *r);
 /* Floor division and modulo with the sign of the divisor; b != 0. */
 int64_t i64_floordiv(int64_t a, int64_t b);
 int64_t i64_floormod(int64_t a, int64_t b);
+/* Greatest common divisor; 0 when both are 0. */
+uint64_t u64_gcd(uint64_t a, uint64_t b);
 
 #endif

@@ -8,7 +8,7 @@
  * the cycle. */
 #include "config.h"
 #include "parser/parser.h"
-#include "parser/internal.h"
+#include "parser/parser_int.h"
 #include "parser/grammar.h"
 
 #include <limits.h>

@@ -14,7 +14,7 @@
  * variable's id (declaration order), and locations as file:line with the
  * file's base name. */
 #include "config.h"
-#include "ir_impl.h"
+#include "ir_int.h"
 
 #include <math.h>
 #include <stdlib.h>

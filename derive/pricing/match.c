@@ -652,22 +652,17 @@ bool match_stage(const Stage *s, OpMatch *out)
     return match_gemm(s, &t, a, b, out);
 }
 
+/* One operation per node with operands (a call counts one). */
 static double expr_flops(const IExpr *e)
 {
-    switch (e->kind) {
-    case IE_CONST: case IE_INDEX: case IE_ACCESS: case IE_ICMP:
+    const IExpr *kids[IR_MAX_CHILDREN];
+    int n = ir_expr_children(e, kids);
+    if (n == 0)
         return 0;
-    case IE_NEG: case IE_NOT:
-        return 1 + expr_flops(e->bin.a);
-    case IE_CALL: {
-        double f = 1;
-        for (int i = 0; i < e->call.nargs; i++)
-            f += expr_flops(e->call.args[i]);
-        return f;
-    }
-    default:
-        return 1 + expr_flops(e->bin.a) + expr_flops(e->bin.b);
-    }
+    double f = 1;
+    for (int i = 0; i < n; i++)
+        f += expr_flops(kids[i]);
+    return f;
 }
 
 double match_flops(const Stage *s)

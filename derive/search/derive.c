@@ -62,16 +62,10 @@ Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o)
 
     /* The plan's program: intermediates before their users, ids = positions. */
     IrProgram *np = arena_dup(a, p, sizeof *p);
-    IrTensor **outs = arena_alloc(a, (size_t)(p->noutputs + 1) * sizeof *outs);
-    for (int i = 0; i < p->noutputs; i++)
-        outs[i] = p->tensors[p->outputs[i]];
-    np->tensors = order.data;
-    np->ntensors = order.len;
-    for (int i = 0; i < np->ntensors; i++)
-        np->tensors[i]->id = i;
     np->outputs = arena_alloc(a, (size_t)(p->noutputs + 1) * sizeof *np->outputs);
     for (int i = 0; i < p->noutputs; i++)
-        np->outputs[i] = outs[i]->id;
+        np->outputs[i] = p->outputs[i];
+    ir_program_reorder(np, order.data, order.len);
     Plan *pl = arena_alloc(a, sizeof *pl);
     pl->prog = np;
     pl->ops = arena_alloc(a, (size_t)(np->ntensors + 1) * sizeof *pl->ops);
@@ -155,7 +149,7 @@ static bool verify_plan(const Derivation *dv, const Pieces *pc, double **data,
     return ok;
 }
 
-bool derive_verify(IrCtx *cx, const Derived *d, bool all_candidates)
+void derive_verify(IrCtx *cx, const Derived *d, bool all_candidates)
 {
     (void)cx;
     const IrProgram *p = d->plan->prog;
@@ -177,7 +171,7 @@ bool derive_verify(IrCtx *cx, const Derived *d, bool all_candidates)
             data[i][k] = (double)(seed >> 11) / 9007199254740992.0 * 2 - 1;
         }
     }
-    bool ok = true;
+    int bad = 0;
     for (int k = 0; k < d->nds; k++) {
         Derivation *dv = &d->ds[k];
         dv->max_id = max_id;
@@ -186,13 +180,16 @@ bool derive_verify(IrCtx *cx, const Derived *d, bool all_candidates)
         eval_into(dv->original, dv->tensor, data, want);
         for (int c = 0; c < dv->res.cands.len; c++)
             if (all_candidates || c == dv->res.chosen)
-                ok &= verify_plan(dv, &dv->res.cands.data[c].pieces, data, want, c);
+                bad += !verify_plan(dv, &dv->res.cands.data[c].pieces, data, want, c);
         free(want);
     }
     for (int i = 0; i <= max_id; i++)
         free(data[i]);
     free(data);
-    return ok;
+    if (bad)
+        ICE("--verify: %d derived form%s differ%s from %s definition%s", bad,
+            bad > 1 ? "s" : "", bad > 1 ? "" : "s", bad > 1 ? "their" : "its",
+            bad > 1 ? "s" : "");
 }
 
 /* ---- showing plans and derivations ----------------------------------------- */

@@ -61,54 +61,26 @@ static const IExpr *substitute(Fuse *fu, const IExpr *e)
     return ir_map_access(fu->cx, e, substitute_access, fu);
 }
 
-static int count_reads(const IExpr *e, const IrTensor *t);
+typedef struct Reads {
+    const IrTensor *t;
+    int n;
+} Reads;
 
-/* Reads by the gathers of an index (each an access). */
-static int ix_count_reads(const Ix *x, const IrTensor *t)
+static bool count_read(void *arg, const IExpr *e)
 {
-    const IExpr *g[16];
-    int n = ix_gathers(x, g, 16), c = 0;
-    if (n > 16)
-        return 2;                       /* many: never the single reader */
-    for (int i = 0; i < n; i++)
-        c += count_reads(g[i], t);
-    return c;
+    Reads *r = arg;
+    r->n += e->kind == IE_ACCESS && e->access.tensor == r->t;
+    return true;
 }
 
-static int count_reads(const IExpr *e, const IrTensor *t)
-{
-    switch (e->kind) {
-    case IE_CONST:
-        return 0;
-    case IE_INDEX:
-        return ix_count_reads(e->ix, t);
-    case IE_ICMP:
-        return ix_count_reads(e->icmp.ix, t);
-    case IE_ACCESS: {
-        int n = e->access.tensor == t;
-        for (int k = 0; k < e->access.nidx; k++)
-            n += ix_count_reads(e->access.idx[k], t);
-        return n;
-    }
-    case IE_CALL: {
-        int n = 0;
-        for (int i = 0; i < e->call.nargs; i++)
-            n += count_reads(e->call.args[i], t);
-        return n;
-    }
-    case IE_NEG: case IE_NOT:
-        return count_reads(e->bin.a, t);
-    default:
-        return count_reads(e->bin.a, t) + count_reads(e->bin.b, t);
-    }
-}
-
+/* How many accesses of s's body and guards read t. */
 static int stage_reads(const Stage *s, const IrTensor *t)
 {
-    int n = count_reads(s->body, t);
+    Reads r = {t, 0};
+    ir_expr_visit(s->body, count_read, &r);
     for (int g = 0; g < s->nguards; g++)
-        n += count_reads(s->guards[g], t);
-    return n;
+        ir_expr_visit(s->guards[g], count_read, &r);
+    return r.n;
 }
 
 static bool is_map(const IrTensor *t)

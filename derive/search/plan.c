@@ -234,14 +234,6 @@ static bool spatial_vars(const Stage *s, const Ix *x, int *h, int *r)
     return *h >= 0 && *r >= 0;
 }
 
-static int loop_index(const Stage *s, int var)
-{
-    for (int i = 0; i < s->nloops; i++)
-        if (s->loops[i].id == var)
-            return i;
-    return -1;
-}
-
 static const Stage *fit_conv(Flat *f, const Stage *s, bool free_output, int *perm)
 {
     const IExpr *b = s->body;
@@ -261,8 +253,8 @@ static const Stage *fit_conv(Flat *f, const Stage *s, bool free_output, int *per
             continue;
         n = xi[0]->t[0].var;
         c = xi[1]->t[0].var;
-        int pn = loop_index(s, n), ph = loop_index(s, h), pw = loop_index(s, w);
-        if (pn < 0 || loop_index(s, c) >= 0 || ir_expr_uses(W, n) || ir_expr_uses(W, h) ||
+        int pn = ir_loop_pos(s, n), ph = ir_loop_pos(s, h), pw = ir_loop_pos(s, w);
+        if (pn < 0 || ir_loop_pos(s, c) >= 0 || ir_expr_uses(W, n) || ir_expr_uses(W, h) ||
             ir_expr_uses(W, w) || !ir_expr_uses(W, c) || !ir_expr_uses(W, r) || !ir_expr_uses(W, sv))
             continue;
         /* the output channels: every other loop, read by the filter only */

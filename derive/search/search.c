@@ -103,22 +103,13 @@ static int stage_distance(const Stage *s);
 
 static int expr_distance(const IExpr *e)
 {
-    switch (e->kind) {
-    case IE_ACCESS:
+    if (e->kind == IE_ACCESS)
         return e->access.stage ? stage_distance(e->access.stage) : 0;
-    case IE_CONST: case IE_INDEX: case IE_ICMP:
-        return 0;
-    case IE_CALL: {
-        int d = 0;
-        for (int i = 0; i < e->call.nargs; i++)
-            d += expr_distance(e->call.args[i]);
-        return d;
-    }
-    case IE_NEG: case IE_NOT:
-        return expr_distance(e->bin.a);
-    default:
-        return expr_distance(e->bin.a) + expr_distance(e->bin.b);
-    }
+    const IExpr *kids[IR_MAX_CHILDREN];
+    int n = ir_expr_children(e, kids), d = 0;
+    for (int i = 0; i < n; i++)
+        d += expr_distance(kids[i]);
+    return d;
 }
 
 static int stage_distance(const Stage *s)

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "tests/check.h"
 
 static Arena *arena;
 
@@ -231,7 +231,5 @@ int main(void)
     test_parser();
     test_keys();
     test_model();
-    if (failures)
-        fprintf(stderr, "%d failure(s)\n", failures);
-    return failures != 0;
+    return check_finish("test_tune");
 }

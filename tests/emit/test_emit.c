@@ -30,21 +30,11 @@
 #include "derive/ir/ir.h"
 #include "emit/emit.h"
 #include "runtime/st.h"
+#include "tests/check.h"
 
-static int failures;
 static char workdir[256];
 static const char *nvcc;            /* $NVCC, or NULL: no CUDA builds */
 static const char *dotprog;         /* $DOT, or NULL */
-
-#define CHECK(cond, ...)                                                    \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__);           \
-            fprintf(stderr, __VA_ARGS__);                                   \
-            fputc('\n', stderr);                                            \
-            failures++;                                                     \
-        }                                                                   \
-    } while (0)
 
 /* ---- building programs ----------------------------------------------------- */
 

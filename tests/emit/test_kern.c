@@ -35,20 +35,11 @@
 #include "derive/ir/ir.h"
 #include "derive/pricing/match.h"
 #include "emit/emit_int.h"
+#include "tests/check.h"
 
-static int failures, passed, skipped, nband, nwarp, nblock;
+static int passed, skipped, nband, nwarp, nblock;
 static char workdir[256];
 static const char *nvcc;
-
-#define CHECK(cond, ...)                                                    \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__);           \
-            fprintf(stderr, __VA_ARGS__);                                   \
-            fputc('\n', stderr);                                            \
-            failures++;                                                     \
-        }                                                                   \
-    } while (0)
 
 /* ---- programs written here ------------------------------------------------- */
 

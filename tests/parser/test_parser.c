@@ -5,13 +5,12 @@
 #include "config.h"
 #include "lang/lang.h"
 #include "parser/parser.h"
+#include "tests/check.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-static int failures, checks;
 
 /* Parse `src` (of `len` bytes); the dump goes to *dump, the messages to
  * *diags; returns the number of errors. */
@@ -571,6 +570,5 @@ int main(int argc, char **argv)
     test_limits();
     test_locations();
     test_imports();
-    printf("parser: %d checks, %d failed\n", checks, failures);
-    return failures ? 1 : 0;
+    return check_finish("test_parser");
 }

@@ -1,11 +1,11 @@
-/* internal.h - what the lexer (lexer.re), the grammar (grammar.y) and the
+/* parser_int.h - what the lexer (lexer.re), the grammar (grammar.y) and the
  * parse driver (parse.c) share; not part of the parser's public API.
  *
  * One Parse holds the state of parsing one file: the lexer's cursor and
  * bracket stack, the error-recovery flags the grammar and the lexer use to
  * talk to each other, and the statements parsed so far. */
-#ifndef EINC_PARSER_INTERNAL_H
-#define EINC_PARSER_INTERNAL_H
+#ifndef EINC_PARSER_INT_H
+#define EINC_PARSER_INT_H
 
 #include "lang/ast.h"
 
