@@ -198,7 +198,9 @@ void api_write_header_comment(Emit *em)
     tpl(em,
 " * To call the API from another file, declare it there with\n"
 " *     #define $M_API_ONLY\n");
-    sb_printf(o, " *     #include \"%s\"\n", em->file_base);
+    sb_puts(o, " *     #include \"");
+    emit_comment_text(o, em->file_base);
+    sb_puts(o, "\"\n");
     sb_puts(o, " *\n * Tensors (inputs and outputs in the order of the run parameters):\n");
     for (int i = 0; i < p->ntensors; i++) {
         const IrTensor *t = p->tensors[i];
@@ -302,7 +304,9 @@ static void write_tables(Emit *em)
         int64_t n = 1;
         for (int d = 0; d < t->rank; d++)
             n *= t->shape[d];
-        sb_printf(o, "    {\"%s\", %s_%s, %d, %d, ", t->name, em->upper,
+        sb_puts(o, "    {");
+        emit_c_string(o, t->name);
+        sb_printf(o, ", %s_%s, %d, %d, ", em->upper,
                   t->kind == IT_INPUT ? "INPUT" : t->kind == IT_WEIGHT ? "WEIGHT"
                                                                     : "COMPUTED",
                   t->is_output, t->rank);

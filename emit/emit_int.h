@@ -17,6 +17,10 @@ void sb_putc(Sb *b, char c);
 void sb_printf(Sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sb_free(Sb *b);
 const char *sb_str(const Sb *b);               /* "" when empty */
+/* User text inside a C/CUDA comment (block or line), made harmless there;
+ * a C string literal of `s` (quotes included). */
+void emit_comment_text(Sb *b, const char *s);
+void emit_c_string(Sb *b, const char *s);
 /* Append every line of `text` to `b`, each prefixed with `indent` spaces. */
 void sb_indent(Sb *b, const char *text, int indent);
 

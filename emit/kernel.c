@@ -175,7 +175,8 @@ void emit_source_comment(Emit *em, const IrTensor *t, Sb *b)
     if (f && t->loc.end >= t->loc.begin && (size_t)t->loc.end <= f->len) {
         int line, col;
         src_line_col(t->loc, &line, &col);
-        sb_printf(&raw, "%s:%d:%d:\n", f->path, line, col);
+        emit_comment_text(&raw, f->path);
+        sb_printf(&raw, ":%d:%d:\n", line, col);
         const char *s = f->text + t->loc.begin, *end = f->text + t->loc.end;
         /* Start at the beginning of the line, so continuation lines keep
          * their indentation relative to the first. */
