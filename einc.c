@@ -154,6 +154,23 @@ static long number(const char *val, long lo, long hi, const char *opt)
     return n;
 }
 
+/* -D NAME=VALUE: a malformed one is a usage error (exit 2) here; whether
+ * NAME is a constant of the program is sema's to say. */
+static void check_define(const char *def)
+{
+    const char *eq = strchr(def, '=');
+    bool ident = eq && eq > def && (*def == '_' || ((*def | 32) >= 'a' && (*def | 32) <= 'z'));
+    for (const char *p = def; ident && p < eq; p++)
+        ident = *p == '_' || (*p >= '0' && *p <= '9') || ((*p | 32) >= 'a' && (*p | 32) <= 'z');
+    if (!ident)
+        usage_error("invalid -D '%s': expected NAME=VALUE, e.g. -D N=16", def);
+    char *end;
+    errno = 0;
+    (void)strtoll(eq + 1, &end, 10);
+    if (eq[1] == 0 || *end || errno == ERANGE || eq[1] == ' ' || eq[1] == '\t')
+        usage_error("invalid -D '%s': the value must be an integer", def);
+}
+
 static void set_emit(Options *o, const char *name, const char *opt)
 {
     for (size_t i = 0; i < NKINDS; i++) {
@@ -229,6 +246,7 @@ static void handle(Options *o, int id, const char *val, const char *spelled)
         o->output = val;
         break;
     case 'D':
+        check_define(val);
         vec_push(arena, &o->defines, val);
         break;
     case 'I':

@@ -185,9 +185,11 @@ void api_write_header_comment(Emit *em)
 " *   int $m_tensor_count(void);  const $m_tensor_info *$m_tensor_at(int i);\n"
 " *       Every tensor of the model: name, kind, shape, element type, size.\n"
 " * Error codes: $M_EINVAL bad argument, $M_EIO file error, $M_EFORMAT bad\n"
-" * safetensors file or tensor, $M_ENOMEM out of memory, $M_ECUDA a CUDA\n"
-" * call failed, $M_EMISSING a weight or input was never set.  A context is\n"
-" * not safe to use from two threads at once.\n");
+" * safetensors file or tensor, $M_ENOMEM out of memory, ");
+    tpl(em, cuda ? "$M_ECUDA a CUDA\n * call failed, $M_EMISSING a weight or input was never set.  "
+                   "A context is\n * not safe to use from two threads at once.\n"
+                 : "$M_EMISSING a\n * weight or input was never set.  A context is not safe "
+                   "to use from two\n * threads at once.\n");
     if (h16)
         tpl(em,
 " * Element types: an f32 tensor is an array of float; an f16 or bf16 tensor\n"
@@ -238,8 +240,11 @@ static void write_decls(Emit *em)
 "    $M_EIO = 2,         /* a file cannot be read or written */\n"
 "    $M_EFORMAT = 3,     /* a broken safetensors file, or a tensor of another\n"
 "                           dtype or shape in it */\n"
-"    $M_ENOMEM = 4,      /* out of host or device memory */\n"
-"    $M_ECUDA = 5,       /* a CUDA call failed */\n"
+"    $M_ENOMEM = 4,      /* out of host or device memory */\n");
+    if (cuda)
+        tpl(em,
+"    $M_ECUDA = 5,       /* a CUDA call failed */\n");
+    tpl(em,
 "    $M_EMISSING = 6     /* a weight or input was never set */\n"
 "};\n"
 "\n"

@@ -440,12 +440,18 @@ int emit_program(const IrProgram *p, const EmitOptions *opt, FILE *out)
     lib_plan(&em);
     em.kernels = arena_alloc(em.arena, sizeof *em.kernels * (size_t)(p->ntensors + 1));
     em.kernel_of = arena_alloc(em.arena, sizeof *em.kernel_of * (size_t)(p->ntensors + 1));
-    for (int i = 0; i < p->ntensors; i++) {
+    /* A kernel's number is its stage's among all the program's stages, not
+     * among the kernels: the name (k1_z) is then the same in the .c, the
+     * .cu and the .dot, whichever stages the target gives to a library. */
+    for (int i = 0, nstage = 0; i < p->ntensors; i++) {
         const IrTensor *t = p->tensors[i];
         em.kernel_of[i] = -1;
-        if (t->kind != IT_STAGE || (lib_is_call(&em, t) && !lib_needs_kernel(&em, t)))
+        if (t->kind != IT_STAGE)
             continue;
-        if (kernel_build(&em, t, em.nkernels, &em.kernels[em.nkernels]) < 0)
+        int number = nstage++;
+        if (lib_is_call(&em, t) && !lib_needs_kernel(&em, t))
+            continue;
+        if (kernel_build(&em, t, number, &em.kernels[em.nkernels]) < 0)
             rc = -1;
         em.kernel_of[i] = em.nkernels++;
     }
