@@ -336,29 +336,81 @@ static int paste_piece(Emit *em, const char *name)
 }
 
 /* Unique C identifiers for the tensors, in tensor order. */
+/* A set of names (open addressing over the arena's strings): naming a
+ * program of many tensors stays linear. */
+typedef struct NameSet {
+    const char **slot;
+    int *next;                      /* per slot: the next suffix to try */
+    size_t cap, n;
+} NameSet;
+
+static uint64_t name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603u;          /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211u;
+    return h;
+}
+
+/* The slot of s, or -1. */
+static long name_find(const NameSet *ns, const char *s)
+{
+    if (!ns->cap)
+        return -1;
+    for (size_t i = name_hash(s) & (ns->cap - 1);; i = (i + 1) & (ns->cap - 1)) {
+        if (!ns->slot[i])
+            return -1;
+        if (strcmp(ns->slot[i], s) == 0)
+            return (long)i;
+    }
+}
+
+static void name_add(NameSet *ns, const char *s, int next)
+{
+    if (2 * (ns->n + 1) > ns->cap) {
+        size_t cap = ns->cap ? 2 * ns->cap : 64;
+        NameSet big = {xcalloc(cap, sizeof *big.slot), xcalloc(cap, sizeof *big.next), cap, 0};
+        for (size_t i = 0; i < ns->cap; i++)
+            if (ns->slot[i])
+                name_add(&big, ns->slot[i], ns->next[i]);
+        free(ns->slot);
+        free(ns->next);
+        *ns = big;
+    }
+    size_t i = name_hash(s) & (ns->cap - 1);
+    while (ns->slot[i])
+        i = (i + 1) & (ns->cap - 1);
+    ns->slot[i] = s;
+    ns->next[i] = next;
+    ns->n++;
+}
+
 void emit_name_tensors(Emit *em)
 {
     const IrProgram *p = em->p;
+    /* the names given so far, and NAME_out for each input that is also an
+     * output (M_run names that output NAME_out) */
+    NameSet taken = {0};
     for (int i = 0; i < p->ntensors; i++) {
         const char *base = emit_sanitize(em->arena, p->tensors[i]->name);
         const char *n = emit_is_reserved(base) ? arena_printf(em->arena, "%s_", base)
                                                : base;
-        for (int k = 2;; k++) {
-            bool taken = false;
-            for (int j = 0; j < i && !taken; j++)
-                taken = strcmp(em->cname[j], n) == 0;
-            /* M_run names an output that is also an input NAME_out. */
-            for (int j = 0; j < i && !taken; j++)
-                taken = p->tensors[j]->kind == IT_INPUT && p->tensors[j]->is_output &&
-                        strlen(n) == strlen(em->cname[j]) + 4 &&
-                        strncmp(n, em->cname[j], strlen(em->cname[j])) == 0 &&
-                        strcmp(n + strlen(em->cname[j]), "_out") == 0;
-            if (!taken)
-                break;
-            n = arena_printf(em->arena, "%s_%d", base, k);
-        }
+        /* base_2, base_3, ...: the first not taken.  Every suffix below
+         * the one a base got last time is taken still, so the search
+         * starts there (many tensors of one name stay linear). */
+        long at = name_find(&taken, n);
+        int k = at >= 0 ? taken.next[at] : 2;
+        while (name_find(&taken, n) >= 0)
+            n = arena_printf(em->arena, "%s_%d", base, k++);
+        if (at >= 0)
+            taken.next[at] = k;
         em->cname[i] = n;
+        name_add(&taken, n, 2);
+        if (p->tensors[i]->kind == IT_INPUT && p->tensors[i]->is_output)
+            name_add(&taken, arena_printf(em->arena, "%s_out", n), 2);
     }
+    free(taken.slot);
+    free(taken.next);
 }
 
 int emit_check_program(const IrProgram *p)

@@ -60,6 +60,10 @@ typedef struct Kernel {
     bool simd;
 } Kernel;
 
+/* Index arithmetic is in int unless a value could pass this (the
+ * grid-stride counter overshoots the total by up to one grid). */
+#define KERNEL_INT_LIMIT (INT32_MAX - (INT64_C(1) << 25))
+
 /* ---- emitter state ---------------------------------------------------- */
 typedef struct Emit {
     const IrProgram *p;
@@ -79,6 +83,9 @@ typedef struct Emit {
      * file and cleared after each kernel, since a searched program has many
      * more variables than any one kernel binds. */
     int64_t *var_lo, *var_hi;
+    bool *read_mark;                /* by tensor id: the kernel reads it */
+    int *read_ids;                  /* the ids marked, in the order met */
+    bool big_tensor;                /* some tensor has more than KERNEL_INT_LIMIT elements */
     const char **var_name;
     bool *var_used;
     int nvars;

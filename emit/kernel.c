@@ -231,7 +231,8 @@ typedef struct KGen {
     int64_t *lo, *hi;               /* range by var id (bound vars only) */
     const char **vname;             /* C name by var id; NULL: not bound */
     bool wide;                      /* index arithmetic in int64_t */
-    bool *reads;                    /* by tensor id */
+    bool *reads;                    /* by tensor id (shared by all kernels, */
+    int *read_ids, nread_ids;       /*  cleared after each: these are set) */
     bool *used;                     /* by var id: appears in the body */
     int errors;
     /* --precision below fp32 and a summed body: the tensor operands of
@@ -424,7 +425,10 @@ static void gen_access(KGen *g, const IExpr *e, Sb *b)
                 sb_printf(&cond, " < %" PRId64, S);
         }
     }
-    g->reads[t->id] = true;
+    if (!g->reads[t->id]) {
+        g->reads[t->id] = true;
+        g->read_ids[g->nread_ids++] = t->id;
+    }
     const char *name = g->em->cname[t->id];
     if (nconds)
         sb_printf(b, "(%s ? ", sb_str(&cond));
@@ -711,7 +715,7 @@ static void build_part(KGen *g, Kernel *k, const char *cond, const int *level)
     if (terms < 2 || terms > 4e18)
         return;
     k->terms = (int64_t)terms;
-    const int64_t limit = INT32_MAX - (INT64_C(1) << 25);
+    const int64_t limit = KERNEL_INT_LIMIT;
     const char *tty = k->terms > limit ? "int64_t" : k->ity;
     bool cast = strcmp(tty, k->ity) != 0;
     bool maxmin = st->red == RED_MAX || st->red == RED_MIN;
@@ -884,6 +888,12 @@ static int innermost(const IrVar *v, int n)
     return -1;
 }
 
+static int int_cmp(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
 int kernel_build(Emit *em, const IrTensor *t, int index, Kernel *k)
 {
     const Stage *st = t->stage;
@@ -910,7 +920,23 @@ int kernel_build(Emit *em, const IrTensor *t, int index, Kernel *k)
     g.hi = em->var_hi;
     g.vname = em->var_name;
     g.used = em->var_used;
-    g.reads = arena_alloc(a, sizeof *g.reads * (size_t)(em->p->ntensors + 1));
+    /* Tables by tensor id, made once per file like the variables' (a
+     * program of many kernels stays linear). */
+    if (!em->read_mark) {
+        em->read_mark = arena_alloc(a, sizeof *em->read_mark * (size_t)(em->p->ntensors + 1));
+        em->read_ids = arena_alloc(a, sizeof *em->read_ids * (size_t)(em->p->ntensors + 1));
+        em->big_tensor = false;
+        for (int i = 0; i < em->p->ntensors; i++) {
+            int64_t n = 1;
+            for (int d = 0; d < em->p->tensors[i]->rank; d++)
+                if (!i64_mul(n, em->p->tensors[i]->shape[d], &n))
+                    n = INT64_MAX;
+            em->big_tensor |= n > KERNEL_INT_LIMIT;
+        }
+    }
+    g.reads = em->read_mark;
+    g.read_ids = em->read_ids;
+    g.nread_ids = 0;
     int rc = kernel_build_with(&g, em, k, t, st, index);
     /* leave the per-variable tables clean for the next kernel */
     for (int i = 0; i < st->nloops + st->nsums; i++) {
@@ -1003,16 +1029,7 @@ static int kernel_build_with(KGen *gp, Emit *em, Kernel *k, const IrTensor *t,
         if ((m = expr_mag(&g, st->body)) > mag)
             mag = m;
     }
-    g.wide = mag > limit || k->total > limit;
-    for (int i = 0; i < em->p->ntensors && !g.wide; i++) {
-        const IrTensor *u = em->p->tensors[i];
-        int64_t n = 1;
-        for (int d = 0; d < u->rank; d++)
-            if (!i64_mul(n, u->shape[d], &n))
-                n = INT64_MAX;
-        if (n > limit)
-            g.wide = true;
-    }
+    g.wide = mag > limit || k->total > limit || em->big_tensor;
     k->ity = g.wide ? "int64_t" : "int";
 
     Sb b = {0};
@@ -1132,13 +1149,13 @@ static int kernel_build_with(KGen *gp, Emit *em, Kernel *k, const IrTensor *t,
     k->comment = arena_strdup(a, sb_str(&c));
     sb_free(&c);
 
-    int n = 0;
-    for (int i = 0; i < em->p->ntensors; i++)
-        n += g.reads[i];
-    k->reads = arena_alloc(a, sizeof *k->reads * (size_t)(n + 1));
-    for (int i = 0; i < em->p->ntensors; i++)
-        if (g.reads[i])
-            k->reads[k->nreads++] = em->p->tensors[i];
+    /* the tensors read, in id order; the shared marks cleared */
+    qsort(g.read_ids, (size_t)g.nread_ids, sizeof *g.read_ids, int_cmp);
+    k->reads = arena_alloc(a, sizeof *k->reads * (size_t)(g.nread_ids + 1));
+    for (int i = 0; i < g.nread_ids; i++) {
+        k->reads[k->nreads++] = em->p->tensors[g.read_ids[i]];
+        g.reads[g.read_ids[i]] = false;
+    }
     return g.errors ? -1 : 0;
 }
 

@@ -82,7 +82,7 @@ Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o)
     }
     d->plan = pl;
     if (o->level >= 1)
-        derive_fuse(cx, pl, &cm);
+        derive_fuse(cx, pl, &cm, so.budget_ms);
     return d;
 }
 

@@ -12,6 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The largest fused kernel: expression depth and nodes (see derive_fuse). */
+#define FUSE_MAX_DEPTH 64
+#define FUSE_MAX_NODES 4096
+
 typedef struct Fuse {
     IrCtx *cx;
     const IrTensor *t;          /* the map being substituted */
@@ -61,55 +65,160 @@ static const IExpr *substitute(Fuse *fu, const IExpr *e)
     return ir_map_access(fu->cx, e, substitute_access, fu);
 }
 
-static int count_reads(const IExpr *e, const IrTensor *t)
-{
-    switch (e->kind) {
-    case IE_CONST: case IE_INDEX: case IE_ICMP:
-        return 0;
-    case IE_ACCESS:
-        return e->access.tensor == t;
-    case IE_CALL: {
-        int n = 0;
-        for (int i = 0; i < e->call.nargs; i++)
-            n += count_reads(e->call.args[i], t);
-        return n;
-    }
-    case IE_NEG: case IE_NOT:
-        return count_reads(e->bin.a, t);
-    default:
-        return count_reads(e->bin.a, t) + count_reads(e->bin.b, t);
-    }
-}
-
-static int stage_reads(const Stage *s, const IrTensor *t)
-{
-    int n = count_reads(s->body, t);
-    for (int g = 0; g < s->nguards; g++)
-        n += count_reads(s->guards[g], t);
-    return n;
-}
-
 static bool is_map(const IrTensor *t)
 {
     return t->kind == IT_STAGE && t->stage->nsums == 0 && t->elem == ELEM_F32;
 }
 
-/* The single map that reads t (once), or NULL. */
-static IrTensor *single_reader(const IrProgram *p, const IrTensor *t)
+/* ---- who reads what, kept up to date as maps merge ------------------------
+ * For each tensor x: how many stages read it and the sum of their ids
+ * (with one reader, the sum is its id); for each pair (x, reader): how
+ * many times.  Each merge walks the merged stage once, so fusing a
+ * program costs the size of what it builds, not the program's size per
+ * map (which made a chain of N maps cost N^3). */
+typedef struct PairMap {
+    uint64_t *key;                  /* x << 32 | reader, + 1 (0: empty) */
+    int *count;
+    size_t cap, n;
+} PairMap;
+
+static size_t pair_slot(const PairMap *pm, uint64_t key)
 {
-    IrTensor *reader = NULL;
-    for (int i = 0; i < p->ntensors; i++) {
-        IrTensor *u = p->tensors[i];
-        if (u->kind != IT_STAGE)
-            continue;
-        int n = stage_reads(u->stage, t);
-        if (n == 0)
-            continue;
-        if (reader || n > 1 || !is_map(u))
-            return NULL;
-        reader = u;
+    size_t i = (size_t)((key * 0x9e3779b97f4a7c15u) >> 20) & (pm->cap - 1);
+    while (pm->key[i] && pm->key[i] != key)
+        i = (i + 1) & (pm->cap - 1);
+    return i;
+}
+
+static int *pair_count(PairMap *pm, int x, int reader)
+{
+    if (2 * (pm->n + 1) > pm->cap) {
+        PairMap big = {xcalloc(pm->cap ? 2 * pm->cap : 1024, sizeof *big.key),
+                       xcalloc(pm->cap ? 2 * pm->cap : 1024, sizeof *big.count),
+                       pm->cap ? 2 * pm->cap : 1024, pm->n};
+        for (size_t i = 0; i < pm->cap; i++)
+            if (pm->key[i]) {
+                size_t j = pair_slot(&big, pm->key[i]);
+                big.key[j] = pm->key[i];
+                big.count[j] = pm->count[i];
+            }
+        free(pm->key);
+        free(pm->count);
+        *pm = big;
     }
-    return reader;
+    uint64_t key = ((uint64_t)(uint32_t)x << 32 | (uint32_t)reader) + 1;
+    size_t i = pair_slot(pm, key);
+    if (!pm->key[i]) {
+        pm->key[i] = key;
+        pm->count[i] = 0;
+        pm->n++;
+    }
+    return &pm->count[i];
+}
+
+/* What one stage reads, with counts, and its depth and size. */
+typedef struct Use {
+    int x, n;
+} Use;
+
+typedef struct Info {
+    Use *reads;
+    int nreads;
+    int depth, nodes;
+} Info;
+
+typedef struct Walk {
+    Arena *arena;
+    int *count;                     /* by tensor id, zero between walks */
+    VEC(int) seen;                  /* the ids counted */
+    int nodes;
+} Walk;
+
+static int walk_stage(Walk *w, const Stage *s);
+
+/* Counts the reads of e (nested stages included) and returns its depth. */
+static int walk_expr(Walk *w, const IExpr *e)
+{
+    int d = 0;
+    w->nodes++;
+    switch (e->kind) {
+    case IE_CONST: case IE_INDEX: case IE_ICMP:
+        return 1;
+    case IE_ACCESS:
+        if (e->access.tensor) {
+            int x = e->access.tensor->id;
+            if (w->count[x]++ == 0)
+                vec_push(w->arena, &w->seen, x);
+            return 1;
+        }
+        return 1 + walk_stage(w, e->access.stage);
+    case IE_CALL:
+        for (int i = 0; i < e->call.nargs; i++) {
+            int k = walk_expr(w, e->call.args[i]);
+            d = k > d ? k : d;
+        }
+        return 1 + d;
+    case IE_NEG: case IE_NOT:
+        return 1 + walk_expr(w, e->bin.a);
+    default: {
+        int a = walk_expr(w, e->bin.a), b = walk_expr(w, e->bin.b);
+        return 1 + (a > b ? a : b);
+    }
+    }
+}
+
+static int walk_stage(Walk *w, const Stage *s)
+{
+    int d = walk_expr(w, s->body);
+    for (int g = 0; g < s->nguards; g++) {
+        int k = walk_expr(w, s->guards[g]);
+        d = k > d ? k : d;
+    }
+    return d;
+}
+
+static Info stage_info(Walk *w, const Stage *s)
+{
+    Info in = {0};
+    w->seen.len = 0;
+    w->nodes = 0;
+    in.depth = walk_stage(w, s);
+    in.nodes = w->nodes;
+    in.nreads = w->seen.len;
+    in.reads = xmalloc((size_t)(in.nreads + 1) * sizeof *in.reads);
+    for (int i = 0; i < w->seen.len; i++) {
+        int x = w->seen.data[i];
+        in.reads[i] = (Use){x, w->count[x]};
+        w->count[x] = 0;
+    }
+    return in;
+}
+
+typedef struct Readers {
+    PairMap pairs;
+    int *nreaders;                  /* by tensor id */
+    int64_t *idsum;                 /* by tensor id: sum of the readers' ids */
+} Readers;
+
+static void add_reads(Readers *rd, int reader, const Info *in, int sign)
+{
+    for (int i = 0; i < in->nreads; i++) {
+        int x = in->reads[i].x;
+        *pair_count(&rd->pairs, x, reader) += sign * in->reads[i].n;
+        rd->nreaders[x] += sign;
+        rd->idsum[x] += sign * reader;
+    }
+}
+
+/* The single stage that reads t, once, if it is a map; else -1. */
+static int single_reader(Readers *rd, const IrProgram *p, int t)
+{
+    if (rd->nreaders[t] != 1)
+        return -1;
+    int r = (int)rd->idsum[t];
+    if (*pair_count(&rd->pairs, t, r) != 1 || !is_map(p->tensors[r]))
+        return -1;
+    return r;
 }
 
 /* A stage's estimated seconds, as its own operator. */
@@ -122,18 +231,39 @@ static double stage_cost(const CostModel *cm, const Stage *s)
     return cost_stage_ex(cm, s, &m, &measured);
 }
 
-int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm)
+int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm, double budget_ms)
 {
     IrProgram *p = pl->prog;
-    int fused = 0, nv = ir_var_count(cx);
-    bool *dead = xcalloc((size_t)p->ntensors + 1, sizeof *dead);
+    int fused = 0, nv = ir_var_count(cx), nt = p->ntensors;
+    bool *dead = xcalloc((size_t)nt + 1, sizeof *dead);
     int64_t *lo = xcalloc((size_t)nv + 1, sizeof *lo), *hi = xcalloc((size_t)nv + 1, sizeof *hi);
-    for (int i = 0; i < p->ntensors; i++) {
+    Walk w = {arena_new(), xcalloc((size_t)nt + 1, sizeof *w.count), {0}, 0};
+    Info *info = xcalloc((size_t)nt + 1, sizeof *info);
+    Readers rd = {{0}, xcalloc((size_t)nt + 1, sizeof *rd.nreaders),
+                  xcalloc((size_t)nt + 1, sizeof *rd.idsum)};
+    for (int i = 0; i < nt; i++)
+        if (p->tensors[i]->kind == IT_STAGE) {
+            info[i] = stage_info(&w, p->tensors[i]->stage);
+            add_reads(&rd, i, &info[i], 1);
+        }
+    for (int i = 0; i < nt; i++) {
         IrTensor *t = p->tensors[i];
         if (!is_map(t) || t->is_output || t->weight_only)
             continue;
-        IrTensor *r = single_reader(p, t);
-        if (!r || r->weight_only)
+        /* --search-budget bounds the whole compile: past it, the rest
+         * stays unfused */
+        if (search_budget_spent(budget_ms))
+            break;
+        int ri = single_reader(&rd, p, i);
+        if (ri < 0 || p->tensors[ri]->weight_only)
+            continue;
+        IrTensor *r = p->tensors[ri];
+        /* Bounded kernels: a chain of maps longer than this becomes
+         * several kernels, so each merge costs at most a bounded walk and
+         * no expression grows deeper than the walks of the IR and the
+         * emitters can take. */
+        if (info[i].depth + info[ri].depth > FUSE_MAX_DEPTH ||
+            info[i].nodes + info[ri].nodes > FUSE_MAX_NODES)
             continue;
         const Stage *s = r->stage;
         for (int d = 0; d < s->nloops; d++) {
@@ -156,7 +286,24 @@ int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm)
         r->stage = merged;
         dead[i] = true;
         fused++;
+        /* t's reads are r's now; r's are counted again from what merged */
+        add_reads(&rd, i, &info[i], -1);
+        add_reads(&rd, ri, &info[ri], -1);
+        free(info[i].reads);
+        free(info[ri].reads);
+        info[i] = (Info){0};
+        info[ri] = stage_info(&w, merged);
+        add_reads(&rd, ri, &info[ri], 1);
     }
+    for (int i = 0; i < nt; i++)
+        free(info[i].reads);
+    free(info);
+    free(rd.pairs.key);
+    free(rd.pairs.count);
+    free(rd.nreaders);
+    free(rd.idsum);
+    free(w.count);
+    arena_free(w.arena);
     free(lo);
     free(hi);
     if (!fused) {
