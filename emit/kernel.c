@@ -233,6 +233,12 @@ typedef struct KGen {
     bool wide;                      /* index arithmetic in int64_t */
     bool *reads;                    /* by tensor id (shared by all kernels, */
     int *read_ids, nread_ids;       /*  cleared after each: these are set) */
+    /* Deep expressions are cut into named temporaries (ein_x0, ...): the
+     * definitions wait in `pre` until the statement that uses them is
+     * written, and `nest` counts the operators open around the one being
+     * written. */
+    Sb pre;
+    int ntemps, nest;
     bool *used;                     /* by var id: appears in the body */
     int errors;
     /* --precision below fp32 and a summed body: the tensor operands of
@@ -359,6 +365,7 @@ static void gen_ix(KGen *g, const Ix *ix, Sb *b)
 
 static void gen_f(KGen *g, const IExpr *e, Sb *b);
 static void gen_b(KGen *g, const IExpr *e, Sb *b);
+static void line(Sb *b, int depth, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Row-major offset of dims 0..k:  ((i0 * S1 + i1) * S2 + i2) */
 static void gen_offset(KGen *g, const IrTensor *t, const Ix **idx, int k, Sb *b)
@@ -534,8 +541,72 @@ static void gen_factor(KGen *g, const IExpr *e, Sb *b)
     sb_putc(b, ')');
 }
 
+/* An expression nested at most EMIT_MAX_NEST operators deep in one C
+ * statement: deeper, the subexpression becomes a temporary defined before
+ * the statement (clang refuses more than 256 nested brackets, and a
+ * fused chain of maps would otherwise be one expression as deep as the
+ * chain). */
+#define EMIT_MAX_NEST 32
+
+static bool is_leaf(const IExpr *e)
+{
+    return e->kind == IE_CONST || e->kind == IE_INDEX || e->kind == IE_ACCESS ||
+           e->kind == IE_ICMP;
+}
+
+static void gen_f_node(KGen *g, const IExpr *e, Sb *b);
+static void gen_b_node(KGen *g, const IExpr *e, Sb *b);
+
+static void gen_temp(KGen *g, const IExpr *e, Sb *b, bool real)
+{
+    int nest = g->nest;
+    Sb t = {0};
+    g->nest = 0;
+    if (real)
+        gen_f_node(g, e, &t);
+    else
+        gen_b_node(g, e, &t);
+    g->nest = nest;
+    /* after the temporaries it uses: they were written as it was */
+    line(&g->pre, 0, "const %s ein_x%d = %s;", real ? "float" : "int", g->ntemps, sb_str(&t));
+    sb_printf(b, "ein_x%d", g->ntemps++);
+    sb_free(&t);
+}
+
 /* A real-valued expression. */
 static void gen_f(KGen *g, const IExpr *e, Sb *b)
+{
+    if (g->nest >= EMIT_MAX_NEST && !is_leaf(e)) {
+        gen_temp(g, e, b, true);
+        return;
+    }
+    g->nest++;
+    gen_f_node(g, e, b);
+    g->nest--;
+}
+
+/* A condition (an int in C). */
+static void gen_b(KGen *g, const IExpr *e, Sb *b)
+{
+    if (g->nest >= EMIT_MAX_NEST && !is_leaf(e)) {
+        gen_temp(g, e, b, false);
+        return;
+    }
+    g->nest++;
+    gen_b_node(g, e, b);
+    g->nest--;
+}
+
+/* The temporaries of the statement about to be written, at its depth. */
+static void flush_pre(KGen *g, Sb *b, int depth)
+{
+    if (g->pre.len)
+        sb_indent(b, sb_str(&g->pre), 4 * depth);
+    sb_free(&g->pre);
+    g->pre = (Sb){0};
+}
+
+static void gen_f_node(KGen *g, const IExpr *e, Sb *b)
 {
     static const char ops[] = {[IE_ADD] = '+', [IE_SUB] = '-', [IE_MUL] = '*',
                                [IE_DIV] = '/'};
@@ -583,8 +654,7 @@ static void gen_f(KGen *g, const IExpr *e, Sb *b)
     }
 }
 
-/* A condition (an int in C). */
-static void gen_b(KGen *g, const IExpr *e, Sb *b)
+static void gen_b_node(KGen *g, const IExpr *e, Sb *b)
 {
     const char *op;
     switch (e->kind) {
@@ -705,7 +775,8 @@ static int kernel_build_with(KGen *gp, Emit *em, Kernel *k, const IrTensor *t,
  * fastest, as the loop nest runs them), lane ein_lane of ein_nlanes taking
  * every ein_nlanes-th term into its own partial acc (and any, for max and
  * min).  The dialect combines the partials in a fixed order. */
-static void build_part(KGen *g, Kernel *k, const char *cond, const int *level)
+static void build_part(KGen *g, Kernel *k, const char *cond_pre, const char *cond,
+                       const int *level)
 {
     const Stage *st = k->st;
     Arena *a = g->em->arena;
@@ -727,6 +798,7 @@ static void build_part(KGen *g, Kernel *k, const char *cond, const int *level)
             continue;
         Sb gc = {0};
         gen_b(g, st->guards[i], &gc);
+        flush_pre(g, &in, 0);
         line(&in, 0, "if (!%s)", sb_str(&gc));
         line(&in, 1, "continue;");
         sb_free(&gc);
@@ -735,6 +807,7 @@ static void build_part(KGen *g, Kernel *k, const char *cond, const int *level)
     g->rnd = st->red == RED_SUM && g->em->opt->precision != PREC_FP32;
     gen_f(g, st->body, &body);
     g->rnd = false;
+    flush_pre(g, &in, 0);
     if (st->red == RED_SUM) {
         line(&in, 0, "acc += %s;", sb_str(&body));
     } else {
@@ -750,6 +823,8 @@ static void build_part(KGen *g, Kernel *k, const char *cond, const int *level)
     if (maxmin)
         line(&b, 0, "int any = 0;     /* no term at all gives 0 */");
     int depth = 0;
+    if (cond_pre && *cond_pre)
+        sb_puts(&b, cond_pre);
     if (cond && *cond)
         line(&b, depth++, "if (%s) {", cond);
     line(&b, depth++, "for (%s ein_t = ein_lane; ein_t < %" PRId64 "; ein_t += ein_nlanes) {",
@@ -1043,6 +1118,7 @@ static int kernel_build_with(KGen *gp, Emit *em, Kernel *k, const IrTensor *t,
         k->simd = t->elem == ELEM_F32 && vec_expr(&g, st->body);
         Sb body = {0};
         gen_f(&g, st->body, &body);
+        flush_pre(&g, &b, 0);
         line(&b, 0, "const float acc = %s;", sb_str(&body));
         sb_free(&body);
     } else {
@@ -1081,6 +1157,10 @@ static int kernel_build_with(KGen *gp, Emit *em, Kernel *k, const IrTensor *t,
             }
         }
         int depth = 0;
+        /* the temporaries of the guards outside the sums, before them (in
+         * the lanes' loop too) */
+        const char *cond_pre = arena_strdup(a, sb_str(&g.pre));
+        flush_pre(&g, &b, 0);
         if (nc) {
             line(&b, depth++, "if (%s) {", sb_str(&cond));
         }
@@ -1097,6 +1177,7 @@ static int kernel_build_with(KGen *gp, Emit *em, Kernel *k, const IrTensor *t,
                     continue;
                 Sb gc = {0};
                 gen_b(&g, st->guards[i], &gc);
+                flush_pre(&g, &b, depth);
                 line(&b, depth, "if (!%s)", sb_str(&gc));
                 line(&b, depth + 1, "continue;");
                 sb_free(&gc);
@@ -1106,6 +1187,7 @@ static int kernel_build_with(KGen *gp, Emit *em, Kernel *k, const IrTensor *t,
         g.rnd = st->red == RED_SUM && em->opt->precision != PREC_FP32;
         gen_f(&g, st->body, &body);
         g.rnd = false;
+        flush_pre(&g, &b, depth);
         switch (st->red) {
         case RED_NONE:
             line(&b, depth, "acc = %s;", sb_str(&body));
@@ -1127,7 +1209,7 @@ static int kernel_build_with(KGen *gp, Emit *em, Kernel *k, const IrTensor *t,
         while (depth > 0)
             line(&b, --depth, "}");
         if (st->red != RED_NONE)
-            build_part(&g, k, part_cond, level);
+            build_part(&g, k, cond_pre, part_cond, level);
     }
     k->body = arena_strdup(a, sb_str(&b));
     if (!empty) {
