@@ -1,7 +1,9 @@
 # tests/local.mk - the suites that run the whole driver.  Unit tests of
 # each phase are listed in that phase's local.mk.
-TESTS += tests/golden.test tests/cli.test tests/security.test tests/newcomer.test
+TESTS += tests/golden.test tests/cli.test tests/security.test tests/newcomer.test \
+	tests/limits.test
 EXTRA_DIST += tests/golden.test tests/cli.test tests/security.test tests/newcomer.test \
+	tests/limits.test \
 	tests/golden
 
 # The numerical suite (generated C programs against PyTorch) and the
