@@ -136,22 +136,45 @@ typedef struct Walk {
 
 static int walk_stage(Walk *w, const Stage *s);
 
-/* Counts the reads of e (nested stages included) and returns its depth. */
+/* An index expression's depth; its terms count as nodes. */
+static int walk_ix(Walk *w, const Ix *x)
+{
+    int d = 0;
+    w->nodes += 1 + x->n;
+    for (int i = 0; i < x->n; i++)
+        if (x->t[i].kind != IX_VAR) {
+            int k = walk_ix(w, x->t[i].arg);
+            d = k > d ? k : d;
+        }
+    return 1 + d;
+}
+
+/* Counts the reads of e (nested stages included) and returns its depth,
+ * index expressions included. */
 static int walk_expr(Walk *w, const IExpr *e)
 {
     int d = 0;
     w->nodes++;
     switch (e->kind) {
-    case IE_CONST: case IE_INDEX: case IE_ICMP:
+    case IE_CONST:
         return 1;
+    case IE_INDEX:
+        return 1 + walk_ix(w, e->ix);
+    case IE_ICMP:
+        return 1 + walk_ix(w, e->icmp.ix);
     case IE_ACCESS:
+        for (int i = 0; i < e->access.nidx; i++) {
+            int k = walk_ix(w, e->access.idx[i]);
+            d = k > d ? k : d;
+        }
         if (e->access.tensor) {
             int x = e->access.tensor->id;
             if (w->count[x]++ == 0)
                 vec_push(w->arena, &w->seen, x);
-            return 1;
+            return 1 + d;
         }
-        return 1 + walk_stage(w, e->access.stage);
+        d = d > walk_stage(w, e->access.stage) ? d : walk_stage(w, e->access.stage);
+        return 1 + d;
     case IE_CALL:
         for (int i = 0; i < e->call.nargs; i++) {
             int k = walk_expr(w, e->call.args[i]);
@@ -192,6 +215,43 @@ static Info stage_info(Walk *w, const Stage *s)
         w->count[x] = 0;
     }
     return in;
+}
+
+static int ix_size(const Ix *x)
+{
+    int n = 1 + x->n;
+    for (int i = 0; i < x->n; i++)
+        if (x->t[i].kind != IX_VAR)
+            n += ix_size(x->t[i].arg);
+    return n;
+}
+
+/* The largest subscript of an access to t in e: what each use of one of
+ * t's loop variables grows to when t is substituted. */
+static int subscript_size(const IExpr *e, const IrTensor *t)
+{
+    int m = 0, k;
+    switch (e->kind) {
+    case IE_CONST: case IE_INDEX: case IE_ICMP:
+        return 0;
+    case IE_ACCESS:
+        if (e->access.tensor == t)
+            for (int i = 0; i < e->access.nidx; i++)
+                if ((k = ix_size(e->access.idx[i])) > m)
+                    m = k;
+        return m;
+    case IE_CALL:
+        for (int i = 0; i < e->call.nargs; i++)
+            if ((k = subscript_size(e->call.args[i], t)) > m)
+                m = k;
+        return m;
+    case IE_NEG: case IE_NOT:
+        return subscript_size(e->bin.a, t);
+    default:
+        m = subscript_size(e->bin.a, t);
+        k = subscript_size(e->bin.b, t);
+        return k > m ? k : m;
+    }
 }
 
 typedef struct Readers {
@@ -262,10 +322,18 @@ int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm, double budget_ms)
          * several kernels, so each merge costs at most a bounded walk and
          * no expression grows deeper than the walks of the IR and the
          * emitters can take. */
-        if (info[i].depth + info[ri].depth > FUSE_MAX_DEPTH ||
-            info[i].nodes + info[ri].nodes > FUSE_MAX_NODES)
-            continue;
         const Stage *s = r->stage;
+        int sub = subscript_size(s->body, t);
+        for (int k = 0; k < s->nguards; k++)
+            if (subscript_size(s->guards[k], t) > sub)
+                sub = subscript_size(s->guards[k], t);
+        /* every node of t may take a subscript of r in place of a loop
+         * variable (a chain of t[i % 7 + i / 3] grows its indices
+         * exponentially), and a guard per bound of each */
+        long est = (long)info[ri].nodes + (long)info[i].nodes * (sub > 1 ? sub : 1) +
+                   4L * t->stage->nloops * sub;
+        if (info[i].depth + info[ri].depth > FUSE_MAX_DEPTH || est > FUSE_MAX_NODES)
+            continue;
         for (int d = 0; d < s->nloops; d++) {
             lo[s->loops[d].id] = s->loops[d].lo;
             hi[s->loops[d].id] = s->loops[d].hi;
