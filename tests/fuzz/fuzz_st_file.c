@@ -137,7 +137,10 @@ static int open_fifo(const uint8_t *data, size_t size, int endless, StFile **f,
         _exit(0);
     }
     rc = st_open(fifo_path, f, err, errlen);
-    /* the writer ends when the reader has closed the pipe */
+    /* the reader is done: whatever the writer still does no longer
+     * matters (and a writer still waiting for a reader would wait for
+     * ever) */
+    kill(pid, SIGKILL);
     if (waitpid(pid, &status, 0) != pid)
         FAIL("waitpid: %s", strerror(errno));
     return rc;
