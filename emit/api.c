@@ -197,9 +197,11 @@ void api_write_header_comment(Emit *em)
 " *   int $m_tensor_count(void);  const $m_tensor_info *$m_tensor_at(int i);\n"
 " *       Every tensor of the model: name, kind, shape, element type, size.\n"
 " * Error codes: $M_EINVAL bad argument, $M_EIO file error, $M_EFORMAT bad\n"
-" * safetensors file or tensor, $M_ENOMEM out of memory, $M_ECUDA a CUDA\n"
-" * call failed, $M_EMISSING a weight or input was never set.  A context is\n"
-" * not safe to use from two threads at once.\n");
+" * safetensors file or tensor, $M_ENOMEM out of memory, ");
+    tpl(em, cuda ? "$M_ECUDA a CUDA\n * call failed, $M_EMISSING a weight or input was never set.  "
+                   "A context is\n * not safe to use from two threads at once.\n"
+                 : "$M_EMISSING a\n * weight or input was never set.  A context is not safe "
+                   "to use from two\n * threads at once.\n");
     if (h16)
         tpl(em,
 " * Element types: an f32 tensor is an array of float; an f16 or bf16 tensor\n"
@@ -213,7 +215,9 @@ void api_write_header_comment(Emit *em)
     tpl(em,
 " * To call the API from another file, declare it there with\n"
 " *     #define $M_API_ONLY\n");
-    sb_printf(o, " *     #include \"%s\"\n", em->file_base);
+    sb_puts(o, " *     #include \"");
+    emit_comment_text(o, em->file_base);
+    sb_puts(o, "\"\n");
     sb_puts(o, " *\n * Tensors (inputs and outputs in the order of the run parameters):\n");
     for (int i = 0; i < p->ntensors; i++) {
         const IrTensor *t = p->tensors[i];
@@ -251,8 +255,11 @@ static void write_decls(Emit *em)
 "    $M_EIO = 2,         /* a file cannot be read or written */\n"
 "    $M_EFORMAT = 3,     /* a broken safetensors file, or a tensor of another\n"
 "                           dtype or shape in it */\n"
-"    $M_ENOMEM = 4,      /* out of host or device memory */\n"
-"    $M_ECUDA = 5,       /* a CUDA call failed */\n"
+"    $M_ENOMEM = 4,      /* out of host or device memory */\n");
+    if (cuda)
+        tpl(em,
+"    $M_ECUDA = 5,       /* a CUDA call failed */\n");
+    tpl(em,
 "    $M_EMISSING = 6     /* a weight or input was never set */\n"
 "};\n"
 "\n"
@@ -319,7 +326,9 @@ static void write_tables(Emit *em)
         int64_t n = 1;
         for (int d = 0; d < t->rank; d++)
             n *= t->shape[d];
-        sb_printf(o, "    {\"%s\", %s_%s, %d, %d, ", t->name, em->upper,
+        sb_puts(o, "    {");
+        emit_c_string(o, t->name);
+        sb_printf(o, ", %s_%s, %d, %d, ", em->upper,
                   t->kind == IT_INPUT ? "INPUT" : t->kind == IT_WEIGHT ? "WEIGHT"
                                                                     : "COMPUTED",
                   t->is_output, t->rank);

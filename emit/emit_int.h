@@ -7,6 +7,11 @@
 #include "emit.h"
 #include "../lang/sb.h"
 
+/* User text inside a C/CUDA comment (block or line), made harmless there;
+ * a C string literal of `s` (quotes included). */
+void emit_comment_text(Sb *b, const char *s);
+void emit_c_string(Sb *b, const char *s);
+
 /* ---- one generated kernel ---------------------------------------------
  * The body is dialect-neutral C: it assumes the loop variables are bound
  * (to every element of the output's full shape, padding included), reads
@@ -43,6 +48,10 @@ typedef struct Kernel {
     bool simd;
 } Kernel;
 
+/* Index arithmetic is in int unless a value could pass this (the
+ * grid-stride counter overshoots the total by up to one grid). */
+#define KERNEL_INT_LIMIT (INT32_MAX - (INT64_C(1) << 25))
+
 /* ---- emitter state ---------------------------------------------------- */
 typedef struct Emit {
     const IrProgram *p;
@@ -62,6 +71,9 @@ typedef struct Emit {
      * file and cleared after each kernel, since a searched program has many
      * more variables than any one kernel binds. */
     int64_t *var_lo, *var_hi;
+    bool *read_mark;                /* by tensor id: the kernel reads it */
+    int *read_ids;                  /* the ids marked, in the order met */
+    bool big_tensor;                /* some tensor has more than KERNEL_INT_LIMIT elements */
     const char **var_name;
     bool *var_used;
     int nvars;

@@ -192,7 +192,8 @@ void emit_source_comment(Emit *em, const IrTensor *t, Sb *b)
     if (f && t->loc.end >= t->loc.begin && (size_t)t->loc.end <= f->len) {
         int line, col;
         src_line_col(t->loc, &line, &col);
-        sb_printf(&raw, "%s:%d:%d:\n", f->path, line, col);
+        emit_comment_text(&raw, f->path);
+        sb_printf(&raw, ":%d:%d:\n", line, col);
         const char *s = f->text + t->loc.begin, *end = f->text + t->loc.end;
         /* Start at the beginning of the line, so continuation lines keep
          * their indentation relative to the first. */
@@ -247,7 +248,14 @@ typedef struct KGen {
     int64_t *lo, *hi;               /* range by var id (bound vars only) */
     const char **vname;             /* C name by var id; NULL: not bound */
     bool wide;                      /* index arithmetic in int64_t */
-    bool *reads;                    /* by tensor id */
+    bool *reads;                    /* by tensor id (shared by all kernels, */
+    int *read_ids, nread_ids;       /*  cleared after each: these are set) */
+    /* Deep expressions are cut into named temporaries (ein_x0, ...): the
+     * definitions wait in `pre` until the statement that uses them is
+     * written, and `nest` counts the operators open around the one being
+     * written. */
+    Sb pre;
+    int ntemps, nest;
     bool *used;                     /* by var id: appears in the body */
     int errors;
     /* --precision below fp32 and a summed body: the tensor operands of
@@ -388,6 +396,7 @@ static void gen_ix(KGen *g, const Ix *ix, Sb *b)
 
 static void gen_f(KGen *g, const IExpr *e, Sb *b);
 static void gen_b(KGen *g, const IExpr *e, Sb *b);
+static void line(Sb *b, int depth, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Row-major offset of dims 0..k:  ((i0 * S1 + i1) * S2 + i2) */
 static void gen_offset(KGen *g, const IrTensor *t, const Ix **idx, int k, Sb *b)
@@ -513,7 +522,10 @@ static void gen_access(KGen *g, const IExpr *e, Sb *b)
                 sb_printf(&cond, " < %" PRId64, S);
         }
     }
-    g->reads[t->id] = true;
+    if (!g->reads[t->id]) {
+        g->reads[t->id] = true;
+        g->read_ids[g->nread_ids++] = t->id;
+    }
     const char *name = g->em->cname[t->id];
     if (nconds)
         sb_printf(b, "(%s ? ", sb_str(&cond));
@@ -647,8 +659,72 @@ static void gen_factor(KGen *g, const IExpr *e, Sb *b)
     sb_putc(b, ')');
 }
 
+/* An expression nested at most EMIT_MAX_NEST operators deep in one C
+ * statement: deeper, the subexpression becomes a temporary defined before
+ * the statement (clang refuses more than 256 nested brackets, and a
+ * fused chain of maps would otherwise be one expression as deep as the
+ * chain). */
+#define EMIT_MAX_NEST 32
+
+static bool is_leaf(const IExpr *e)
+{
+    return e->kind == IE_CONST || e->kind == IE_INDEX || e->kind == IE_ACCESS ||
+           e->kind == IE_ICMP;
+}
+
+static void gen_f_node(KGen *g, const IExpr *e, Sb *b);
+static void gen_b_node(KGen *g, const IExpr *e, Sb *b);
+
+static void gen_temp(KGen *g, const IExpr *e, Sb *b, bool real)
+{
+    int nest = g->nest;
+    Sb t = {0};
+    g->nest = 0;
+    if (real)
+        gen_f_node(g, e, &t);
+    else
+        gen_b_node(g, e, &t);
+    g->nest = nest;
+    /* after the temporaries it uses: they were written as it was */
+    line(&g->pre, 0, "const %s ein_x%d = %s;", real ? "float" : "int", g->ntemps, sb_str(&t));
+    sb_printf(b, "ein_x%d", g->ntemps++);
+    sb_free(&t);
+}
+
 /* A real-valued expression. */
 static void gen_f(KGen *g, const IExpr *e, Sb *b)
+{
+    if (g->nest >= EMIT_MAX_NEST && !is_leaf(e)) {
+        gen_temp(g, e, b, true);
+        return;
+    }
+    g->nest++;
+    gen_f_node(g, e, b);
+    g->nest--;
+}
+
+/* A condition (an int in C). */
+static void gen_b(KGen *g, const IExpr *e, Sb *b)
+{
+    if (g->nest >= EMIT_MAX_NEST && !is_leaf(e)) {
+        gen_temp(g, e, b, false);
+        return;
+    }
+    g->nest++;
+    gen_b_node(g, e, b);
+    g->nest--;
+}
+
+/* The temporaries of the statement about to be written, at its depth. */
+static void flush_pre(KGen *g, Sb *b, int depth)
+{
+    if (g->pre.len)
+        sb_indent(b, sb_str(&g->pre), 4 * depth);
+    sb_free(&g->pre);
+    g->pre = (Sb){0};
+}
+
+static void gen_f_node(KGen *g, const IExpr *e, Sb *b)
 {
     static const char ops[] = {[IE_ADD] = '+', [IE_SUB] = '-', [IE_MUL] = '*',
                                [IE_DIV] = '/'};
@@ -696,8 +772,7 @@ static void gen_f(KGen *g, const IExpr *e, Sb *b)
     }
 }
 
-/* A condition (an int in C). */
-static void gen_b(KGen *g, const IExpr *e, Sb *b)
+static void gen_b_node(KGen *g, const IExpr *e, Sb *b)
 {
     const char *op;
     switch (e->kind) {
@@ -818,7 +893,8 @@ static int kernel_build_with(KGen *gp, Emit *em, Kernel *k, const IrTensor *t,
  * fastest, as the loop nest runs them), lane ein_lane of ein_nlanes taking
  * every ein_nlanes-th term into its own partial acc (and any, for max and
  * min).  The dialect combines the partials in a fixed order. */
-static void build_part(KGen *g, Kernel *k, const char *cond, const int *level)
+static void build_part(KGen *g, Kernel *k, const char *cond_pre, const char *cond,
+                       const int *level)
 {
     const Stage *st = k->st;
     Arena *a = g->em->arena;
@@ -828,7 +904,7 @@ static void build_part(KGen *g, Kernel *k, const char *cond, const int *level)
     if (terms < 2 || terms > 4e18)
         return;
     k->terms = (int64_t)terms;
-    const int64_t limit = INT32_MAX - (INT64_C(1) << 25);
+    const int64_t limit = KERNEL_INT_LIMIT;
     const char *tty = k->terms > limit ? "int64_t" : k->ity;
     bool cast = strcmp(tty, k->ity) != 0;
     /* max, min and product keep `any`: no term at all gives 0 */
@@ -841,6 +917,7 @@ static void build_part(KGen *g, Kernel *k, const char *cond, const int *level)
             continue;
         Sb gc = {0};
         gen_b(g, st->guards[i], &gc);
+        flush_pre(g, &in, 0);
         line(&in, 0, "if (!%s)", sb_str(&gc));
         line(&in, 1, "continue;");
         sb_free(&gc);
@@ -849,6 +926,7 @@ static void build_part(KGen *g, Kernel *k, const char *cond, const int *level)
     g->rnd = st->red == RED_SUM && g->em->opt->precision != PREC_FP32;
     gen_f(g, st->body, &body);
     g->rnd = false;
+    flush_pre(g, &in, 0);
     if (st->red == RED_SUM) {
         line(&in, 0, "acc += %s;", sb_str(&body));
     } else if (st->red == RED_PROD) {
@@ -867,6 +945,8 @@ static void build_part(KGen *g, Kernel *k, const char *cond, const int *level)
     if (maxmin)
         line(&b, 0, "int any = 0;     /* no term at all gives 0 */");
     int depth = 0;
+    if (cond_pre && *cond_pre)
+        sb_puts(&b, cond_pre);
     if (cond && *cond)
         line(&b, depth++, "if (%s) {", cond);
     line(&b, depth++, "for (%s ein_t = ein_lane; ein_t < %" PRId64 "; ein_t += ein_nlanes) {",
@@ -987,8 +1067,10 @@ static bool vec_expr(const KGen *g, const IExpr *e)
     case IE_NEG:
         return vec_expr(g, e->bin.a);
     case IE_CALL:
-        if (e->call.nargs != 1 || (e->call.fn != FN_RELU && e->call.fn != FN_ABS &&
-                                   e->call.fn != FN_SQRT))
+        /* not sqrtf: it sets errno (-fmath-errno, the default), so no
+         * compiler vectorizes it, and clang warns that it cannot do what
+         * `omp simd` asks */
+        if (e->call.nargs != 1 || (e->call.fn != FN_RELU && e->call.fn != FN_ABS))
             return false;
         return vec_expr(g, e->call.args[0]);
     default:
@@ -1003,6 +1085,12 @@ static int innermost(const IrVar *v, int n)
         if (v[i].hi - v[i].lo > 1)
             return v[i].id;
     return -1;
+}
+
+static int int_cmp(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
 }
 
 int kernel_build(Emit *em, const IrTensor *t, int index, Kernel *k)
@@ -1033,7 +1121,23 @@ int kernel_build(Emit *em, const IrTensor *t, int index, Kernel *k)
     g.hi = em->var_hi;
     g.vname = em->var_name;
     g.used = em->var_used;
-    g.reads = arena_alloc(a, sizeof *g.reads * (size_t)(em->p->ntensors + 1));
+    /* Tables by tensor id, made once per file like the variables' (a
+     * program of many kernels stays linear). */
+    if (!em->read_mark) {
+        em->read_mark = arena_alloc(a, sizeof *em->read_mark * (size_t)(em->p->ntensors + 1));
+        em->read_ids = arena_alloc(a, sizeof *em->read_ids * (size_t)(em->p->ntensors + 1));
+        em->big_tensor = false;
+        for (int i = 0; i < em->p->ntensors; i++) {
+            int64_t n = 1;
+            for (int d = 0; d < em->p->tensors[i]->rank; d++)
+                if (!i64_mul(n, em->p->tensors[i]->shape[d], &n))
+                    n = INT64_MAX;
+            em->big_tensor |= n > KERNEL_INT_LIMIT;
+        }
+    }
+    g.reads = em->read_mark;
+    g.read_ids = em->read_ids;
+    g.nread_ids = 0;
     int rc = kernel_build_with(&g, em, k, t, st, index);
     /* leave the per-variable tables clean for the next kernel */
     for (int i = 0; i < st->nloops + st->nsums; i++) {
@@ -1126,16 +1230,7 @@ static int kernel_build_with(KGen *gp, Emit *em, Kernel *k, const IrTensor *t,
         if ((m = expr_mag(&g, st->body)) > mag)
             mag = m;
     }
-    g.wide = mag > limit || k->total > limit;
-    for (int i = 0; i < em->p->ntensors && !g.wide; i++) {
-        const IrTensor *u = em->p->tensors[i];
-        int64_t n = 1;
-        for (int d = 0; d < u->rank; d++)
-            if (!i64_mul(n, u->shape[d], &n))
-                n = INT64_MAX;
-        if (n > limit)
-            g.wide = true;
-    }
+    g.wide = mag > limit || k->total > limit || em->big_tensor;
     k->ity = g.wide ? "int64_t" : "int";
 
     Sb b = {0};
@@ -1149,6 +1244,7 @@ static int kernel_build_with(KGen *gp, Emit *em, Kernel *k, const IrTensor *t,
         k->simd = t->elem == ELEM_F32 && vec_expr(&g, st->body);
         Sb body = {0};
         gen_f(&g, st->body, &body);
+        flush_pre(&g, &b, 0);
         line(&b, 0, "const float acc = %s;", sb_str(&body));
         sb_free(&body);
     } else {
@@ -1187,6 +1283,10 @@ static int kernel_build_with(KGen *gp, Emit *em, Kernel *k, const IrTensor *t,
             }
         }
         int depth = 0;
+        /* the temporaries of the guards outside the sums, before them (in
+         * the lanes' loop too) */
+        const char *cond_pre = arena_strdup(a, sb_str(&g.pre));
+        flush_pre(&g, &b, 0);
         if (nc) {
             line(&b, depth++, "if (%s) {", sb_str(&cond));
         }
@@ -1203,6 +1303,7 @@ static int kernel_build_with(KGen *gp, Emit *em, Kernel *k, const IrTensor *t,
                     continue;
                 Sb gc = {0};
                 gen_b(&g, st->guards[i], &gc);
+                flush_pre(&g, &b, depth);
                 line(&b, depth, "if (!%s)", sb_str(&gc));
                 line(&b, depth + 1, "continue;");
                 sb_free(&gc);
@@ -1212,6 +1313,7 @@ static int kernel_build_with(KGen *gp, Emit *em, Kernel *k, const IrTensor *t,
         g.rnd = st->red == RED_SUM && em->opt->precision != PREC_FP32;
         gen_f(&g, st->body, &body);
         g.rnd = false;
+        flush_pre(&g, &b, depth);
         switch (st->red) {
         case RED_NONE:
             line(&b, depth, "acc = %s;", sb_str(&body));
@@ -1238,7 +1340,7 @@ static int kernel_build_with(KGen *gp, Emit *em, Kernel *k, const IrTensor *t,
         while (depth > 0)
             line(&b, --depth, "}");
         if (st->red != RED_NONE)
-            build_part(&g, k, part_cond, level);
+            build_part(&g, k, cond_pre, part_cond, level);
     }
     k->body = arena_strdup(a, sb_str(&b));
     if (!empty) {
@@ -1260,13 +1362,13 @@ static int kernel_build_with(KGen *gp, Emit *em, Kernel *k, const IrTensor *t,
     k->comment = arena_strdup(a, sb_str(&c));
     sb_free(&c);
 
-    int n = 0;
-    for (int i = 0; i < em->p->ntensors; i++)
-        n += g.reads[i];
-    k->reads = arena_alloc(a, sizeof *k->reads * (size_t)(n + 1));
-    for (int i = 0; i < em->p->ntensors; i++)
-        if (g.reads[i])
-            k->reads[k->nreads++] = em->p->tensors[i];
+    /* the tensors read, in id order; the shared marks cleared */
+    qsort(g.read_ids, (size_t)g.nread_ids, sizeof *g.read_ids, int_cmp);
+    k->reads = arena_alloc(a, sizeof *k->reads * (size_t)(g.nread_ids + 1));
+    for (int i = 0; i < g.nread_ids; i++) {
+        k->reads[k->nreads++] = em->p->tensors[g.read_ids[i]];
+        g.reads[g.read_ids[i]] = false;
+    }
     return g.errors ? -1 : 0;
 }
 

@@ -1,7 +1,10 @@
 # tests/local.mk - the suites that run the whole driver.  Unit tests of
 # each phase are listed in that phase's local.mk.
-TESTS += tests/golden.test tests/cli.test
-EXTRA_DIST += tests/golden.test tests/cli.test tests/golden
+TESTS += tests/golden.test tests/cli.test tests/security.test tests/newcomer.test \
+	tests/limits.test
+EXTRA_DIST += tests/golden.test tests/cli.test tests/security.test tests/newcomer.test \
+	tests/limits.test \
+	tests/golden
 # the checks every unit test uses (CHECK, CHECK_STR, check_finish)
 EXTRA_DIST += tests/check.h
 # the include layering of lang/ and derive/, private headers kept private

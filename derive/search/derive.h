@@ -39,8 +39,9 @@ Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o);
 int derive_merge_siblings(IrCtx *cx, IrProgram *p, const CostModel *cm);
 
 /* Inter-expression fusion: substitute maps read by one other map into it
- * (fuse.c).  Returns how many tensors went away. */
-int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm);
+ * (fuse.c), while the compile is within budget_ms (search_budget_spent).
+ * Returns how many tensors went away. */
+int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm, double budget_ms);
 
 /* Check every chosen derivation (every kept candidate with
  * all_candidates) on random data in double precision; reports an error

@@ -256,7 +256,8 @@ static char *emit_to_string(const IrProgram *p, Target target, bool main_, const
     char *buf = NULL;
     size_t len = 0;
     FILE *fp = open_memstream(&buf, &len);
-    EmitOptions o = {target, main_, out_name, "case.ein"};
+    EmitOptions o = {.target = target, .main = main_, .out_name = out_name,
+                     .src_name = "case.ein"};
     *rc = emit_program(p, &o, fp);
     fclose(fp);
     return buf;

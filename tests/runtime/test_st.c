@@ -290,8 +290,18 @@ static void test_truncated(void)
         CHECK(st_open_memory("t", big, 16, &f, err, sizeof err) ==
               ST_EFORMAT);
         check_str_at(__FILE__, __LINE__, err, "t: header length 18446744073709551615 "
-                  "exceeds the 8 bytes after the length field (truncated "
+                  "is more than the 100000000 bytes safetensors allows (not "
+                  "a safetensors file?)");
+        big[0] = 0x01; big[1] = 0xe1; big[2] = 0xf5; big[3] = 0x05;
+        big[4] = big[5] = big[6] = big[7] = 0;         /* 100000001 */
+        st_open_memory("t", big, 16, &f, err, sizeof err);
+        check_str_at(__FILE__, __LINE__, err, "t: header length 100000001 is more than "
+                  "the 100000000 bytes safetensors allows (not a safetensors "
                   "file?)");
+        big[0] = 0x00;                                 /* 100000000 */
+        st_open_memory("t", big, 16, &f, err, sizeof err);
+        check_str_at(__FILE__, __LINE__, err, "t: header length 100000000 exceeds the 8 "
+                  "bytes after the length field (truncated file?)");
     }
 }
 
