@@ -101,6 +101,9 @@ void diag_ice(const char *file, int line, const char *fmt, ...)
 #define ICE(...) diag_ice(__FILE__, __LINE__, __VA_ARGS__)
 
 int diag_error_count(void);
+/* Whether the next error would be dropped (past --max-errors): work done
+ * only to word it, such as a "did you mean" search, can be skipped. */
+bool diag_error_limit_reached(void);
 int diag_warning_count(void);
 void diag_reset(void);
 void diag_set_stream(void *fp);                 /* FILE *; default stderr */

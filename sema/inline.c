@@ -438,8 +438,9 @@ static DefInfo *callee(Sema *s, const Stmt *st)
 {
     Entry *de = scope_find(s->defs, st->bind.callee);
     if (!de) {
-        Sym *cands;
-        int n = scope_names(s->arena, s->defs, 1u << ENT_DEF, &cands);
+        Sym *cands = NULL;
+        int n = sema_may_suggest(s)
+              ? scope_names(s->arena, s->defs, 1u << ENT_DEF, &cands) : 0;
         sema_error(s, st->bind.callee_loc, "unknown def '%s'%s",
                    sym_q(st->bind.callee), did_you_mean(s, st->bind.callee,
                                                         cands, n));

@@ -227,6 +227,11 @@ static void no_range(StmtCtx *c, const SVar *v)
 {
     Sema *s = c->s;
     const Stmt *st = c->st;
+    /* h and H are an index and its extent, not a typo of each other */
+    Sym *cands = NULL;
+    int n = !v->loop && sema_may_suggest(s)
+          ? scope_names(s->arena, c->sc, 1u << ENT_CONST | 1u << ENT_SHAPEVAR, &cands) : 0;
+    Sym near = suggest_name(v->name, cands, n);
     if (v->loop) {
         sema_error(s, v->loc, "cannot infer the range of index '%s'; declare "
                    "the shape of '%s', e.g. '%s[...] : [...]'",
@@ -237,11 +242,6 @@ static void no_range(StmtCtx *c, const SVar *v)
                    "it, e.g. 'where %s in 0..3'", sym_q(v->name),
                    sym_q(v->name));
     }
-    Sym *cands;
-    int n = scope_names(s->arena, c->sc, 1u << ENT_CONST | 1u << ENT_SHAPEVAR,
-                        &cands);
-    /* h and H are an index and its extent, not a typo of each other */
-    Sym near = v->loop ? 0 : suggest_name(v->name, cands, n);
     if (near && strcasecmp(sym_q(near), sym_q(v->name)) != 0)
         sema_note(s, scope_find(c->sc, near)->loc, "did you mean the %s '%s'?",
                   entry_what(s, scope_find(c->sc, near)), sym_q(near));
