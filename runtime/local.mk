@@ -44,7 +44,7 @@ EXTRA_DIST += tests/runtime/python.test tests/runtime/args.test \
 	tests/runtime/paste.test tests/runtime/corpus.test \
 	tests/runtime/st.py tests/runtime/paste_main.c \
 	tests/runtime/fuzz-st.sh tests/fuzz/corpus-st
-CLEANFILES += tests/runtime/test_st.tmp tests/runtime/test_harness.tmp \
+CLEANFILES += tests/runtime/test_st.tmp tests/runtime/test_st.fifo tests/runtime/test_harness.tmp \
 	tests/runtime/fuzz_st
 clean-local: clean-local-runtime
 clean-local-runtime:

@@ -18,6 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__unix__) || defined(__APPLE__)
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#endif
 #include "st.h" /* EMBED-SKIP */
 
 #if defined(__GNUC__)
@@ -1082,6 +1087,62 @@ static int st_finish_open(StFile *f, StFile **out, char *err, size_t errlen)
     return ST_OK;
 }
 
+/* ---- what may be opened --------------------------------------------------
+ * fopen(3) of a FIFO blocks until the other side opens it, forever when
+ * no one does, and a device such as /dev/zero never ends.  So a file to
+ * read must be a regular file: open(2) with O_NONBLOCK returns at once
+ * even for a FIFO, and fstat says what the file is.  A file to write may
+ * be a FIFO or a device (/dev/null) but not a FIFO that no process reads:
+ * opening one for writing with O_NONBLOCK fails with ENXIO.  (The check
+ * comes just before fopen, so a file replaced in between escapes it.)
+ * Where there is no POSIX, nothing is checked. */
+
+#if defined(O_NONBLOCK) && defined(S_ISREG)
+static const char *st_file_kind(mode_t m)
+{
+    return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO"
+         : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
+         : "not a regular file";
+}
+#endif
+
+static int st_check_readable(const char *path, char *err, size_t errlen)
+{
+#if defined(O_NONBLOCK) && defined(S_ISREG)
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_NONBLOCK), ok;
+    if (fd < 0)
+        return ST_OK;           /* fopen says why */
+    ok = fstat(fd, &st) == 0;
+    close(fd);
+    if (ok && !S_ISREG(st.st_mode))
+        return st_fail(err, errlen, path, ST_EIO, "cannot read: it is %s, not a "
+                       "regular file", st_file_kind(st.st_mode));
+#else
+    (void)path; (void)err; (void)errlen;
+#endif
+    return ST_OK;
+}
+
+static int st_check_writable(const char *path, char *err, size_t errlen)
+{
+#if defined(O_NONBLOCK) && defined(S_ISREG)
+    struct stat st;
+    int fd;
+    if (stat(path, &st) != 0 || S_ISREG(st.st_mode))
+        return ST_OK;
+    fd = open(path, O_WRONLY | O_NONBLOCK);
+    if (fd >= 0)
+        close(fd);
+    else if (errno == ENXIO)
+        return st_fail(err, errlen, path, ST_EIO, "cannot write: it is %s that no "
+                       "process reads", st_file_kind(st.st_mode));
+#else
+    (void)path; (void)err; (void)errlen;
+#endif
+    return ST_OK;
+}
+
 RT_API int st_open_memory(const char *name, const void *bytes, size_t size,
                           StFile **out, char *err, size_t errlen)
 {
@@ -1110,6 +1171,8 @@ RT_API int st_open(const char *path, StFile **out, char *err, size_t errlen)
     int rc = ST_OK;
 
     *out = NULL;
+    if ((rc = st_check_readable(path, err, errlen)) != ST_OK)
+        return rc;
     fp = fopen(path, "rb");
     if (!fp)
         return st_fail(err, errlen, path, ST_EIO, "cannot open: %s",
@@ -1599,6 +1662,11 @@ RT_API int st_write(const char *path, const StOut *ts, int n,
                    err, errlen);
     if (rc != ST_OK) {
         free(h.p);
+        return rc;
+    }
+    if ((rc = st_check_writable(path, err, errlen)) != ST_OK) {
+        free(h.p);
+        free((void *)v);
         return rc;
     }
     fp = fopen(path, "wb");

@@ -2,8 +2,9 @@
  *   where items that compare a bare index with a constant, or `i in lo..hi`,
  *   give bounds; every other where item is a guard;
  *   a loop index ranges over its dimension of the declared shape, else
- *   over the dimension of every tensor it is a whole subscript of (they
- *   must agree), else up to its where bound; where bounds narrow it;
+ *   over the dimension of every tensor it is a whole subscript of, else
+ *   up to its where bound (the positions must agree with each other,
+ *   declared shape or not); where bounds narrow it;
  *   a sum index takes its where range (lo defaults to 0) when it has an
  *   upper bound, else the positions' common dimension, narrowed.
  * Then the integer expressions are checked, by interval arithmetic over
@@ -258,6 +259,12 @@ static int loop_base(StmtCtx *c, int k, const int64_t *decl, bool declared,
 {
     SVar *v = &c->vars.data[k];
     if (declared) {
+        /* The declared dimension wins over the positions' extent (a crop
+         * or a zero-padded copy), but positions that disagree with each
+         * other are an error all the same. */
+        int64_t pos;
+        if (position_dim(c, k, &pos) < 0 && c->failed)
+            return -1;
         if (!decl)
             return -1;
         *hi = decl[k];

@@ -1,7 +1,7 @@
 # tests/local.mk - the suites that run the whole driver.  Unit tests of
 # each phase are listed in that phase's local.mk.
-TESTS += tests/golden.test tests/cli.test
-EXTRA_DIST += tests/golden.test tests/cli.test tests/golden
+TESTS += tests/golden.test tests/cli.test tests/files.test
+EXTRA_DIST += tests/golden.test tests/cli.test tests/files.test tests/golden
 
 # The numerical suite (generated C programs against PyTorch) and the
 # examples' Makefile; the GPU scripts ship but run only on a GPU machine.
