@@ -129,6 +129,14 @@ typedef struct Lanes {
     int nvars, nlanes;
 } Lanes;
 
+/* Lane offsets wrap rather than overflow: a read far outside its tensor
+ * (x[2^61 * i, 0], zeros, which sema allows) must not be undefined
+ * behaviour here; such a lane's sector is meaningless but harmless. */
+static int64_t wrap_mul_add(int64_t a, int64_t b, int64_t c)
+{
+    return (int64_t)((uint64_t)a * (uint64_t)b + (uint64_t)c);
+}
+
 static int64_t lane_ix(const Lanes *w, int lane, const Ix *x)
 {
     int64_t v = x->c;
@@ -140,12 +148,10 @@ static int64_t lane_ix(const Lanes *w, int lane, const Ix *x)
                 if (w->ids[k] == t->var)
                     a = w->val[lane][k];
         } else {
-            int64_t arg = lane_ix(w, lane, t->arg), q = arg / t->d;
-            if (arg % t->d != 0 && (arg < 0) != (t->d < 0))
-                q--;
-            a = t->kind == IX_DIV ? q : arg - q * t->d;
+            int64_t arg = lane_ix(w, lane, t->arg);
+            a = t->kind == IX_DIV ? i64_floordiv(arg, t->d) : i64_floormod(arg, t->d);
         }
-        v += t->coef * a;
+        v = wrap_mul_add(t->coef, a, v);
     }
     return v;
 }
@@ -200,7 +206,7 @@ static double lane_traffic(const Lanes *w, const IExpr *e)
         for (int lane = 0; lane < w->nlanes; lane++) {
             int64_t off = 0;
             for (int d = 0; d < e->access.nidx && d < t->rank; d++)
-                off = off * t->shape[d] + lane_ix(w, lane, e->access.idx[d]);
+                off = wrap_mul_add(off, t->shape[d], lane_ix(w, lane, e->access.idx[d]));
             int64_t sec = (int64_t)floor((double)off * b / 32);
             int k = 0;
             while (k < n && sectors[k] != sec)
@@ -473,7 +479,7 @@ static double cpu_stalls(const CpuFigures *c, const Lanes *w, int64_t trip, cons
         for (int lane = 0; lane < w->nlanes; lane++) {
             int64_t off = 0;
             for (int d = 0; d < e->access.nidx && d < t->rank; d++)
-                off = off * t->shape[d] + lane_ix(w, lane, e->access.idx[d]);
+                off = wrap_mul_add(off, t->shape[d], lane_ix(w, lane, e->access.idx[d]));
             if (lane == 0)
                 first = off;
             if (lane == 1)
@@ -486,7 +492,10 @@ static double cpu_stalls(const CpuFigures *c, const Lanes *w, int64_t trip, cons
                 lines[n++] = ln;
         }
         double per = (double)n / w->nlanes;
-        int64_t stride = (int64_t)((double)(second > first ? second - first : first - second) * b);
+        /* in double: far-out lanes wrap (lane_ix), and their gap may
+         * not fit in 64 bits */
+        double gap = fabs((double)second - (double)first) * b;
+        int64_t stride = gap < 0x1p62 ? (int64_t)gap : INT64_C(1) << 62;
         int64_t sets = (int64_t)(c->l2_bytes / c->l2_ways / c->line);
         if (stride >= (int64_t)c->line && stride % (int64_t)c->line == 0)
             sets /= gcd64(sets, stride / (int64_t)c->line);
