@@ -86,7 +86,7 @@ typedef struct Ten {
 } Ten;
 
 typedef struct Var {
-    char name[8];
+    char name[16];
     int64_t ext;                /* range 0..ext unless a where range says */
     bool loop;
     bool placed;                /* written alone somewhere (a position) */
@@ -198,6 +198,13 @@ static int random_shape(G *g, int64_t *dim)
     rank = (int)pick(&g->r, 5);
     for (int d = 0; d < rank; d++)
         dim[d] = ext(g);
+    if (!g->opt.small && rank > 0 && chance(&g->r, 3)) {
+        /* one dimension past 2^31 (64-bit offsets), the rest 1 */
+        for (int d = 0; d < rank; d++)
+            dim[d] = 1;
+        dim[pick(&g->r, (unsigned)rank)] = chance(&g->r, 50) ? INT64_C(2147483651)
+                                                             : INT64_C(1) << 36;
+    }
     while (g->opt.small && numel(dim, rank) > 512)
         for (int d = 0; d < rank; d++)
             dim[d] = dim[d] > 1 ? dim[d] / 2 : 1;
@@ -244,6 +251,14 @@ static void put_affine(G *g, Out *o)
 {
     int a = random_var(g);
     g->v[a].used = true;
+    if (chance(&g->r, 3)) {
+        /* far outside every tensor: zeros, but 64-bit arithmetic in the
+         * compiler (sema refuses what overflows) */
+        static const char *const big[] = {"1048576", "2147483648", "1099511627776",
+                                          "2305843009213693952", "9223372036854775807"};
+        put(o, "%s*%s - %s", big[pick(&g->r, 5)], g->v[a].name, big[pick(&g->r, 5)]);
+        return;
+    }
     switch (pick(&g->r, 4)) {
     case 0:
         put(o, "%s + %u", g->v[a].name, 1 + pick(&g->r, 2));
@@ -451,7 +466,7 @@ static void stmt_general(G *g)
         rank = random_shape(g, dim);
     }
     g->nv = 0;
-    char name[8];
+    char name[16];
     for (int d = 0; d < rank; d++) {
         snprintf(name, sizeof name, "i%d", d);
         new_var(g, name, dim[d], true);
