@@ -542,8 +542,19 @@ static bool write_all(const char *path, const char *data, size_t len)
     bool dangling = !exists && lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode);
     if ((exists && !S_ISREG(st.st_mode)) || dangling) {
         /* In place; through a dangling link this creates its target, as
-         * gcc does. */
-        FILE *fp = fopen(path, "wb");
+         * gcc does.  O_NONBLOCK: open(2) of a FIFO that no one reads would
+         * block forever; it fails with ENXIO instead, and is refused. */
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC, 0666);
+        if (fd < 0 && errno == ENXIO) {
+            fprintf(stderr, "einc: error: cannot write '%s': it is %s that no "
+                    "process reads\n", path, src_file_kind(st.st_mode));
+            return false;
+        }
+        if (fd >= 0)
+            fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+        FILE *fp = fd >= 0 ? fdopen(fd, "wb") : NULL;
+        if (fd >= 0 && !fp)
+            close(fd);
         bool ok = fp && fwrite(data, 1, len, fp) == len;
         if (fp && fclose(fp) != 0)
             ok = false;

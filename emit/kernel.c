@@ -1004,15 +1004,20 @@ static int scattered(const IExpr *e, int var)
             const Ix *ix = e->access.idx[d];
             for (int i = 0; i < ix->n; i++) {
                 const IxTerm *x = &ix->t[i];
+                /* a step too large for 64 bits is scattered too */
+                int64_t step;
                 if (x->kind == IX_VAR) {
-                    if (x->var == var)
-                        stride += x->coef * rs;
+                    if (x->var == var && (!i64_mul(x->coef, rs, &step) ||
+                                          !i64_add(stride, step, &stride)))
+                        odd = true;
                 } else if (ix_uses(x->arg, var)) {
                     int64_t c = ix_coef(x->arg, var);
                     if (x->d < 32 || c == 0)
                         odd = true;
-                    else if (x->kind == IX_MOD)
-                        stride += x->coef * c * rs;
+                    else if (x->kind == IX_MOD &&
+                             (!i64_mul(x->coef, c, &step) || !i64_mul(step, rs, &step) ||
+                              !i64_add(stride, step, &stride)))
+                        odd = true;
                 }
             }
             if (t->shape[d] > 0 && rs < (INT64_C(1) << 40))

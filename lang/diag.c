@@ -169,6 +169,7 @@ void diag_ice(const char *file, int line, const char *fmt, ...)
 }
 
 int diag_error_count(void) { return st.errors; }
+bool diag_error_limit_reached(void) { return st.max_errors && st.errors >= st.max_errors; }
 int diag_warning_count(void) { return st.warnings; }
 
 void diag_reset(void)

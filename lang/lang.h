@@ -73,8 +73,12 @@ typedef struct SrcFile {
 } SrcFile;
 
 /* Read a file (or "-" for stdin); returns its id or -1 after reporting the
- * error (at `from`, the import site, when there is one). */
+ * error (at `from`, the import site, when there is one).  A named file
+ * must be a regular file: a FIFO or a device, which could block or never
+ * end, is refused (standard input may be anything). */
 int src_load(const char *path, Loc from);
+/* "a FIFO", "a character device", ... for a st_mode (messages). */
+const char *src_file_kind(unsigned mode);
 /* Register text held in memory (tests, fuzzing); the text is copied. */
 int src_add(const char *path, const char *text, size_t len);
 const SrcFile *src_get(int id);
@@ -102,6 +106,9 @@ void diag_ice(const char *file, int line, const char *fmt, ...)
 #define ICE(...) diag_ice(__FILE__, __LINE__, __VA_ARGS__)
 
 int diag_error_count(void);
+/* Whether the next error would be dropped (past --max-errors): work done
+ * only to word it, such as a "did you mean" search, can be skipped. */
+bool diag_error_limit_reached(void);
 int diag_warning_count(void);
 void diag_reset(void);
 void diag_set_stream(void *fp);                 /* FILE *; default stderr */

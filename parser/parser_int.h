@@ -15,6 +15,9 @@
 /* Expression trees deeper than this are an error, so that sema, derive and
  * ast_dump may recurse over expressions without fear for the C stack. */
 #define PARSE_MAX_DEPTH 1000
+/* Imports nested deeper than this are an error (gcc's limit for
+ * #include): each level of the chain is a recursion of the parser. */
+#define PARSE_MAX_IMPORT_DEPTH 200
 
 typedef VEC(Expr *) ExprList;
 typedef VEC(Stmt *) StmtList;

@@ -52,7 +52,7 @@ EXTRA_DIST += tests/runtime/python.test tests/runtime/args.test \
 	tests/runtime/corpus-file.test tests/fuzz/fuzz_st_file.c \
 	tests/runtime/st.py tests/runtime/paste_main.c \
 	tests/runtime/fuzz-st.sh tests/fuzz/corpus-st
-CLEANFILES += tests/runtime/test_st.tmp tests/runtime/test_harness.tmp \
+CLEANFILES += tests/runtime/test_st.tmp tests/runtime/test_st.fifo tests/runtime/test_harness.tmp \
 	tests/runtime/fuzz_st tests/runtime/fuzz_st_file
 clean-local: clean-local-runtime
 clean-local-runtime:

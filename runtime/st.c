@@ -3,8 +3,10 @@
  * The reader holds the file in memory (fread, no mmap, so it works the
  * same everywhere and the fuzzer can feed it bytes), but reads only what
  * the header names: the 8-byte length, then the header, which it checks,
- * then exactly the data up to the last tensor's end, so /dev/zero or a
- * never-ending pipe costs 8 bytes, not all memory.  It checks, before
+ * then exactly the data up to the last tensor's end, so a never-ending
+ * pipe costs what its header names, not all memory (a device such as
+ * /dev/zero, a directory and a FIFO that no process writes are refused
+ * before anything is read: st_open_read).  It checks, before
  * anything is handed out: the header length against the file size and
  * safetensors' 100 MB limit; the
  * header as JSON (our own small parser: the generated programs must build
@@ -22,6 +24,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__unix__) || defined(__APPLE__)
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#endif
 #include "st.h" /* EMBED-SKIP */
 
 #if defined(__GNUC__)
@@ -1131,6 +1138,99 @@ static int st_finish_open(StFile *f, StFile **out, char *err, size_t errlen)
     return ST_OK;
 }
 
+/* ---- what may be opened --------------------------------------------------
+ * fopen(3) of a FIFO blocks until the other side opens it, forever when
+ * no one does, and a device such as /dev/zero never ends.  So a file to
+ * read is opened with open(2) and O_NONBLOCK, which returns at once even
+ * for a FIFO, and fstat says what it is: a regular file is read; a FIFO
+ * (or pipe) is read when a process writes it, which a non-blocking read
+ * of one byte tells (no writer: end of file at once; a writer: EAGAIN or
+ * the byte), and the reader's bounds make a pipe that never ends cost
+ * what the header names; anything else (a directory, a device) is
+ * refused.  A file to write may be a FIFO or a device (/dev/null) but not
+ * a FIFO that no process reads: opening one for writing with O_NONBLOCK
+ * fails with ENXIO.  (The write check comes just before fopen, so a file
+ * replaced in between escapes it.)  Where there is no POSIX, fopen it is. */
+
+#if defined(O_NONBLOCK) && defined(S_ISREG)
+static const char *st_file_kind(mode_t m)
+{
+    return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO"
+         : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
+         : "not a regular file";
+}
+#endif
+
+/* path opened for reading, as said above: *fp, and in *first the byte
+ * the probe of a FIFO read (-1: none). */
+static int st_open_read(const char *path, FILE **fp, int *first, char *err,
+                        size_t errlen)
+{
+#if defined(O_NONBLOCK) && defined(S_ISREG)
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_NONBLOCK), flags;
+    *fp = NULL;
+    *first = -1;
+    if (fd < 0)
+        return st_fail(err, errlen, path, ST_EIO, "cannot open: %s", strerror(errno));
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return st_fail(err, errlen, path, ST_EIO, "cannot open: %s", strerror(errno));
+    }
+    if (S_ISFIFO(st.st_mode)) {
+        unsigned char c;
+        ssize_t n;
+        do
+            n = read(fd, &c, 1);
+        while (n < 0 && errno == EINTR);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
+            close(fd);
+            return n == 0 ? st_fail(err, errlen, path, ST_EIO, "cannot read: it is a "
+                                    "FIFO that no process writes")
+                          : st_fail(err, errlen, path, ST_EIO, "read error: %s",
+                                    strerror(errno));
+        }
+        if (n == 1)
+            *first = c;
+    } else if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return st_fail(err, errlen, path, ST_EIO, "cannot read: it is %s, not a "
+                       "regular file", st_file_kind(st.st_mode));
+    }
+    flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0 ||
+        !(*fp = fdopen(fd, "rb"))) {
+        int e = errno;
+        close(fd);
+        return st_fail(err, errlen, path, ST_EIO, "cannot open: %s", strerror(e));
+    }
+#else
+    *first = -1;
+    if (!(*fp = fopen(path, "rb")))
+        return st_fail(err, errlen, path, ST_EIO, "cannot open: %s", strerror(errno));
+#endif
+    return ST_OK;
+}
+
+static int st_check_writable(const char *path, char *err, size_t errlen)
+{
+#if defined(O_NONBLOCK) && defined(S_ISREG)
+    struct stat st;
+    int fd;
+    if (stat(path, &st) != 0 || S_ISREG(st.st_mode))
+        return ST_OK;
+    fd = open(path, O_WRONLY | O_NONBLOCK);
+    if (fd >= 0)
+        close(fd);
+    else if (errno == ENXIO)
+        return st_fail(err, errlen, path, ST_EIO, "cannot write: it is %s that no "
+                       "process reads", st_file_kind(st.st_mode));
+#else
+    (void)path; (void)err; (void)errlen;
+#endif
+    return ST_OK;
+}
+
 RT_API int st_open_memory(const char *name, const void *bytes, size_t size,
                           StFile **out, char *err, size_t errlen)
 {
@@ -1201,7 +1301,8 @@ static uint64_t last_end(const StFile *f)
 /* Read and check a file: the length field, the header (checked before
  * any data is read), then exactly the bytes up to the end of the last
  * tensor. */
-static int st_read_file(FILE *fp, StFile *f, char *err, size_t errlen)
+/* `first`: a byte already read from fp (a FIFO's probe), or -1. */
+static int st_read_file(FILE *fp, int first, StFile *f, char *err, size_t errlen)
 {
     size_t cap = 0, hint = ST_SIZE_UNKNOWN, need = 0;
     uint64_t hlen;
@@ -1219,7 +1320,13 @@ static int st_read_file(FILE *fp, StFile *f, char *err, size_t errlen)
                            strerror(errno));
     }
     clearerr(fp);
-    if ((rc = st_read_more(fp, f, &cap, 8, err, errlen)) != ST_OK)
+    if (first >= 0) {
+        if (!(f->image = (unsigned char *)malloc(4096)))
+            return st_fail(err, errlen, f->name, ST_ENOMEM, "out of memory");
+        cap = 4096;
+        f->image[f->size++] = (unsigned char)first;
+    }
+    if ((rc = st_read_more(fp, f, &cap, 8 - f->size, err, errlen)) != ST_OK)
         return rc;
     if (f->size < 8)
         return st_too_short(f->name, f->size, err, errlen);
@@ -1271,19 +1378,17 @@ RT_API int st_open(const char *path, StFile **out, char *err, size_t errlen)
 {
     FILE *fp;
     StFile *f;
-    int rc;
+    int rc, first;
 
     *out = NULL;
-    fp = fopen(path, "rb");
-    if (!fp)
-        return st_fail(err, errlen, path, ST_EIO, "cannot open: %s",
-                       strerror(errno));
+    if ((rc = st_open_read(path, &fp, &first, err, errlen)) != ST_OK)
+        return rc;
     f = st_new(path);
     if (!f) {
         fclose(fp);
         return st_fail(err, errlen, path, ST_ENOMEM, "out of memory");
     }
-    rc = st_read_file(fp, f, err, errlen);
+    rc = st_read_file(fp, first, f, err, errlen);
     fclose(fp);
     if (rc != ST_OK) {
         st_close(f);
@@ -1717,6 +1822,11 @@ RT_API int st_write(const char *path, const StOut *ts, int n,
                    err, errlen);
     if (rc != ST_OK) {
         free(h.p);
+        return rc;
+    }
+    if ((rc = st_check_writable(path, err, errlen)) != ST_OK) {
+        free(h.p);
+        free((void *)v);
         return rc;
     }
     fp = fopen(path, "wb");

@@ -147,6 +147,14 @@ static int edit_distance(const char *a, size_t na, const char *b, size_t nb,
     return row[nb];
 }
 
+bool sema_may_suggest(Sema *s)
+{
+    if (diag_error_limit_reached() || s->suggestions >= SEMA_MAX_SUGGESTIONS)
+        return false;
+    s->suggestions++;
+    return true;
+}
+
 Sym suggest_name(Sym name, const Sym *cands, int n)
 {
     const char *a = sym_str(name);
@@ -181,8 +189,9 @@ const char *did_you_mean(Sema *s, Sym name, const Sym *cands, int n)
 void unknown_tensor(Sema *s, const Scope *sc, Sym name, Loc loc,
                     const char *where)
 {
-    Sym *cands;
-    int n = scope_names(s->arena, sc, 1u << ENT_TENSOR | 1u << ENT_PARAM, &cands);
+    Sym *cands = NULL;
+    int n = sema_may_suggest(s)
+          ? scope_names(s->arena, sc, 1u << ENT_TENSOR | 1u << ENT_PARAM, &cands) : 0;
     Sym near = suggest_name(name, cands, n);
     if (near) {
         /* the misspelt read was meant for it: no -Wunused on top */

@@ -1,9 +1,9 @@
 # tests/local.mk - the suites that run the whole driver.  Unit tests of
 # each phase are listed in that phase's local.mk.
 TESTS += tests/golden.test tests/cli.test tests/security.test tests/newcomer.test \
-	tests/limits.test
+	tests/limits.test tests/files.test
 EXTRA_DIST += tests/golden.test tests/cli.test tests/security.test tests/newcomer.test \
-	tests/limits.test \
+	tests/limits.test tests/files.test \
 	tests/golden
 # the checks every unit test uses (CHECK, CHECK_STR, check_finish)
 EXTRA_DIST += tests/check.h

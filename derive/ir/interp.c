@@ -371,10 +371,8 @@ void ir_eval_program(const IrProgram *p, double *const *data)
         ir_eval_stage(s, data, tmp);
         /* Scatter the loop box into the tensor; points outside its shape
          * (a malformed stage) are dropped. */
-        int64_t pt[64];
         int r = s->nloops;
-        if (r > 64)
-            ICE("rank %d", r);
+        int64_t *pt = xcalloc((size_t)r + 1, sizeof *pt);
         for (int k = 0; k < r; k++)
             pt[k] = s->loops[k].lo;
         for (size_t j = 0; j < n; j++) {
@@ -393,6 +391,7 @@ void ir_eval_program(const IrProgram *p, double *const *data)
                 pt[k] = s->loops[k].lo;
             }
         }
+        free(pt);
         free(tmp);
     }
 }

@@ -120,6 +120,14 @@ typedef struct Lanes {
     int nvars, nlanes;
 } Lanes;
 
+/* Lane offsets wrap rather than overflow: a read far outside its tensor
+ * (x[2^61 * i, 0], zeros, which sema allows) must not be undefined
+ * behaviour here; such a lane's sector is meaningless but harmless. */
+static int64_t wrap_mul_add(int64_t a, int64_t b, int64_t c)
+{
+    return (int64_t)((uint64_t)a * (uint64_t)b + (uint64_t)c);
+}
+
 static int64_t lane_ix(const Lanes *w, int lane, const Ix *x)
 {
     int64_t v = x->c;
@@ -131,12 +139,10 @@ static int64_t lane_ix(const Lanes *w, int lane, const Ix *x)
                 if (w->ids[k] == t->var)
                     a = w->val[lane][k];
         } else {
-            int64_t arg = lane_ix(w, lane, t->arg), q = arg / t->d;
-            if (arg % t->d != 0 && (arg < 0) != (t->d < 0))
-                q--;
-            a = t->kind == IX_DIV ? q : arg - q * t->d;
+            int64_t arg = lane_ix(w, lane, t->arg);
+            a = t->kind == IX_DIV ? i64_floordiv(arg, t->d) : i64_floormod(arg, t->d);
         }
-        v += t->coef * a;
+        v = wrap_mul_add(t->coef, a, v);
     }
     return v;
 }
@@ -187,7 +193,7 @@ static int lane_blocks(const Lanes *w, const IExpr *e, double block, int64_t *of
     for (int lane = 0; lane < w->nlanes; lane++) {
         int64_t off = 0;
         for (int d = 0; d < e->access.nidx && d < t->rank; d++)
-            off = off * t->shape[d] + lane_ix(w, lane, e->access.idx[d]);
+            off = wrap_mul_add(off, t->shape[d], lane_ix(w, lane, e->access.idx[d]));
         if (lane == 0)
             *off0 = off;
         if (lane == 1)
@@ -450,7 +456,10 @@ static double access_stalls(const void *arg, const IExpr *e)
     int64_t first = 0, second = 0;
     int n = lane_blocks(w, e, c->line, &first, &second);
     double per = (double)n / w->nlanes;
-    int64_t stride = (int64_t)((double)(second > first ? second - first : first - second) * b);
+    /* in double: far-out lanes wrap (lane_ix), and their gap may not fit
+     * in 64 bits */
+    double gap = fabs((double)second - (double)first) * b;
+    int64_t stride = gap < 0x1p62 ? (int64_t)gap : INT64_C(1) << 62;
     int64_t sets = (int64_t)(c->l2_bytes / c->l2_ways / c->line);
     if (stride >= (int64_t)c->line && stride % (int64_t)c->line == 0)
         sets /= (int64_t)u64_gcd((uint64_t)sets, (uint64_t)(stride / (int64_t)c->line));

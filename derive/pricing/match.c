@@ -64,8 +64,8 @@ int match_dims(const OpMatch *m, OpDim *out)
 
 /* ---- the iterator table ---------------------------------------------- */
 
-#define MAXV 16                 /* iterators of one stage we handle */
-#define MAXD 8                  /* dimensions of one operand */
+#define MAXV MATCH_MAX_VARS     /* iterators of one stage we handle */
+#define MAXD MATCH_MAX_DIMS     /* dimensions of one operand or the output */
 
 typedef struct Row {
     int var;
@@ -183,9 +183,12 @@ static bool view_access(const IExpr *e, const Table *t, View *v)
     return true;
 }
 
-/* The output of a stage is laid out over its loop ranges, in loop order. */
-static void view_output(const Stage *s, View *v)
+/* The output of a stage is laid out over its loop ranges, in loop order;
+ * false past MAXD dims. */
+static bool view_output(const Stage *s, View *v)
 {
+    if (s->nloops > MAXD)
+        return false;
     v->rank = s->nloops;
     for (int d = 0; d < s->nloops; d++) {
         v->ext[d] = s->loops[d].hi - s->loops[d].lo;
@@ -193,6 +196,7 @@ static void view_output(const Stage *s, View *v)
         v->off[d] = 0;
     }
     view_strides(v);
+    return true;
 }
 
 /* Element offset of the first element a view reads. */
@@ -257,9 +261,9 @@ static bool match_gemm(const Stage *s, const Table *t, const IExpr *ea,
                        const IExpr *eb, OpMatch *m)
 {
     View va, vb, vo;
-    if (s->nguards || !view_access(ea, t, &va) || !view_access(eb, t, &vb))
+    if (s->nguards || !view_access(ea, t, &va) || !view_access(eb, t, &vb) ||
+        !view_output(s, &vo))
         return false;
-    view_output(s, &vo);
     int group[NGROUPS][MAXV], ng[NGROUPS] = {0};
     int64_t size[NGROUPS] = {1, 1, 1, 1};
     for (int i = 0; i < t->n; i++) {

@@ -36,20 +36,23 @@ bool cost_precision_parse(const char *name, Precision *out)
  * t1 ..), so the text does not depend on ids or names.  Terms of an index
  * expression are sorted by their text. */
 
-#define KEY_MAX_VARS 256
-#define KEY_MAX_TENSORS 64
-
+/* The variables in scope and the tensors seen so far grow with the stage:
+ * a key that ran out of names would be shared by different kernels. */
 typedef struct Canon {
-    struct { int id; char name[24]; } vars[KEY_MAX_VARS];
-    int nvars;
-    const IrTensor *tensors[KEY_MAX_TENSORS];
-    int ntensors;
+    struct CanonVar { int id; char name[24]; } *vars;
+    int nvars, capvars;
+    const IrTensor **tensors;
+    int ntensors, captensors;
     int depth;
 } Canon;
 
 static void bind_vars(Canon *c, const IrVar *v, int n, char kind)
 {
-    for (int i = 0; i < n && c->nvars < KEY_MAX_VARS; i++) {
+    for (int i = 0; i < n; i++) {
+        if (c->nvars == c->capvars) {
+            c->capvars = c->capvars * 2 + 16;
+            c->vars = xrealloc(c->vars, (size_t)c->capvars * sizeof *c->vars);
+        }
         c->vars[c->nvars].id = v[i].id;
         if (c->depth)
             snprintf(c->vars[c->nvars].name, sizeof c->vars[0].name, "%c%d.%d", kind,
@@ -73,8 +76,11 @@ static int tensor_no(Canon *c, const IrTensor *t)
     for (int i = 0; i < c->ntensors; i++)
         if (c->tensors[i] == t)
             return i;
-    if (c->ntensors < KEY_MAX_TENSORS)
-        c->tensors[c->ntensors++] = t;
+    if (c->ntensors == c->captensors) {
+        c->captensors = c->captensors * 2 + 8;
+        c->tensors = xrealloc(c->tensors, (size_t)c->captensors * sizeof *c->tensors);
+    }
+    c->tensors[c->ntensors++] = t;
     return c->ntensors - 1;
 }
 
@@ -241,6 +247,8 @@ char *cost_op_key(Arena *a, const Stage *s, const OpMatch *m, Precision prec)
         }
         sb_printf(&b, " %s", sb_str(&body));
         sb_free(&body);
+        free(c->vars);
+        free(c->tensors);
         free(c);
     }
     if (!a)

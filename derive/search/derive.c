@@ -91,7 +91,7 @@ static void eval_into(const Stage *s, const IrTensor *t, double *const *data, do
     double *tmp = xmalloc((n ? n : 1) * sizeof *tmp);
     ir_eval_stage(s, data, tmp);
     memset(out, 0, ir_tensor_numel(t) * sizeof *out);
-    int64_t idx[16] = {0};
+    int64_t *idx = xcalloc((size_t)s->nloops + 1, sizeof *idx);
     for (size_t k = 0; k < n; k++) {
         size_t rem = k, off = 0;
         for (int d = s->nloops - 1; d >= 0; d--) {
@@ -103,6 +103,7 @@ static void eval_into(const Stage *s, const IrTensor *t, double *const *data, do
             off = off * (size_t)t->shape[d] + (size_t)idx[d];
         out[off] = tmp[k];
     }
+    free(idx);
     free(tmp);
 }
 

@@ -5,13 +5,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAXR 16                 /* loops of a stage we refit */
+/* Stages of any rank are instantiated: the arrays below are sized by the
+ * stage at hand (in the IR arena), never by a constant, since a program
+ * decides how many loops a stage has.  Refitting layouts is tried only up
+ * to the iterators the operator patterns handle (MATCH_MAX_VARS): past
+ * that no layout could match, and the stage runs as it is. */
 
 typedef struct Made {
     const Stage *nested;        /* a nested stage already materialised */
     const IrTensor *t;          /* its tensor */
     int ndims;                  /* dims of t */
-    int perm[MAXR];             /* dim j of t is loop perm[j] of `nested` */
+    int *perm;                  /* dim j of t is loop perm[j] of `nested` */
 } Made;
 
 typedef struct Flat {
@@ -114,7 +118,8 @@ enum { C_BATCH, C_M, C_N, C_K, C_NONE };
 /* The relayout of operand `acc` to dims `vars` (in that order). */
 static const IExpr *relayout(Flat *f, const Stage *s, const IExpr *acc, const int *vars, int n)
 {
-    IrVar loops[MAXR] = {{0}};
+    Arena *a = ir_arena(f->cx);
+    IrVar *loops = arena_alloc(a, (size_t)(n + 1) * sizeof *loops);
     for (int j = 0; j < n; j++) {
         for (int i = 0; i < s->nloops; i++)
             if (s->loops[i].id == vars[j])
@@ -123,13 +128,13 @@ static const IExpr *relayout(Flat *f, const Stage *s, const IExpr *acc, const in
             if (s->sums[i].id == vars[j])
                 loops[j] = s->sums[i];
     }
-    int perm[MAXR] = {0};
+    int *perm = arena_alloc(a, (size_t)(n + 1) * sizeof *perm);
     for (int j = 0; j < n; j++)
         perm[j] = j;
     const Stage *st = reorder_shift(f, ir_stage(f->cx, RED_NONE, loops, n, NULL, 0,
                                                 NULL, 0, acc), perm, n);
     const IrTensor *t = add_tensor(f, st);
-    const Ix *idx[MAXR];
+    const Ix **idx = arena_alloc(a, (size_t)(n + 1) * sizeof *idx);
     for (int j = 0; j < n; j++)
         idx[j] = ix_sub(f->cx, ix_var(f->cx, vars[j]), ix_const(f->cx, loops[j].lo));
     return ir_access_tensor(f->cx, t, idx, n);
@@ -143,10 +148,10 @@ static const Stage *fit_gemm(Flat *f, const Stage *s, bool free_output, int *per
     if (s->red != RED_SUM || s->nguards || b->kind != IE_MUL ||
         b->bin.a->kind != IE_ACCESS || b->bin.b->kind != IE_ACCESS ||
         !b->bin.a->access.tensor || !b->bin.b->access.tensor ||
-        s->nloops + s->nsums > MAXR)
+        s->nloops + s->nsums > MATCH_MAX_VARS)
         return NULL;
     const IExpr *A = b->bin.a, *B = b->bin.b;
-    int cls[MAXR], nv = s->nloops + s->nsums;
+    int cls[MATCH_MAX_VARS], nv = s->nloops + s->nsums;
     for (int i = 0; i < nv; i++) {
         bool loop = i < s->nloops;
         int v = loop ? s->loops[i].id : s->sums[i - s->nloops].id;
@@ -157,7 +162,7 @@ static const Stage *fit_gemm(Flat *f, const Stage *s, bool free_output, int *per
             return NULL;
     }
     /* canonical orders: batch, M, N by loop position; K by sum position */
-    int order_a[MAXR], order_b[MAXR], na = 0, nb = 0, no = 0;
+    int order_a[MATCH_MAX_VARS], order_b[MATCH_MAX_VARS], na = 0, nb = 0, no = 0;
     static const int ga[] = {C_BATCH, C_M, C_K}, gb[] = {C_BATCH, C_K, C_N},
                      go[] = {C_BATCH, C_M, C_N};
     for (int g = 0; g < 3; g++)
@@ -239,7 +244,8 @@ static const Stage *fit_conv(Flat *f, const Stage *s, bool free_output, int *per
     const IExpr *b = s->body;
     if (s->red != RED_SUM || s->nguards || b->kind != IE_MUL || s->nsums != 3 ||
         b->bin.a->kind != IE_ACCESS || b->bin.b->kind != IE_ACCESS ||
-        !b->bin.a->access.tensor || !b->bin.b->access.tensor || s->nloops > MAXR - 1)
+        !b->bin.a->access.tensor || !b->bin.b->access.tensor ||
+        s->nloops + s->nsums > MATCH_MAX_VARS)
         return NULL;
     for (int order = 0; order < 2; order++) {
         const IExpr *X = order ? b->bin.b : b->bin.a, *W = order ? b->bin.a : b->bin.b;
@@ -258,7 +264,7 @@ static const Stage *fit_conv(Flat *f, const Stage *s, bool free_output, int *per
             ir_expr_uses(W, w) || !ir_expr_uses(W, c) || !ir_expr_uses(W, r) || !ir_expr_uses(W, sv))
             continue;
         /* the output channels: every other loop, read by the filter only */
-        int order_w[MAXR], nw = 0, np = 0;
+        int order_w[MATCH_MAX_VARS], nw = 0, np = 0;
         bool ok = true;
         perm[np++] = pn;
         for (int i = 0; i < s->nloops && ok; i++) {
@@ -304,9 +310,9 @@ static const Stage *instantiate_stage(Flat *f, const Stage *s, bool free_output,
     for (int i = 0; i < s->nloops; i++)
         perm[i] = i;
     OpMatch m;
-    if (match_stage(s, &m) || s->nloops > MAXR)
+    if (match_stage(s, &m) || s->nloops + s->nsums > MATCH_MAX_VARS)
         return s;
-    int best = -1, p2[MAXR];
+    int best = -1, p2[MATCH_MAX_VARS];
     double best_cost = cost_stage(f->cm, s, NULL);
     for (int i = 0; i < (int)(sizeof fits / sizeof *fits); i++) {
         int before = f->out->ops.len;
@@ -355,7 +361,7 @@ static bool fit_loop_order(Flat *f, const Stage *s, int *perm)
     if (s->red != RED_SUM || b->kind != IE_MUL || s->nloops > 4 ||
         b->bin.a->kind != IE_ACCESS || b->bin.b->kind != IE_ACCESS)
         return false;
-    int p[MAXR];
+    int p[4];
     for (int i = 0; i < s->nloops; i++)
         p[i] = i;
     OpMatch m;
@@ -384,23 +390,23 @@ static const Made *materialise(Flat *f, const Stage *s, const Ix *const *idx)
         if (ok)
             return m;
     }
-    Made m = {s, NULL, 0, {0}};
+    Arena *a = ir_arena(f->cx);
+    Made m = {s, NULL, 0, NULL};
     const Stage *flat = flatten_stage(f, s);
-    int keep[MAXR], nkeep = 0;
-    for (int d = 0; d < flat->nloops && flat->nloops <= MAXR; d++)
+    int *keep = arena_alloc(a, (size_t)(flat->nloops + 1) * sizeof *keep), nkeep = 0;
+    for (int d = 0; d < flat->nloops; d++)
         if (ir_stage_uses(flat, flat->loops[d].id) ||
             !within(f, idx[d], flat->loops[d].lo, flat->loops[d].hi))
             keep[nkeep++] = d;
-    if (flat->nloops > MAXR)
-        ICE("plan: a stage with %d loops", flat->nloops);
     if (nkeep < flat->nloops) {
-        IrVar loops[MAXR];
+        IrVar *loops = arena_alloc(a, (size_t)(nkeep + 1) * sizeof *loops);
         for (int j = 0; j < nkeep; j++)
             loops[j] = flat->loops[keep[j]];
         flat = ir_stage(f->cx, flat->red, loops, nkeep, flat->sums, flat->nsums,
                         flat->guards, flat->nguards, flat->body);
     }
-    int perm[MAXR];
+    int *perm = arena_alloc(a, (size_t)(nkeep + 1) * sizeof *perm);
+    m.perm = arena_alloc(a, (size_t)(nkeep + 1) * sizeof *m.perm);
     OpMatch om;
     if (!match_stage(flat, &om) && fit_loop_order(f, flat, perm))
         ;
@@ -450,8 +456,8 @@ void plan_instantiate(IrCtx *cx, const CostModel *cm, const IrTensor *result,
                       const Stage *s, int *next_id, Pieces *out)
 {
     Flat f = {cx, cm, result, next_id, out, {0}, NULL, NULL, 0};
-    int perm[MAXR];
     const Stage *flat = flatten_stage(&f, s);
+    int *perm = arena_alloc(ir_arena(cx), (size_t)(flat->nloops + 1) * sizeof *perm);
     flat = instantiate_stage(&f, flat, false, perm);
     PlanOp op = {result, flat, {0}, 0, false};
     if (!match_stage(flat, &op.op))

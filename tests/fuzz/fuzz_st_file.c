@@ -9,9 +9,10 @@
  *   - through a FIFO that a child process writes (a pipe has no size, so
  *     the reader must do without one): the same status, and for a file
  *     accepted, the same tensors.
- * Fixed cases, run once: /dev/zero and a FIFO whose writer never stops
- * after a valid file (the reader takes what the header names and returns:
- * it must not read on until memory runs out), a directory, a missing file.
+ * Fixed cases, run once: a FIFO whose writer never stops after a valid
+ * file (the reader takes what the header names and returns: it must not
+ * read on until memory runs out), a FIFO that no process writes, /dev/zero
+ * and a directory (refused at once, not read), a missing file.
  *
  *   make fuzz-st-file   (clang -fsanitize=fuzzer,address,undefined), then
  *   FUZZ_ST=file tests/runtime/fuzz-st.sh SECONDS
@@ -108,15 +109,20 @@ static void check_file(const uint8_t *data, size_t size)
 }
 
 /* A child writes `size` bytes (then, with `endless`, zeros until the
- * reader goes) into the FIFO; the parent opens it with st_open. */
+ * reader goes) into the FIFO; the parent opens it with st_open once the
+ * child has it open (st_open refuses a FIFO that no process writes).  The
+ * parent holds a read end meanwhile, so that the child's open returns. */
 static int open_fifo(const uint8_t *data, size_t size, int endless, StFile **f,
                      char *err, size_t errlen)
 {
     pid_t pid;
-    int rc, status;
+    int rc, status, hold, sync[2];
+    char ready;
     unlink(fifo_path);
     if (mkfifo(fifo_path, 0600) != 0)
         FAIL("mkfifo: %s", strerror(errno));
+    if ((hold = open(fifo_path, O_RDONLY | O_NONBLOCK)) < 0 || pipe(sync) != 0)
+        FAIL("open %s: %s", fifo_path, strerror(errno));
     pid = fork();
     if (pid < 0)
         FAIL("fork: %s", strerror(errno));
@@ -124,8 +130,11 @@ static int open_fifo(const uint8_t *data, size_t size, int endless, StFile **f,
         static const unsigned char zeros[4096];
         int fd = open(fifo_path, O_WRONLY);
         size_t off = 0;
-        if (fd < 0)
+        close(hold);
+        close(sync[0]);
+        if (fd < 0 || write(sync[1], "r", 1) != 1)
             _exit(1);
+        close(sync[1]);
         while (off < size) {
             ssize_t n = write(fd, data + off, size - off);
             if (n <= 0)
@@ -136,7 +145,12 @@ static int open_fifo(const uint8_t *data, size_t size, int endless, StFile **f,
             ;
         _exit(0);
     }
+    close(sync[1]);
+    if (read(sync[0], &ready, 1) != 1)
+        FAIL("the writer of %s did not start", fifo_path);
+    close(sync[0]);
     rc = st_open(fifo_path, f, err, errlen);
+    close(hold);
     /* the reader is done: whatever the writer still does no longer
      * matters (and a writer still waiting for a reader would wait for
      * ever) */
@@ -175,8 +189,14 @@ static void fixed_cases(void)
     if (sizeof valid - 1 != 8 + 64 + 8)
         FAIL("the valid file is %d bytes", (int)sizeof valid - 1);
     rc = st_open("/dev/zero", &f, err, sizeof err);
-    if (rc != ST_EFORMAT || f)
+    if (rc != ST_EIO || f)
         FAIL("/dev/zero: status %d: %s", rc, err);
+    unlink(fifo_path);
+    if (mkfifo(fifo_path, 0600) != 0)
+        FAIL("mkfifo: %s", strerror(errno));
+    rc = st_open(fifo_path, &f, err, sizeof err);
+    if (rc != ST_EIO || f)
+        FAIL("a FIFO that no process writes: status %d: %s", rc, err);
     rc = st_open(dir, &f, err, sizeof err);
     if (rc != ST_EIO || f)
         FAIL("a directory: status %d: %s", rc, err);

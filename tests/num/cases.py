@@ -290,6 +290,13 @@ def minmax(x):
             "top": x.max(), "low": x.min()}
 
 
+# extents 1 and 2 in turn: gcc unrolls loops of extent 2 completely, and
+# 2^17 copies take it long to compile
+@case({"x": (1, 2) * 8 + (1, 3), "u": (1, 2) * 9})
+def high_rank(x, u):
+    return {"y": x.sum(-1), "z": u.sum()}
+
+
 @case({"x": (7, 7)})
 def guards(x):
     n = x.shape[0]

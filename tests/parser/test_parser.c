@@ -522,10 +522,10 @@ static void test_imports(void)
     /* Folders and devices are not imported. */
     put_file("d.ein", "import \"sub\"\nimport \"/dev/null\"\nimport \"\"\n");
     import_case("d.ein", NULL, "",
-                "$D/d.ein:1:1: error: cannot import '$D/sub': not a regular file\n"
+                "$D/d.ein:1:1: error: cannot read '$D/sub': it is a directory\n"
                 "    1 | import \"sub\"\n"
                 "      | ^~~~~~~~~~~~\n"
-                "$D/d.ein:2:1: error: cannot import '/dev/null': not a regular file\n"
+                "$D/d.ein:2:1: error: cannot read '/dev/null': it is a character device, not a regular file\n"
                 "    2 | import \"/dev/null\"\n"
                 "      | ^~~~~~~~~~~~~~~~~~\n"
                 "$D/d.ein:3:1: error: empty import path\n"

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "runtime/st.h"
 #include "tests/check.h"
 
@@ -585,7 +587,8 @@ static void test_lookup(void)
     check_str_at(__FILE__, __LINE__, err, "/nonexistent.safetensors: cannot open: No such "
               "file or directory");
     CHECK(st_open(".", &f, err, sizeof err) == ST_EIO && f == NULL);
-    check_str_at(__FILE__, __LINE__, err, ".: read error: Is a directory");
+    check_str_at(__FILE__, __LINE__, err, ".: cannot read: it is a directory, not a "
+                 "regular file");
     /* messages survive tiny buffers, and no buffer at all */
     CHECK(st_open(".", &f, err, 4) == ST_EIO);
     check_str_at(__FILE__, __LINE__, err, ".: ");
@@ -827,8 +830,43 @@ static void test_dtypes(void)
     CHECK(strcmp(st_dtype_name(ST_NDTYPES), "?") == 0);
 }
 
+/* ---- files that are not regular files ----------------------------------
+ * A FIFO no one writes to would block fopen forever, a device is no file
+ * of tensors: both are refused at once (einc issue 16).  A FIFO that a
+ * process writes is read (tests/fuzz/fuzz_st_file.c). */
+static void test_not_regular(void)
+{
+    char err[ST_ERRLEN];
+    StFile *f = NULL;
+    const char *fifo = "tests/runtime/test_st.fifo";
+    float x = 1;
+    int64_t s1[1] = { 1 };
+    StOut t;
+
+    t.name = "a"; t.dtype = ST_F32; t.rank = 1; t.shape = s1; t.data = &x;
+    CHECK(st_open("/dev/zero", &f, err, sizeof err) == ST_EIO && f == NULL);
+    check_str_at(__FILE__, __LINE__, err, "/dev/zero: cannot read: it is a character device, "
+              "not a regular file");
+    unlink(fifo);
+    if (mkfifo(fifo, 0600) != 0) {
+        perror(fifo);
+        failures++;
+        return;
+    }
+    CHECK(st_open(fifo, &f, err, sizeof err) == ST_EIO && f == NULL);
+    check_str_at(__FILE__, __LINE__, err, "tests/runtime/test_st.fifo: cannot read: it is a "
+              "FIFO that no process writes");
+    CHECK(st_write(fifo, &t, 1, NULL, 0, 0, err, sizeof err) == ST_EIO);
+    check_str_at(__FILE__, __LINE__, err, "tests/runtime/test_st.fifo: cannot write: it is a "
+              "FIFO that no process reads");
+    unlink(fifo);
+    /* a device that takes writes is fine */
+    CHECK(st_write("/dev/null", &t, 1, NULL, 0, 0, err, sizeof err) == ST_OK);
+}
+
 int main(void)
 {
+    test_not_regular();
     test_round_trip();
     test_write_errors();
     test_truncated();
