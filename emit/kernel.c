@@ -98,6 +98,12 @@ static const char *const reserved[] = {
     "nv_bfloat162", "off_t", "sched_priority", "ssize_t", "std", "strdupa",
     "strndupa", "threadIdx", "time_t", "toascii", "toascii_l", "unix",
     "va_copy", "warpSize", "xdouble",
+    /* <fcntl.h>, <sys/stat.h>, <unistd.h> beyond their prefixes */
+    "ACCESSPERMS", "ALLPERMS", "DEFFILEMODE", "FAPPEND", "FASYNC", "FD_CLOEXEC",
+    "FFSYNC", "FNDELAY", "FNONBLOCK", "L_INCR", "L_SET", "L_XTND", "R_OK",
+    "STDERR_FILENO", "STDIN_FILENO", "STDOUT_FILENO", "UTIME_NOW", "UTIME_OMIT",
+    "W_OK", "X_OK", "st_atime", "st_ctime", "st_mtime", "MAX_HANDLE_SZ",
+    "TEMP_FAILURE_RETRY",
 };
 
 bool emit_is_reserved(const char *id)
@@ -117,6 +123,12 @@ bool emit_is_reserved(const char *id)
         "DNNL", "dnnl", "CUDA", "cuda", "CUDNN", "cudnn", "CUBLAS", "cublas",
         "CU_", "CUB", "NV_", "nv_", "FP_", "M_", "PRI", "SCN", "SIG", "INT", "UINT",
         "SIZE_", "PTRDIFF_", "WCHAR_", "WINT_", "int_", "uint_", "kband_",
+        /* <fcntl.h>, <sys/stat.h>, <unistd.h> (the safetensors reader's
+         * checks of what it opens): POSIX reserves these prefixes */
+        "O_", "S_", "F_", "AT_", "LOCK_", "POSIX_",
+        /* and their GNU extensions, which C++ (nvcc) sees */
+        "CLOSE_RANGE_", "DN_", "FALLOC_", "RWF_", "RWH_", "SPLICE_", "STATX",
+        "SYNC_FILE_",
     };
     for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
         if (strncmp(id, prefixes[i], strlen(prefixes[i])) == 0)
@@ -450,6 +462,15 @@ static bool read_conds(KGen *g, const IExpr *e, Sb *cond, int *nconds)
     return true;
 }
 
+/* The kernel reads t: a parameter of it. */
+static void note_read(KGen *g, const IrTensor *t)
+{
+    if (!g->reads[t->id]) {
+        g->reads[t->id] = true;
+        g->read_ids[g->nread_ids++] = t->id;
+    }
+}
+
 /* A gather: the element of an integer tensor as an index value, 0 when
  * its subscripts leave the tensor; never a read out of bounds. */
 static void gen_gather(KGen *g, const IExpr *e, Sb *b)
@@ -462,7 +483,7 @@ static void gen_gather(KGen *g, const IExpr *e, Sb *b)
         sb_free(&cond);
         return;
     }
-    g->reads[t->id] = true;
+    note_read(g, t);
     const char *ct = t->elem == ELEM_I64 || g->wide ? "int64_t" : "int";
     if (nconds)
         sb_printf(b, "(%s ? (%s)t_%s[", sb_str(&cond), ct, g->em->cname[t->id]);
@@ -522,10 +543,7 @@ static void gen_access(KGen *g, const IExpr *e, Sb *b)
                 sb_printf(&cond, " < %" PRId64, S);
         }
     }
-    if (!g->reads[t->id]) {
-        g->reads[t->id] = true;
-        g->read_ids[g->nread_ids++] = t->id;
-    }
+    note_read(g, t);
     const char *name = g->em->cname[t->id];
     if (nconds)
         sb_printf(b, "(%s ? ", sb_str(&cond));

@@ -39,9 +39,8 @@ tests_runtime_st_replay_SOURCES = tests/fuzz/fuzz_safetensors.c \
 tests_runtime_st_replay_CPPFLAGS = $(AM_CPPFLAGS) -DST_FUZZ_REPLAY
 # The harness of the reader on the file system (regular files, truncated
 # copies, pipes, /dev/zero, folders), replaying the same corpus.
-tests_runtime_st_file_replay_SOURCES = tests/fuzz/fuzz_st_file.c \
+tests_runtime_st_file_replay_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_st_file.c \
 	runtime/rt.h runtime/st.h runtime/st.c
-tests_runtime_st_file_replay_CPPFLAGS = $(AM_CPPFLAGS) -DST_FUZZ_REPLAY
 
 TESTS += tests/runtime/test_st tests/runtime/test_harness \
 	tests/runtime/python.test tests/runtime/args.test \

@@ -1,12 +1,12 @@
 /* st.c - safetensors reader and writer (see st.h).
  *
- * The reader holds the file in memory (fread, no mmap, so it works the
- * same everywhere and the fuzzer can feed it bytes), but reads only what
- * the header names: the 8-byte length, then the header, which it checks,
- * then exactly the data up to the last tensor's end, so a never-ending
- * pipe costs what its header names, not all memory (a device such as
- * /dev/zero, a directory and a FIFO that no process writes are refused
- * before anything is read: st_open_read).  It checks, before
+ * The reader holds the file in memory (read(2) or fread, no mmap, so it
+ * works the same everywhere and the fuzzer can feed it bytes), but reads
+ * only what the header names: the 8-byte length, then the header, which
+ * it checks, then exactly the data up to the last tensor's end, so a
+ * never-ending pipe costs what its header names, not all memory (a device
+ * such as /dev/zero, a directory and a FIFO that no process writes are
+ * refused before anything is read: st_open_read).  It checks, before
  * anything is handed out: the header length against the file size and
  * safetensors' 100 MB limit; the
  * header as JSON (our own small parser: the generated programs must build
@@ -1150,9 +1150,11 @@ static int st_finish_open(StFile *f, StFile **out, char *err, size_t errlen)
  * refused.  A file to write may be a FIFO or a device (/dev/null) but not
  * a FIFO that no process reads: opening one for writing with O_NONBLOCK
  * fails with ENXIO.  (The write check comes just before fopen, so a file
- * replaced in between escapes it.)  Where there is no POSIX, fopen it is. */
+ * replaced in between escapes it.)  Where there is no POSIX, fopen it is,
+ * and nothing is checked. */
 
 #if defined(O_NONBLOCK) && defined(S_ISREG)
+#define ST_POSIX 1
 static const char *st_file_kind(mode_t m)
 {
     return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO"
@@ -1161,21 +1163,31 @@ static const char *st_file_kind(mode_t m)
 }
 #endif
 
-/* path opened for reading, as said above: *fp, and in *first the byte
- * the probe of a FIFO read (-1: none). */
-static int st_open_read(const char *path, FILE **fp, int *first, char *err,
-                        size_t errlen)
+/* Where a file's bytes come from: a descriptor on POSIX (read(2); fdopen
+ * is not C99), a stdio stream elsewhere. */
+typedef struct StSrc {
+    int fd;
+    FILE *fp;
+    int first;                  /* a byte already read (a FIFO's probe), or -1 */
+    size_t size;                /* what a regular file holds, or ST_SIZE_UNKNOWN */
+} StSrc;
+
+/* path opened for reading, as said above. */
+static int st_open_read(const char *path, StSrc *src, char *err, size_t errlen)
 {
-#if defined(O_NONBLOCK) && defined(S_ISREG)
+#ifdef ST_POSIX
     struct stat st;
     int fd = open(path, O_RDONLY | O_NONBLOCK), flags;
-    *fp = NULL;
-    *first = -1;
+    src->fd = -1;
+    src->fp = NULL;
+    src->first = -1;
+    src->size = ST_SIZE_UNKNOWN;
     if (fd < 0)
         return st_fail(err, errlen, path, ST_EIO, "cannot open: %s", strerror(errno));
     if (fstat(fd, &st) != 0) {
+        int e = errno;
         close(fd);
-        return st_fail(err, errlen, path, ST_EIO, "cannot open: %s", strerror(errno));
+        return st_fail(err, errlen, path, ST_EIO, "cannot open: %s", strerror(e));
     }
     if (S_ISFIFO(st.st_mode)) {
         unsigned char c;
@@ -1184,37 +1196,92 @@ static int st_open_read(const char *path, FILE **fp, int *first, char *err,
             n = read(fd, &c, 1);
         while (n < 0 && errno == EINTR);
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
+            int e = errno;
             close(fd);
             return n == 0 ? st_fail(err, errlen, path, ST_EIO, "cannot read: it is a "
                                     "FIFO that no process writes")
                           : st_fail(err, errlen, path, ST_EIO, "read error: %s",
-                                    strerror(errno));
+                                    strerror(e));
         }
         if (n == 1)
-            *first = c;
+            src->first = c;
     } else if (!S_ISREG(st.st_mode)) {
         close(fd);
         return st_fail(err, errlen, path, ST_EIO, "cannot read: it is %s, not a "
                        "regular file", st_file_kind(st.st_mode));
+    } else if (st.st_size > 0 && (unsigned long long)st.st_size < (size_t)-1) {
+        src->size = (size_t)st.st_size;
     }
     flags = fcntl(fd, F_GETFL);
-    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0 ||
-        !(*fp = fdopen(fd, "rb"))) {
+    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
         int e = errno;
         close(fd);
         return st_fail(err, errlen, path, ST_EIO, "cannot open: %s", strerror(e));
     }
+    src->fd = fd;
 #else
-    *first = -1;
-    if (!(*fp = fopen(path, "rb")))
+    src->fd = -1;
+    src->first = -1;
+    src->size = ST_SIZE_UNKNOWN;
+    if (!(src->fp = fopen(path, "rb")))
         return st_fail(err, errlen, path, ST_EIO, "cannot open: %s", strerror(errno));
+    /* the size, when the file can tell it: a pipe cannot seek, a device
+     * says 0 */
+    if (fseek(src->fp, 0, SEEK_END) == 0) {
+        long e = ftell(src->fp);
+        if (e > 0 && (unsigned long)e < (size_t)-1)
+            src->size = (size_t)e;
+        if (fseek(src->fp, 0, SEEK_SET) != 0) {
+            fclose(src->fp);
+            return st_fail(err, errlen, path, ST_EIO, "cannot seek: %s", strerror(errno));
+        }
+    }
+    clearerr(src->fp);
 #endif
     return ST_OK;
 }
 
+/* Up to n bytes into buf, fewer only at the end of the file or on an
+ * error (*failed). */
+static size_t st_src_read(StSrc *src, unsigned char *buf, size_t n, int *failed)
+{
+    size_t got = 0;
+    *failed = 0;
+    if (n && src->first >= 0) {
+        buf[got++] = (unsigned char)src->first;
+        src->first = -1;
+    }
+#ifdef ST_POSIX
+    while (got < n) {
+        size_t ask = n - got > ((size_t)1 << 30) ? (size_t)1 << 30 : n - got;
+        ssize_t r = read(src->fd, buf + got, ask);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            *failed = r < 0;
+            break;
+        }
+        got += (size_t)r;
+    }
+#else
+    got += fread(buf + got, 1, n - got, src->fp);
+    *failed = ferror(src->fp) != 0;
+#endif
+    return got;
+}
+
+static void st_src_close(StSrc *src)
+{
+#ifdef ST_POSIX
+    close(src->fd);
+#else
+    fclose(src->fp);
+#endif
+}
+
 static int st_check_writable(const char *path, char *err, size_t errlen)
 {
-#if defined(O_NONBLOCK) && defined(S_ISREG)
+#ifdef ST_POSIX
     struct stat st;
     int fd;
     if (stat(path, &st) != 0 || S_ISREG(st.st_mode))
@@ -1256,12 +1323,13 @@ RT_API int st_open_memory(const char *name, const void *bytes, size_t size,
  * short stream costs what it holds, not what its header claims).  Returns
  * ST_OK with f->size advanced by what was read (less at the end of the
  * file), or an error. */
-static int st_read_more(FILE *fp, StFile *f, size_t *cap, size_t want, char *err,
+static int st_read_more(StSrc *src, StFile *f, size_t *cap, size_t want, char *err,
                         size_t errlen)
 {
     size_t goal = f->size + want;
     while (f->size < goal) {
         size_t room, got;
+        int failed;
         if (f->size == *cap) {
             size_t ncap = *cap < 4096 ? 4096 : *cap <= ((size_t)-1) / 2 ? 2 * *cap : 0;
             unsigned char *ni;
@@ -1276,10 +1344,10 @@ static int st_read_more(FILE *fp, StFile *f, size_t *cap, size_t want, char *err
             *cap = ncap;
         }
         room = (goal < *cap ? goal : *cap) - f->size;
-        got = fread(f->image + f->size, 1, room, fp);
+        got = st_src_read(src, f->image + f->size, room, &failed);
         f->size += got;
         if (got < room) {
-            if (ferror(fp))
+            if (failed)
                 return st_fail(err, errlen, f->name, ST_EIO, "read error: %s",
                                strerror(errno));
             break;              /* end of file */
@@ -1301,32 +1369,15 @@ static uint64_t last_end(const StFile *f)
 /* Read and check a file: the length field, the header (checked before
  * any data is read), then exactly the bytes up to the end of the last
  * tensor. */
-/* `first`: a byte already read from fp (a FIFO's probe), or -1. */
-static int st_read_file(FILE *fp, int first, StFile *f, char *err, size_t errlen)
+static int st_read_file(StSrc *src, StFile *f, char *err, size_t errlen)
 {
-    size_t cap = 0, hint = ST_SIZE_UNKNOWN, need = 0;
+    /* The size, when the file can tell it (a regular file), is checked
+     * against the header as st_open_memory does. */
+    size_t cap = 0, hint = src->size, need = 0;
     uint64_t hlen;
     int rc, i;
 
-    /* The size, when the file can tell it (a regular file), is checked
-     * against the header as st_open_memory does.  A pipe cannot seek; a
-     * device says 0; a directory fails its first read below. */
-    if (fseek(fp, 0, SEEK_END) == 0) {
-        long e = ftell(fp);
-        if (e > 0 && (unsigned long)e < (size_t)-1)
-            hint = (size_t)e;
-        if (fseek(fp, 0, SEEK_SET) != 0)
-            return st_fail(err, errlen, f->name, ST_EIO, "cannot seek: %s",
-                           strerror(errno));
-    }
-    clearerr(fp);
-    if (first >= 0) {
-        if (!(f->image = (unsigned char *)malloc(4096)))
-            return st_fail(err, errlen, f->name, ST_ENOMEM, "out of memory");
-        cap = 4096;
-        f->image[f->size++] = (unsigned char)first;
-    }
-    if ((rc = st_read_more(fp, f, &cap, 8 - f->size, err, errlen)) != ST_OK)
+    if ((rc = st_read_more(src, f, &cap, 8, err, errlen)) != ST_OK)
         return rc;
     if (f->size < 8)
         return st_too_short(f->name, f->size, err, errlen);
@@ -1337,7 +1388,7 @@ static int st_read_file(FILE *fp, int first, StFile *f, char *err, size_t errlen
                        errlen);
     if (rc != ST_OK)
         return rc;
-    if ((rc = st_read_more(fp, f, &cap, (size_t)hlen, err, errlen)) != ST_OK)
+    if ((rc = st_read_more(src, f, &cap, (size_t)hlen, err, errlen)) != ST_OK)
         return rc;
     if (f->size < 8 + hlen)
         return st_check_hlen(f->name, hlen, f->size - 8, err, errlen);
@@ -1352,7 +1403,7 @@ static int st_read_file(FILE *fp, int first, StFile *f, char *err, size_t errlen
     need = last_end(f) > (size_t)-1 ? (size_t)-1 : (size_t)last_end(f);
     if (need > (size_t)-1 - f->size)
         need = (size_t)-1 - f->size;   /* more than memory: reads to the end */
-    if ((rc = st_read_more(fp, f, &cap, need, err, errlen)) != ST_OK)
+    if ((rc = st_read_more(src, f, &cap, need, err, errlen)) != ST_OK)
         return rc;
     if (f->size - f->data_off < need || (need && last_end(f) > f->size - f->data_off)) {
         const StTensor *last = NULL;
@@ -1376,20 +1427,20 @@ static int st_read_file(FILE *fp, int first, StFile *f, char *err, size_t errlen
 
 RT_API int st_open(const char *path, StFile **out, char *err, size_t errlen)
 {
-    FILE *fp;
+    StSrc src;
     StFile *f;
-    int rc, first;
+    int rc;
 
     *out = NULL;
-    if ((rc = st_open_read(path, &fp, &first, err, errlen)) != ST_OK)
+    if ((rc = st_open_read(path, &src, err, errlen)) != ST_OK)
         return rc;
     f = st_new(path);
     if (!f) {
-        fclose(fp);
+        st_src_close(&src);
         return st_fail(err, errlen, path, ST_ENOMEM, "out of memory");
     }
-    rc = st_read_file(fp, first, f, err, errlen);
-    fclose(fp);
+    rc = st_read_file(&src, f, err, errlen);
+    st_src_close(&src);
     if (rc != ST_OK) {
         st_close(f);
         return rc;

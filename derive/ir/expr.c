@@ -640,21 +640,25 @@ size_t ir_tensor_numel(const IrTensor *t)
     return n;
 }
 
-static bool expr_has_gather(const IExpr *e)
+/* Sets *found at a node whose own index expressions hold a gather, or
+ * that reads a nested stage holding one; the visitor does the rest. */
+static bool gather_visit(void *arg, const IExpr *e)
 {
+    bool *found = arg;
     const Ix *const *ixs;
     int nx = ir_expr_ixs(e, &ixs);
-    for (int k = 0; k < nx; k++)
-        if (ix_has_read(ixs[k]))
-            return true;
-    if (ir_expr_stage(e) && ir_stage_has_gather(ir_expr_stage(e)))
-        return true;
-    const IExpr *kids[IR_MAX_CHILDREN];
-    int nk = ir_expr_children(e, kids);
-    for (int i = 0; i < nk; i++)
-        if (expr_has_gather(kids[i]))
-            return true;
-    return false;
+    for (int k = 0; k < nx && !*found; k++)
+        *found = ix_has_read(ixs[k]);
+    if (!*found && ir_expr_stage(e))
+        *found = ir_stage_has_gather(ir_expr_stage(e));
+    return !*found;
+}
+
+static bool expr_has_gather(const IExpr *e)
+{
+    bool found = false;
+    ir_expr_visit(e, gather_visit, &found);
+    return found;
 }
 
 bool ir_stage_has_gather(const Stage *s)

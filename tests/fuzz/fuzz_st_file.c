@@ -17,8 +17,9 @@
  *   make fuzz-st-file   (clang -fsanitize=fuzzer,address,undefined), then
  *   FUZZ_ST=file tests/runtime/fuzz-st.sh SECONDS
  *
- * Built with -DST_FUZZ_REPLAY it has a main() instead, which `make check`
- * runs over tests/fuzz/corpus-st/ (tests/runtime/corpus-file.test).
+ * Linked with tests/fuzz/replay.c instead, it replays the files it is
+ * given: `make check` runs it over tests/fuzz/corpus-st/
+ * (tests/runtime/corpus-file.test).
  * POSIX (mkfifo, fork), like the test machines; the reader itself is not. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -231,38 +232,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_fifo(data, size);
     return 0;
 }
-
-#ifdef ST_FUZZ_REPLAY
-int main(int argc, char **argv)
-{
-    int i;
-    for (i = 1; i < argc; i++) {
-        FILE *fp = fopen(argv[i], "rb");
-        unsigned char *buf = NULL;
-        size_t len = 0, cap = 0;
-        if (!fp) {
-            fprintf(stderr, "%s: cannot open\n", argv[i]);
-            return 99;
-        }
-        for (;;) {
-            size_t got;
-            if (len == cap) {
-                cap = cap ? 2 * cap : 4096;
-                buf = (unsigned char *)realloc(buf, cap);
-                if (!buf)
-                    return 99;
-            }
-            got = fread(buf + len, 1, cap - len, fp);
-            len += got;
-            if (got == 0)
-                break;
-        }
-        fclose(fp);
-        LLVMFuzzerTestOneInput(buf, len);
-        free(buf);
-    }
-    printf("replayed %d files from the file system, a truncated copy and a pipe\n",
-           argc - 1);
-    return 0;
-}
-#endif
