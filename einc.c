@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "lang/lang.h"
+#include "lang/sb.h"
 #include "parser/parser.h"
 #include "sema/sema.h"
 #include "derive/ir/ir.h"
@@ -103,7 +104,8 @@ static void usage(FILE *fp)
 "                        guided search phase only\n"
 "  -O2                 search for cheaper derivations (the default)\n"
 "      --search-depth=N   depth of the explicit search phase (default 1)\n"
-"      --search-budget=MS stop searching after MS milliseconds (default 10000)\n"
+"      --search-budget=MS stop deriving (search and fusion) once the compile\n"
+"                        has used MS ms of CPU time (default 60000)\n"
 "      --device=NAME   cost model of h200 (default), a100, v100 or cpu\n"
 "      --precision=P   arithmetic of GEMMs and convolutions: fp32 (the\n"
 "                        default; TF32 off), tf32, fp16 or bf16 (operands\n"
@@ -176,6 +178,23 @@ static long number(const char *val, long lo, long hi, const char *opt)
         exit(2);
     }
     return n;
+}
+
+/* -D NAME=VALUE: a malformed one is a usage error (exit 2) here; whether
+ * NAME is a constant of the program is sema's to say. */
+static void check_define(const char *def)
+{
+    const char *eq = strchr(def, '=');
+    bool ident = eq && eq > def && (*def == '_' || ((*def | 32) >= 'a' && (*def | 32) <= 'z'));
+    for (const char *p = def; ident && p < eq; p++)
+        ident = *p == '_' || (*p >= '0' && *p <= '9') || ((*p | 32) >= 'a' && (*p | 32) <= 'z');
+    if (!ident)
+        usage_error("invalid -D '%s': expected NAME=VALUE, e.g. -D N=16", def);
+    char *end;
+    errno = 0;
+    (void)strtoll(eq + 1, &end, 10);
+    if (eq[1] == 0 || *end || errno == ERANGE || eq[1] == ' ' || eq[1] == '\t')
+        usage_error("invalid -D '%s': the value must be an integer", def);
 }
 
 static void set_emit(Options *o, const char *name, const char *opt)
@@ -253,6 +272,7 @@ static void handle(Options *o, int id, const char *val, const char *spelled)
         o->output = val;
         break;
     case 'D':
+        check_define(val);
         vec_push(arena, &o->defines, val);
         break;
     case 'I':
@@ -453,10 +473,111 @@ static void resolve_outputs(Options *o)
 
 /* ---- writing files all-or-nothing ---------------------------------------- */
 
+/* What a name stands for, to tell whether two names are one file: the
+ * device and inode of the file it resolves to, or, for a name that does
+ * not exist yet, its folder's device and inode and its last component.
+ * Names are compared this way, never as strings, so that "./a.ein", a
+ * symbolic link to it and a hard link all count as "a.ein". */
+typedef struct FileId {
+    int state;                      /* 0 unknown, 1 exists, 2 would be created */
+    bool regular;                   /* an existing regular file */
+    dev_t dev;
+    ino_t ino;
+    const char *base;               /* state 2: the last component */
+} FileId;
+
+static FileId file_id(const char *path)
+{
+    FileId id = {0};
+    struct stat st;
+    if (strcmp(path, "-") == 0)
+        return id;
+    if (stat(path, &st) == 0) {
+        id.state = 1;
+        id.regular = S_ISREG(st.st_mode);
+        id.dev = st.st_dev;
+        id.ino = st.st_ino;
+        return id;
+    }
+    const char *slash = strrchr(path, '/');
+    const char *dir = slash ? arena_printf(arena, "%.*s", (int)(slash - path + 1), path) : ".";
+    if (stat(dir, &st) == 0) {
+        id.state = 2;
+        id.dev = st.st_dev;
+        id.ino = st.st_ino;
+        id.base = slash ? slash + 1 : path;
+    }
+    return id;
+}
+
+static bool same_file(FileId a, FileId b)
+{
+    if (a.state == 0 || a.state != b.state)
+        return false;
+    return a.dev == b.dev && a.ino == b.ino &&
+           (a.state == 1 || strcmp(a.base, b.base) == 0);
+}
+
+/* The file einc read from: for the standard input, what descriptor 0 is. */
+static FileId input_id(const char *path)
+{
+    if (strcmp(path, "<stdin>") != 0)
+        return file_id(path);
+    FileId id = {0};
+    struct stat st;
+    if (fstat(0, &st) == 0) {
+        id.state = 1;
+        id.regular = S_ISREG(st.st_mode);
+        id.dev = st.st_dev;
+        id.ino = st.st_ino;
+    }
+    return id;
+}
+
+/* gcc's rule: refuse to write over a file that was read ("input file is
+ * the same as output file"), and the output and the rule file may not be
+ * one file.  Writing to a device or a pipe (/dev/null, /dev/stdout) loses
+ * nothing, so only regular files, and names that would be created, count
+ * as outputs here. */
+static bool outputs_are_safe(const Options *o, const char *dep)
+{
+    struct { const char *path, *what; FileId id; } out[2];
+    int nout = 0;
+    if (!o->dep_only && strcmp(o->output, "-") != 0)
+        out[nout].path = o->output, out[nout++].what = "output file";
+    if (dep && strcmp(dep, "-") != 0)
+        out[nout].path = dep, out[nout++].what = "dependency file";
+    for (int i = 0; i < nout; i++)
+        out[i].id = file_id(out[i].path);
+    bool ok = true;
+    for (int i = 0; i < nout; i++) {
+        if (out[i].id.state == 1 && !out[i].id.regular)
+            continue;
+        for (int k = 0; k <= src_count(); k++) {
+            const char *in = k < src_count() ? src_get(k)->path : o->tune_db;
+            if (!in)
+                continue;
+            if (same_file(input_id(in), out[i].id)) {
+                fprintf(stderr, "einc: error: input file '%s' is the same as the %s '%s'\n",
+                        in, out[i].what, out[i].path);
+                ok = false;
+            }
+        }
+    }
+    if (nout == 2 && !(out[0].id.state == 1 && !out[0].id.regular) &&
+        same_file(out[0].id, out[1].id)) {
+        fprintf(stderr, "einc: error: the output file '%s' is the same as the "
+                "dependency file '%s'\n", out[0].path, out[1].path);
+        ok = false;
+    }
+    return ok;
+}
+
 /* Write `len` bytes to `path` ("-": stdout).  A regular file (or a new one)
  * is written through a temporary file in the same folder and renamed, so
  * readers never see a partial file; other files (/dev/null, a pipe) are
- * written in place. */
+ * written in place.  A symbolic link is followed: the file it names is
+ * replaced, the link stays. */
 static bool write_all(const char *path, const char *data, size_t len)
 {
     if (strcmp(path, "-") == 0) {
@@ -469,8 +590,23 @@ static bool write_all(const char *path, const char *data, size_t len)
     }
     struct stat st;
     bool exists = stat(path, &st) == 0;
-    if (exists && !S_ISREG(st.st_mode)) {
-        FILE *fp = fopen(path, "wb");
+    struct stat lst;
+    bool dangling = !exists && lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode);
+    if ((exists && !S_ISREG(st.st_mode)) || dangling) {
+        /* In place; through a dangling link this creates its target, as
+         * gcc does.  O_NONBLOCK: open(2) of a FIFO that no one reads would
+         * block forever; it fails with ENXIO instead, and is refused. */
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC, 0666);
+        if (fd < 0 && errno == ENXIO) {
+            fprintf(stderr, "einc: error: cannot write '%s': it is %s that no "
+                    "process reads\n", path, src_file_kind(st.st_mode));
+            return false;
+        }
+        if (fd >= 0)
+            fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+        FILE *fp = fd >= 0 ? fdopen(fd, "wb") : NULL;
+        if (fd >= 0 && !fp)
+            close(fd);
         bool ok = fp && fwrite(data, 1, len, fp) == len;
         if (fp && fclose(fp) != 0)
             ok = false;
@@ -479,11 +615,35 @@ static bool write_all(const char *path, const char *data, size_t len)
                     strerror(errno));
         return ok;
     }
-    char *tmp = arena_printf(arena, "%s.tmpXXXXXX", path);
+    const char *target = path;
+    if (exists && lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
+        char *real = realpath(path, NULL);
+        if (!real) {
+            fprintf(stderr, "einc: error: cannot resolve '%s': %s\n", path,
+                    strerror(errno));
+            return false;
+        }
+        target = arena_strdup(arena, real);
+        free(real);
+    }
+    /* The temporary file: the target's name, cut so that the name with
+     * its suffix still fits in a folder entry, then ".tmpXXXXXX". */
+    const char *slash = strrchr(target, '/');
+    const char *base = slash ? slash + 1 : target;
+    const char *dir = slash ? arena_printf(arena, "%.*s", (int)(slash - target + 1), target)
+                            : "./";
+    long name_max = pathconf(dir, _PC_NAME_MAX);
+    if (name_max <= 0 || name_max > 4096)
+        name_max = 255;
+    size_t keep = strlen(base);
+    if (keep + 10 > (size_t)name_max)
+        keep = (size_t)name_max - 10;
+    char *tmp = arena_printf(arena, "%.*s%.*s.tmpXXXXXX", (int)(base - target), target,
+                             (int)keep, base);
     int fd = mkstemp(tmp);
     if (fd < 0) {
-        fprintf(stderr, "einc: error: cannot create '%s': %s\n", path,
-                strerror(errno));
+        fprintf(stderr, "einc: error: cannot create the temporary file '%s' for '%s': %s\n",
+                tmp, path, strerror(errno));
         return false;
     }
     mode_t mask = umask(0);
@@ -501,11 +661,15 @@ static bool write_all(const char *path, const char *data, size_t len)
     int saved = errno;
     if (close(fd) != 0 && off == len)
         saved = errno, off = 0;
-    if (off != len || rename(tmp, path) != 0) {
-        if (off == len)
-            saved = errno;
-        fprintf(stderr, "einc: error: cannot write '%s': %s\n", path,
-                strerror(saved));
+    if (off != len) {
+        fprintf(stderr, "einc: error: cannot write the temporary file '%s' for '%s': %s\n",
+                tmp, path, strerror(saved));
+        unlink(tmp);
+        return false;
+    }
+    if (rename(tmp, target) != 0) {
+        fprintf(stderr, "einc: error: cannot rename the temporary file '%s' to '%s': %s\n",
+                tmp, target, strerror(errno));
         unlink(tmp);
         return false;
     }
@@ -514,56 +678,83 @@ static bool write_all(const char *path, const char *data, size_t len)
 
 /* ---- make dependencies ---------------------------------------------------- */
 
-static void put_escaped(FILE *fp, const char *s)
+/* A name in a make rule, quoted as gcc quotes it: a blank or '#' gets a
+ * backslash, and the backslashes before a blank are doubled (make reads
+ * 2N+1 backslashes and a blank as N backslashes and the blank); '$' is
+ * doubled.  A line break cannot be written in a rule at all. */
+static void put_escaped(Sb *b, const char *s)
 {
+    int slashes = 0;
     for (; *s; s++) {
-        if (*s == ' ' || *s == '#')
-            fputc('\\', fp);
-        if (*s == '$')
-            fputc('$', fp);
-        fputc(*s, fp);
+        if (*s == ' ' || *s == '\t') {
+            for (; slashes > 0; slashes--)
+                sb_putc(b, '\\');
+            sb_putc(b, '\\');
+        } else if (*s == '#') {
+            sb_putc(b, '\\');
+        } else if (*s == '$') {
+            sb_putc(b, '$');
+        }
+        slashes = *s == '\\' ? slashes + 1 : 0;
+        sb_putc(b, *s);
     }
+}
+
+/* Every name a rule would hold can be written in one: none holds a line
+ * break (which would end the rule, and a tab after it begin a recipe). */
+static bool dep_names_ok(const Options *o)
+{
+    bool ok = true;
+    int n = o->dep_targets.len ? o->dep_targets.len : 1;
+    for (int i = 0; i < n + src_count(); i++) {
+        const char *p = i < n ? (o->dep_targets.len ? o->dep_targets.data[i] : o->output)
+                              : src_get(i - n)->path;
+        if (strpbrk(p, "\n\r")) {
+            fputs("einc: error: cannot write a make rule for a file name with a "
+                  "line break: '", stderr);
+            for (; *p; p++)
+                fputs(*p == '\n' ? "\\n" : *p == '\r' ? "\\r" : (char[2]){*p, 0}, stderr);
+            fputs("'\n", stderr);
+            ok = false;
+        }
+    }
+    return ok;
 }
 
 static char *dep_rule(const Options *o, size_t *len)
 {
-    char *buf = NULL;
-    FILE *fp = open_memstream(&buf, len);
-    if (!fp) {
-        fprintf(stderr, "einc: error: out of memory\n");
-        exit(1);
-    }
+    Sb b = {0};
     int col = 0;
     if (o->dep_targets.len) {
         for (int i = 0; i < o->dep_targets.len; i++) {
-            fputs(i ? " " : "", fp);
-            put_escaped(fp, o->dep_targets.data[i]);
+            sb_puts(&b, i ? " " : "");
+            put_escaped(&b, o->dep_targets.data[i]);
         }
     } else {
-        put_escaped(fp, o->output);
+        put_escaped(&b, o->output);
     }
-    fputc(':', fp);
+    sb_putc(&b, ':');
     col = 1;
     for (int i = 0; i < src_count(); i++) {
         const char *p = src_get(i)->path;
         if (col + strlen(p) > 76) {
-            fputs(" \\\n", fp);
+            sb_puts(&b, " \\\n");
             col = 0;
         }
-        fputc(' ', fp);
-        put_escaped(fp, p);
+        sb_putc(&b, ' ');
+        put_escaped(&b, p);
         col += (int)strlen(p) + 1;
     }
-    fputc('\n', fp);
+    sb_putc(&b, '\n');
     if (o->dep_phony) {
         for (int i = 1; i < src_count(); i++) {
-            fputc('\n', fp);
-            put_escaped(fp, src_get(i)->path);
-            fputs(":\n", fp);
+            sb_putc(&b, '\n');
+            put_escaped(&b, src_get(i)->path);
+            sb_puts(&b, ":\n");
         }
     }
-    fclose(fp);
-    return buf;
+    *len = b.len;
+    return b.s;
 }
 
 static const char *dep_path(const Options *o)
@@ -613,8 +804,8 @@ static char *compile(const Options *o, size_t *len)
     Derived *d = NULL;
     if (o->emit != EMIT_IR) {
         d = derive_program(cx, p, &dopt);
-        if (o->verify && !derive_verify(cx, d, o->verify == 2))
-            return NULL;
+        if (o->verify)
+            derive_verify(cx, d, o->verify == 2);
     }
 
     char *buf = NULL;
@@ -726,10 +917,14 @@ int main(int argc, char **argv)
     char *out = compile(&o, &len);
     if (!out)
         return 1;
-    if (o.dep_only || o.dep_side) {
+    bool deps = o.dep_only || o.dep_side;
+    const char *dep = deps ? dep_path(&o) : NULL;
+    if (!outputs_are_safe(&o, dep) || (deps && !dep_names_ok(&o)))
+        return 1;
+    if (deps) {
         size_t dlen;
         char *rule = dep_rule(&o, &dlen);
-        bool ok = write_all(dep_path(&o), rule, dlen);
+        bool ok = write_all(dep, rule, dlen);
         free(rule);
         if (!ok)
             return 1;

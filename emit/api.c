@@ -89,22 +89,6 @@ static void write_run_params(Emit *em, bool names)
         sb_puts(o, ",\n        cudaStream_t stream");
 }
 
-/* `s` as a C string literal: quotes, backslashes, '?' (trigraphs) and
- * bytes outside printable ASCII escaped in octal. */
-static void c_string(Sb *b, const char *s)
-{
-    sb_putc(b, '"');
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\' || *p == '?')
-            sb_printf(b, "\\%c", *p);
-        else if (*p < 0x20 || *p > 0x7e)
-            sb_printf(b, "\\%03o", *p);
-        else
-            sb_putc(b, (char)*p);
-    }
-    sb_putc(b, '"');
-}
-
 /* The name a tensor is loaded and set by: its external name, else its own. */
 static const char *load_name(const IrTensor *t)
 {
@@ -228,9 +212,11 @@ void api_write_header_comment(Emit *em)
 " *       The k-th output, in the order of model_run's parameters (NULL past\n"
 " *       the last).\n"
 " * Error codes: MODEL_EINVAL bad argument, MODEL_EIO file error, MODEL_EFORMAT bad\n"
-" * safetensors file or tensor, MODEL_ENOMEM out of memory, MODEL_ECUDA a CUDA\n"
-" * call failed, MODEL_EMISSING a weight or input was never set.  A context is\n"
-" * not safe to use from two threads at once.\n");
+" * safetensors file or tensor, MODEL_ENOMEM out of memory, ");
+    emit_api_text(em, cuda ? "MODEL_ECUDA a CUDA\n * call failed, MODEL_EMISSING a weight or input was never set.  "
+                             "A context is\n * not safe to use from two threads at once.\n"
+                           : "MODEL_EMISSING a\n * weight or input was never set.  A context is not safe "
+                             "to use from two\n * threads at once.\n");
     if (h16)
         emit_api_text(em,
 " * Element types: an f32 tensor is an array of float; an f16 or bf16 tensor\n"
@@ -244,7 +230,9 @@ void api_write_header_comment(Emit *em)
     emit_api_text(em,
 " * To call the API from another file, declare it there with\n"
 " *     #define MODEL_API_ONLY\n");
-    sb_printf(o, " *     #include \"%s\"\n", em->file_base);
+    sb_puts(o, " *     #include \"");
+    emit_comment_text(o, em->file_base);
+    sb_puts(o, "\"\n");
     sb_puts(o, " *\n * Tensors (inputs and outputs in the order of the run parameters):\n");
     for (int i = 0; i < p->ntensors; i++) {
         const IrTensor *t = p->tensors[i];
@@ -291,8 +279,11 @@ static void write_decls(Emit *em)
 "    MODEL_EIO = 2,         /* a file cannot be read or written */\n"
 "    MODEL_EFORMAT = 3,     /* a broken safetensors file, or a tensor of another\n"
 "                           dtype or shape in it */\n"
-"    MODEL_ENOMEM = 4,      /* out of host or device memory */\n"
-"    MODEL_ECUDA = 5,       /* a CUDA call failed */\n"
+"    MODEL_ENOMEM = 4,      /* out of host or device memory */\n");
+    if (cuda)
+        emit_api_text(em,
+"    MODEL_ECUDA = 5,       /* a CUDA call failed */\n");
+    emit_api_text(em,
 "    MODEL_EMISSING = 6     /* a weight or input was never set */\n"
 "};\n"
 "\n"
@@ -363,8 +354,10 @@ static void write_tables(Emit *em)
         int64_t n = 1;
         for (int d = 0; d < t->rank; d++)
             n *= t->shape[d];
-        sb_printf(o, "    {\"%s\", ", t->name);
-        c_string(o, load_name(t));
+        sb_puts(o, "    {");
+        emit_c_string(o, t->name);
+        sb_puts(o, ", ");
+        emit_c_string(o, load_name(t));
         sb_printf(o, ", %s_%s, %d, %d, ", em->upper,
                   t->kind == IT_INPUT ? "INPUT" : t->kind == IT_WEIGHT ? "WEIGHT"
                                                                     : "COMPUTED",

@@ -23,7 +23,7 @@ static void dot_text(Sb *b, const char *s, size_t n, const char *nl)
             sb_putc(b, '\\'), sb_putc(b, c);
         else if (c == '\n')
             sb_puts(b, nl);
-        else if (c == '\t' || c == '\r')
+        else if ((unsigned char)c < 32 || c == 127)
             sb_putc(b, ' ');
         else
             sb_putc(b, c);
@@ -48,7 +48,8 @@ static void stage_label(Emit *em, const IrTensor *t, Sb *b)
         src_line_col(t->loc, &line, &col);
         const char *s = f->text + t->loc.begin;
         size_t n = (size_t)(t->loc.end - t->loc.begin);
-        sb_printf(b, "%s:%d:%d\\l", f->path, line, col);
+        dot_text(b, f->path, strlen(f->path), "\\n");
+        sb_printf(b, ":%d:%d\\l", line, col);
         /* Collapse runs of blanks (continuation lines) to one space. */
         Sb flat = {0};
         bool blank = false;

@@ -1,25 +1,17 @@
-/* emit_int.h - what the files of emit/ share and nobody else sees: a
- * string builder, the per-run emitter state, the kernel description that
- * kernel.c builds from a plan's operator and c.c / cuda.c write out, and
- * the text helpers of text.c that every writer uses. */
+/* emit_int.h - what the files of emit/ share and nobody else sees: the
+ * per-run emitter state, the kernel description that kernel.c builds from
+ * a plan's operator and c.c / cuda.c write out, and the text helpers of
+ * text.c that every writer uses (strings are lang/sb.h's). */
 #ifndef EINC_EMIT_INT_H
 #define EINC_EMIT_INT_H
 
 #include "emit.h"
+#include "../lang/sb.h"
 
-/* ---- string builder (malloc'ed, grows geometrically) ------------------- */
-typedef struct Sb {
-    char *s;
-    size_t len, cap;
-} Sb;
-
-void sb_puts(Sb *b, const char *s);
-void sb_putc(Sb *b, char c);
-void sb_printf(Sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void sb_free(Sb *b);
-const char *sb_str(const Sb *b);               /* "" when empty */
-/* Append every line of `text` to `b`, each prefixed with `indent` spaces. */
-void sb_indent(Sb *b, const char *text, int indent);
+/* User text inside a C/CUDA comment (block or line), made harmless there;
+ * a C string literal of `s` (quotes included). */
+void emit_comment_text(Sb *b, const char *s);
+void emit_c_string(Sb *b, const char *s);
 
 /* ---- one generated kernel ---------------------------------------------
  * The body is dialect-neutral C: it assumes the loop variables are bound
@@ -62,6 +54,10 @@ typedef struct Kernel {
     bool simd;
 } Kernel;
 
+/* Index arithmetic is in int unless a value could pass this (the
+ * grid-stride counter overshoots the total by up to one grid). */
+#define KERNEL_INT_LIMIT (INT32_MAX - (INT64_C(1) << 25))
+
 /* ---- emitter state ---------------------------------------------------- */
 typedef struct Emit {
     const Plan *plan;               /* what to write */
@@ -88,6 +84,9 @@ typedef struct Emit {
      * file and cleared after each kernel, since a searched program has many
      * more variables than any one kernel binds. */
     int64_t *var_lo, *var_hi;
+    bool *read_mark;                /* by tensor id: the kernel reads it */
+    int *read_ids;                  /* the ids marked, in the order met */
+    bool big_tensor;                /* some tensor has more than KERNEL_INT_LIMIT elements */
     const char **var_name;
     bool *var_used;
     int nvars;

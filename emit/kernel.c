@@ -26,73 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- string builder ----------------------------------------------------- */
-
-static void sb_reserve(Sb *b, size_t extra)
-{
-    if (b->len + extra + 1 <= b->cap)
-        return;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + extra + 1)
-        cap *= 2;
-    b->s = xrealloc(b->s, cap);
-    b->cap = cap;
-}
-
-void sb_puts(Sb *b, const char *s)
-{
-    size_t n = strlen(s);
-    sb_reserve(b, n);
-    memcpy(b->s + b->len, s, n + 1);
-    b->len += n;
-}
-
-void sb_putc(Sb *b, char c)
-{
-    sb_reserve(b, 1);
-    b->s[b->len++] = c;
-    b->s[b->len] = 0;
-}
-
-void sb_printf(Sb *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        ICE("vsnprintf failed for \"%s\"", fmt);
-    sb_reserve(b, (size_t)n);
-    va_start(ap, fmt);
-    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
-}
-
-void sb_free(Sb *b)
-{
-    free(b->s);
-    b->s = NULL;
-    b->len = b->cap = 0;
-}
-
-const char *sb_str(const Sb *b)
-{
-    return b->s ? b->s : "";
-}
-
-void sb_indent(Sb *b, const char *text, int indent)
-{
-    while (*text) {
-        const char *nl = strchr(text, '\n');
-        size_t n = nl ? (size_t)(nl - text) : strlen(text);
-        if (n > 0)
-            sb_printf(b, "%*s%.*s", indent, "", (int)n, text);
-        sb_putc(b, '\n');
-        text += n + (nl != NULL);
-    }
-}
-
 
 typedef struct KGen {
     Emit *em;
@@ -102,7 +35,14 @@ typedef struct KGen {
     int64_t *lo, *hi;               /* range by var id (bound vars only) */
     const char **vname;             /* C name by var id; NULL: not bound */
     bool wide;                      /* index arithmetic in int64_t */
-    bool *reads;                    /* by tensor id */
+    bool *reads;                    /* by tensor id (shared by all kernels, */
+    int *read_ids, nread_ids;       /*  cleared after each: these are set) */
+    /* Deep expressions are cut into named temporaries (ein_x0, ...): the
+     * definitions wait in `pre` until the statement that uses them is
+     * written, and `nest` counts the operators open around the one being
+     * written. */
+    Sb pre;
+    int ntemps, nest;
     bool *used;                     /* by var id: appears in the body */
     /* --precision below fp32 and a summed body: the tensor operands of
      * its products are rounded to the format (ein_rnd), as library calls
@@ -243,6 +183,7 @@ static void gen_ix(KGen *g, const Ix *ix, Sb *b)
 
 static void gen_f(KGen *g, const IExpr *e, Sb *b);
 static void gen_b(KGen *g, const IExpr *e, Sb *b);
+static void line(Sb *b, int depth, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Row-major offset of dims 0..k:  ((i0 * S1 + i1) * S2 + i2) */
 static void gen_offset(KGen *g, const IrTensor *t, const Ix **idx, int k, Sb *b)
@@ -312,6 +253,15 @@ static bool read_conds(KGen *g, const IExpr *e, Sb *cond, int *nconds)
     return true;
 }
 
+/* The kernel reads t: a parameter of it. */
+static void note_read(KGen *g, const IrTensor *t)
+{
+    if (!g->reads[t->id]) {
+        g->reads[t->id] = true;
+        g->read_ids[g->nread_ids++] = t->id;
+    }
+}
+
 /* A gather: the element of an integer tensor as an index value, 0 when
  * its subscripts leave the tensor; never a read out of bounds. */
 static void gen_gather(KGen *g, const IExpr *e, Sb *b)
@@ -324,7 +274,7 @@ static void gen_gather(KGen *g, const IExpr *e, Sb *b)
         sb_free(&cond);
         return;
     }
-    g->reads[t->id] = true;
+    note_read(g, t);
     const char *ct = t->elem == ELEM_I64 || g->wide ? "int64_t" : "int";
     if (nconds)
         sb_printf(b, "(%s ? (%s)t_%s[", sb_str(&cond), ct, g->em->cname[t->id]);
@@ -387,8 +337,7 @@ static void gen_access(KGen *g, const IExpr *e, Sb *b)
                 sb_printf(&cond, " < %" PRId64, S);
         }
     }
-    if (t != g->out)
-        g->reads[t->id] = true;
+    note_read(g, t);
     const char *name = g->em->cname[t->id];
     if (nconds)
         sb_printf(b, "(%s ? ", sb_str(&cond));
@@ -519,8 +468,72 @@ static void gen_factor(KGen *g, const IExpr *e, Sb *b)
     sb_putc(b, ')');
 }
 
+/* An expression nested at most EMIT_MAX_NEST operators deep in one C
+ * statement: deeper, the subexpression becomes a temporary defined before
+ * the statement (clang refuses more than 256 nested brackets, and a
+ * fused chain of maps would otherwise be one expression as deep as the
+ * chain). */
+#define EMIT_MAX_NEST 32
+
+static bool is_leaf(const IExpr *e)
+{
+    return e->kind == IE_CONST || e->kind == IE_INDEX || e->kind == IE_ACCESS ||
+           e->kind == IE_ICMP;
+}
+
+static void gen_f_node(KGen *g, const IExpr *e, Sb *b);
+static void gen_b_node(KGen *g, const IExpr *e, Sb *b);
+
+static void gen_temp(KGen *g, const IExpr *e, Sb *b, bool real)
+{
+    int nest = g->nest;
+    Sb t = {0};
+    g->nest = 0;
+    if (real)
+        gen_f_node(g, e, &t);
+    else
+        gen_b_node(g, e, &t);
+    g->nest = nest;
+    /* after the temporaries it uses: they were written as it was */
+    line(&g->pre, 0, "const %s ein_x%d = %s;", real ? "float" : "int", g->ntemps, sb_str(&t));
+    sb_printf(b, "ein_x%d", g->ntemps++);
+    sb_free(&t);
+}
+
 /* A real-valued expression. */
 static void gen_f(KGen *g, const IExpr *e, Sb *b)
+{
+    if (g->nest >= EMIT_MAX_NEST && !is_leaf(e)) {
+        gen_temp(g, e, b, true);
+        return;
+    }
+    g->nest++;
+    gen_f_node(g, e, b);
+    g->nest--;
+}
+
+/* A condition (an int in C). */
+static void gen_b(KGen *g, const IExpr *e, Sb *b)
+{
+    if (g->nest >= EMIT_MAX_NEST && !is_leaf(e)) {
+        gen_temp(g, e, b, false);
+        return;
+    }
+    g->nest++;
+    gen_b_node(g, e, b);
+    g->nest--;
+}
+
+/* The temporaries of the statement about to be written, at its depth. */
+static void flush_pre(KGen *g, Sb *b, int depth)
+{
+    if (g->pre.len)
+        sb_indent(b, sb_str(&g->pre), 4 * depth);
+    sb_free(&g->pre);
+    g->pre = (Sb){0};
+}
+
+static void gen_f_node(KGen *g, const IExpr *e, Sb *b)
 {
     static const char ops[] = {[IE_ADD] = '+', [IE_SUB] = '-', [IE_MUL] = '*',
                                [IE_DIV] = '/'};
@@ -568,8 +581,7 @@ static void gen_f(KGen *g, const IExpr *e, Sb *b)
     }
 }
 
-/* A condition (an int in C). */
-static void gen_b(KGen *g, const IExpr *e, Sb *b)
+static void gen_b_node(KGen *g, const IExpr *e, Sb *b)
 {
     const char *op;
     switch (e->kind) {
@@ -685,7 +697,8 @@ static void line(Sb *b, int depth, const char *fmt, ...)
  * fastest, as the loop nest runs them), lane ein_lane of ein_nlanes taking
  * every ein_nlanes-th term into its own partial acc (and any, for max and
  * min).  The dialect combines the partials in a fixed order. */
-static void build_part(KGen *g, Kernel *k, const char *cond, const int *level)
+static void build_part(KGen *g, Kernel *k, const char *cond_pre, const char *cond,
+                       const int *level)
 {
     const Stage *st = k->st;
     Arena *a = g->em->arena;
@@ -695,7 +708,7 @@ static void build_part(KGen *g, Kernel *k, const char *cond, const int *level)
     if (terms < 2 || terms > 4e18)
         return;
     k->terms = (int64_t)terms;
-    const int64_t limit = INT32_MAX - (INT64_C(1) << 25);
+    const int64_t limit = KERNEL_INT_LIMIT;
     const char *tty = k->terms > limit ? "int64_t" : k->ity;
     bool cast = strcmp(tty, k->ity) != 0;
     /* max, min and product keep `any`: no term at all gives 0 */
@@ -708,6 +721,7 @@ static void build_part(KGen *g, Kernel *k, const char *cond, const int *level)
             continue;
         Sb gc = {0};
         gen_b(g, st->guards[i], &gc);
+        flush_pre(g, &in, 0);
         line(&in, 0, "if (!%s)", sb_str(&gc));
         line(&in, 1, "continue;");
         sb_free(&gc);
@@ -716,6 +730,7 @@ static void build_part(KGen *g, Kernel *k, const char *cond, const int *level)
     g->rnd = st->red == RED_SUM && g->em->precision != PREC_FP32;
     gen_f(g, st->body, &body);
     g->rnd = false;
+    flush_pre(g, &in, 0);
     if (st->red == RED_SUM) {
         line(&in, 0, "acc += %s;", sb_str(&body));
     } else if (st->red == RED_PROD) {
@@ -734,6 +749,8 @@ static void build_part(KGen *g, Kernel *k, const char *cond, const int *level)
     if (maxmin)
         line(&b, 0, "int any = 0;     /* no term at all gives 0 */");
     int depth = 0;
+    if (cond_pre && *cond_pre)
+        sb_puts(&b, cond_pre);
     if (cond && *cond)
         line(&b, depth++, "if (%s) {", cond);
     line(&b, depth++, "for (%s ein_t = ein_lane; ein_t < %" PRId64 "; ein_t += ein_nlanes) {",
@@ -791,15 +808,20 @@ static int scattered(const IExpr *e, int var)
             const Ix *ix = e->access.idx[d];
             for (int i = 0; i < ix->n; i++) {
                 const IxTerm *x = &ix->t[i];
+                /* a step too large for 64 bits is scattered too */
+                int64_t step;
                 if (x->kind == IX_VAR) {
-                    if (x->var == var)
-                        stride += x->coef * rs;
+                    if (x->var == var && (!i64_mul(x->coef, rs, &step) ||
+                                          !i64_add(stride, step, &stride)))
+                        odd = true;
                 } else if (ix_uses(x->arg, var)) {
                     int64_t c = ix_coef(x->arg, var);
                     if (x->d < 32 || c == 0)
                         odd = true;
-                    else if (x->kind == IX_MOD)
-                        stride += x->coef * c * rs;
+                    else if (x->kind == IX_MOD &&
+                             (!i64_mul(x->coef, c, &step) || !i64_mul(step, rs, &step) ||
+                              !i64_add(stride, step, &stride)))
+                        odd = true;
                 }
             }
             if (t->shape[d] > 0 && rs < (INT64_C(1) << 40))
@@ -854,8 +876,10 @@ static bool vec_expr(const KGen *g, const IExpr *e)
     case IE_NEG:
         return vec_expr(g, e->bin.a);
     case IE_CALL:
-        if (e->call.nargs != 1 || (e->call.fn != FN_RELU && e->call.fn != FN_ABS &&
-                                   e->call.fn != FN_SQRT))
+        /* not sqrtf: it sets errno (-fmath-errno, the default), so no
+         * compiler vectorizes it, and clang warns that it cannot do what
+         * `omp simd` asks */
+        if (e->call.nargs != 1 || (e->call.fn != FN_RELU && e->call.fn != FN_ABS))
             return false;
         return vec_expr(g, e->call.args[0]);
     default:
@@ -873,6 +897,12 @@ static int innermost(const IrVar *v, int n)
 }
 
 /* ---- building a kernel, step by step ----------------------------------------- */
+
+static int int_cmp(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
 
 /* A C name for every variable the stage binds. */
 static void bind_names(KGen *g, const Stage *st, const IrTensor *t)
@@ -955,10 +985,8 @@ static int size_kernel(KGen *g, Kernel *k, const IExpr *epi)
 
     /* int unless an index, an offset or the grid-stride counter could
      * leave it (the counter overshoots the total by up to one grid). */
-    const int64_t limit = INT32_MAX - (INT64_C(1) << 25);
-    g->wide = k->total > limit || kernel_mag(g, st, !empty, epi) > limit;
-    for (int i = 0; i < g->em->p->ntensors && !g->wide; i++)
-        g->wide = g->em->count[i] > limit;
+    const int64_t limit = KERNEL_INT_LIMIT;
+    g->wide = k->total > limit || kernel_mag(g, st, !empty, epi) > limit || g->em->big_tensor;
     k->ity = g->wide ? "int64_t" : "int";
     return empty;
 }
@@ -970,6 +998,7 @@ static void map_body(KGen *g, Kernel *k, const IExpr *epi, Sb *b)
               (!epi || vec_expr(g, epi));
     Sb body = {0};
     gen_f(g, k->st->body, &body);
+    flush_pre(g, b, 0);
     line(b, 0, "const float acc = %s;", sb_str(&body));
     sb_free(&body);
 }
@@ -1020,6 +1049,10 @@ static void reduce_body(KGen *g, Kernel *k, Sb *b)
     int *level = arena_alloc(g->em->arena, sizeof *level * (size_t)(st->nguards + 1));
     int nc = outer_condition(g, k, &cond, level);
     int depth = 0;
+    /* the temporaries of the guards outside the sums, before them (in
+     * the lanes' loop too) */
+    const char *cond_pre = arena_strdup(g->em->arena, sb_str(&g->pre));
+    flush_pre(g, b, 0);
     if (nc)
         line(b, depth++, "if (%s) {", sb_str(&cond));
     const char *part_cond = arena_strdup(g->em->arena, sb_str(&cond));
@@ -1034,6 +1067,7 @@ static void reduce_body(KGen *g, Kernel *k, Sb *b)
                 continue;
             Sb gc = {0};
             gen_b(g, st->guards[i], &gc);
+            flush_pre(g, b, depth);
             line(b, depth, "if (!%s)", sb_str(&gc));
             line(b, depth + 1, "continue;");
             sb_free(&gc);
@@ -1043,6 +1077,7 @@ static void reduce_body(KGen *g, Kernel *k, Sb *b)
     g->rnd = st->red == RED_SUM && g->em->precision != PREC_FP32;
     gen_f(g, st->body, &body);
     g->rnd = false;
+    flush_pre(g, b, depth);
     switch (st->red) {
     case RED_NONE:
         line(b, depth, "acc = %s;", sb_str(&body));
@@ -1068,7 +1103,7 @@ static void reduce_body(KGen *g, Kernel *k, Sb *b)
     while (depth > 0)
         line(b, --depth, "}");
     if (st->red != RED_NONE)
-        build_part(g, k, part_cond, level);
+        build_part(g, k, cond_pre, part_cond, level);
 }
 
 /* What the dialects store: acc, or the epilogue of acc (the operator's
@@ -1082,7 +1117,13 @@ static void build_store(KGen *g, Kernel *k, const PlanEpilogue *epi)
     Sb b = {0};
     g->self = epi->self;
     g->self_text = "acc";
+    /* one expression, written where the dialect stores: no temporaries
+     * (fusion bounds an epilogue to FUSE_MAX_DEPTH levels, well inside
+     * what compilers nest) */
+    int nest = g->nest;
+    g->nest = -(1 << 20);
     gen_f(g, epi->value, &b);
+    g->nest = nest;
     g->self = NULL;
     g->self_text = NULL;
     k->store = arena_strdup(g->em->arena, sb_str(&b));
@@ -1118,16 +1159,17 @@ static void finish_kernel(KGen *g, Kernel *k, const PlanOp *op, bool pass)
     emit_source_comment(em->arena, em->p->cx, k->out, st, pass ? NULL : op->epi.value, &c);
     k->comment = arena_strdup(em->arena, sb_str(&c));
     sb_free(&c);
-    int n = 0;
-    for (int i = 0; i < em->p->ntensors; i++)
-        n += g->reads[i];
-    k->reads = arena_alloc(em->arena, sizeof *k->reads * (size_t)(n + 1));
-    for (int i = 0; i < em->p->ntensors; i++)
-        if (g->reads[i])
-            k->reads[k->nreads++] = em->p->tensors[i];
+    /* the tensors read, in id order; the shared marks cleared */
+    qsort(g->read_ids, (size_t)g->nread_ids, sizeof *g->read_ids, int_cmp);
+    k->reads = arena_alloc(em->arena, sizeof *k->reads * (size_t)(g->nread_ids + 1));
+    for (int i = 0; i < g->nread_ids; i++) {
+        k->reads[k->nreads++] = em->p->tensors[g->read_ids[i]];
+        g->reads[g->read_ids[i]] = false;
+    }
 }
 
-/* The per-variable tables of the emitter, made once per file. */
+/* The per-variable and per-tensor tables of the emitter, made once per
+ * file (a program of many kernels stays linear). */
 static void kgen_init(KGen *g, Emit *em, Kernel *k)
 {
     Arena *a = em->arena;
@@ -1138,9 +1180,16 @@ static void kgen_init(KGen *g, Emit *em, Kernel *k)
         em->var_name = arena_alloc(a, sizeof *em->var_name * (size_t)(em->nvars + 1));
         em->var_used = arena_alloc(a, sizeof *em->var_used * (size_t)(em->nvars + 1));
     }
+    if (!em->read_mark) {
+        em->read_mark = arena_alloc(a, sizeof *em->read_mark * (size_t)(em->p->ntensors + 1));
+        em->read_ids = arena_alloc(a, sizeof *em->read_ids * (size_t)(em->p->ntensors + 1));
+        em->big_tensor = false;
+        for (int i = 0; i < em->p->ntensors; i++)
+            em->big_tensor |= em->count[i] > KERNEL_INT_LIMIT;
+    }
     *g = (KGen){.em = em, .k = k, .out = k->out, .nvars = em->nvars, .lo = em->var_lo,
-                .hi = em->var_hi, .vname = em->var_name, .used = em->var_used};
-    g->reads = arena_alloc(a, sizeof *g->reads * (size_t)(em->p->ntensors + 1));
+                .hi = em->var_hi, .vname = em->var_name, .used = em->var_used,
+                .reads = em->read_mark, .read_ids = em->read_ids};
 }
 
 int kernel_build(Emit *em, const PlanOp *op, bool pass, const char *name, Kernel *k)

@@ -131,6 +131,12 @@ static const char *const reserved[] = {
     "nv_bfloat162", "off_t", "sched_priority", "ssize_t", "std", "strdupa",
     "strndupa", "threadIdx", "time_t", "toascii", "toascii_l", "unix",
     "va_copy", "warpSize", "xdouble",
+    /* <fcntl.h>, <sys/stat.h>, <unistd.h> beyond their prefixes */
+    "ACCESSPERMS", "ALLPERMS", "DEFFILEMODE", "FAPPEND", "FASYNC", "FD_CLOEXEC",
+    "FFSYNC", "FNDELAY", "FNONBLOCK", "L_INCR", "L_SET", "L_XTND", "R_OK",
+    "STDERR_FILENO", "STDIN_FILENO", "STDOUT_FILENO", "UTIME_NOW", "UTIME_OMIT",
+    "W_OK", "X_OK", "st_atime", "st_ctime", "st_mtime", "MAX_HANDLE_SZ",
+    "TEMP_FAILURE_RETRY",
 };
 
 bool emit_is_reserved(const char *id)
@@ -150,6 +156,12 @@ bool emit_is_reserved(const char *id)
         "DNNL", "dnnl", "CUDA", "cuda", "CUDNN", "cudnn", "CUBLAS", "cublas",
         "CU_", "CUB", "NV_", "nv_", "FP_", "M_", "PRI", "SCN", "SIG", "INT", "UINT",
         "SIZE_", "PTRDIFF_", "WCHAR_", "WINT_", "int_", "uint_", "kband_",
+        /* <fcntl.h>, <sys/stat.h>, <unistd.h> (the safetensors reader's
+         * checks of what it opens): POSIX reserves these prefixes */
+        "O_", "S_", "F_", "AT_", "LOCK_", "POSIX_",
+        /* and their GNU extensions, which C++ (nvcc) sees */
+        "CLOSE_RANGE_", "DN_", "FALLOC_", "RWF_", "RWH_", "SPLICE_", "STATX",
+        "SYNC_FILE_",
     };
     for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
         if (strncmp(id, prefixes[i], strlen(prefixes[i])) == 0)
@@ -193,32 +205,124 @@ char *emit_sanitize(Arena *a, const char *name)
 }
 
 /* Unique C identifiers for the tensors, in tensor order. */
+/* A set of names (open addressing over the arena's strings): naming a
+ * program of many tensors stays linear. */
+typedef struct NameSet {
+    const char **slot;
+    int *next;                      /* per slot: the next suffix to try */
+    size_t cap, n;
+} NameSet;
+
+static uint64_t name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603u;          /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211u;
+    return h;
+}
+
+/* The slot of s, or -1. */
+static long name_find(const NameSet *ns, const char *s)
+{
+    if (!ns->cap)
+        return -1;
+    for (size_t i = name_hash(s) & (ns->cap - 1);; i = (i + 1) & (ns->cap - 1)) {
+        if (!ns->slot[i])
+            return -1;
+        if (strcmp(ns->slot[i], s) == 0)
+            return (long)i;
+    }
+}
+
+static void name_add(NameSet *ns, const char *s, int next)
+{
+    if (2 * (ns->n + 1) > ns->cap) {
+        size_t cap = ns->cap ? 2 * ns->cap : 64;
+        NameSet big = {xcalloc(cap, sizeof *big.slot), xcalloc(cap, sizeof *big.next), cap, 0};
+        for (size_t i = 0; i < ns->cap; i++)
+            if (ns->slot[i])
+                name_add(&big, ns->slot[i], ns->next[i]);
+        free(ns->slot);
+        free(ns->next);
+        *ns = big;
+    }
+    size_t i = name_hash(s) & (ns->cap - 1);
+    while (ns->slot[i])
+        i = (i + 1) & (ns->cap - 1);
+    ns->slot[i] = s;
+    ns->next[i] = next;
+    ns->n++;
+}
+
 void emit_name_tensors(Emit *em)
 {
     const IrProgram *p = em->p;
+    /* the names given so far, and NAME_out for each input that is also an
+     * output (M_run names that output NAME_out) */
+    NameSet taken = {0};
     for (int i = 0; i < p->ntensors; i++) {
         const char *base = emit_sanitize(em->arena, p->tensors[i]->name);
         const char *n = emit_is_reserved(base) ? arena_printf(em->arena, "%s_", base)
                                                : base;
-        for (int k = 2;; k++) {
-            bool taken = false;
-            for (int j = 0; j < i && !taken; j++)
-                taken = strcmp(em->cname[j], n) == 0;
-            /* M_run names an output that is also an input NAME_out. */
-            for (int j = 0; j < i && !taken; j++)
-                taken = p->tensors[j]->kind == IT_INPUT && p->tensors[j]->is_output &&
-                        strlen(n) == strlen(em->cname[j]) + 4 &&
-                        strncmp(n, em->cname[j], strlen(em->cname[j])) == 0 &&
-                        strcmp(n + strlen(em->cname[j]), "_out") == 0;
-            if (!taken)
-                break;
-            n = arena_printf(em->arena, "%s_%d", base, k);
-        }
+        /* base_2, base_3, ...: the first not taken.  Every suffix below
+         * the one a base got last time is taken still, so the search
+         * starts there (many tensors of one name stay linear). */
+        long at = name_find(&taken, n);
+        int k = at >= 0 ? taken.next[at] : 2;
+        while (name_find(&taken, n) >= 0)
+            n = arena_printf(em->arena, "%s_%d", base, k++);
+        if (at >= 0)
+            taken.next[at] = k;
         em->cname[i] = n;
+        name_add(&taken, n, 2);
+        if (p->tensors[i]->kind == IT_INPUT && p->tensors[i]->is_output)
+            name_add(&taken, arena_printf(em->arena, "%s_out", n), 2);
     }
+    free(taken.slot);
+    free(taken.next);
 }
 
 /* ---- literals and comments ---------------------------------------------------- */
+
+/* User text (a path, a name) inside a C or CUDA comment, block or line:
+ * nothing in it may end the comment, open another, form a trigraph or
+ * break the line, so "*\/", "/\*" and "??" get a space and control
+ * characters are written as C escapes (\n, \ooo). */
+void emit_comment_text(Sb *b, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '\n')
+            sb_puts(b, "\\n");
+        else if (c == '\t')
+            sb_puts(b, "\\t");
+        else if (c < 32 || c == 127)
+            sb_printf(b, "\\%03o", c);
+        else
+            sb_putc(b, (char)c);
+        if ((c == '*' && s[1] == '/') || (c == '/' && s[1] == '*') ||
+            (c == '?' && s[1] == '?'))
+            sb_putc(b, ' ');
+    }
+}
+
+/* A C string literal of `s`, quotes included: quotes, backslashes, '?'
+ * after '?' (trigraphs) and bytes outside printable ASCII escaped. */
+void emit_c_string(Sb *b, const char *s)
+{
+    sb_putc(b, '"');
+    for (const char *p = s; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c == '"' || c == '\\' || (c == '?' && p > s && p[-1] == '?'))
+            sb_putc(b, '\\'), sb_putc(b, (char)c);
+        else if (c < 32 || c > 126)
+            sb_printf(b, "\\%03o", c);
+        else
+            sb_putc(b, (char)c);
+    }
+    sb_putc(b, '"');
+}
+
 
 void emit_float(Sb *b, double v)
 {
@@ -273,7 +377,8 @@ static void source_text(Sb *raw, const IrTensor *t)
     }
     int line, col;
     src_line_col(t->loc, &line, &col);
-    sb_printf(raw, "%s:%d:%d:\n", f->path, line, col);
+    emit_comment_text(raw, f->path);
+    sb_printf(raw, ":%d:%d:\n", line, col);
     const char *s = f->text + t->loc.begin, *end = f->text + t->loc.end;
     /* Start at the beginning of the line, so continuation lines keep
      * their indentation relative to the first. */

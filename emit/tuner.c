@@ -12,21 +12,6 @@
 #include "config.h"
 #include "emit_int.h"
 
-/* The key as a C string literal (keys are printable ASCII; quotes and
- * backslashes escaped all the same). */
-static void put_literal(Sb *o, const char *s)
-{
-    sb_putc(o, '"');
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            sb_putc(o, '\\');
-        if ((unsigned char)*s < 32 || (unsigned char)*s > 126)
-            sb_printf(o, "\\%03o", (unsigned char)*s);
-        else
-            sb_putc(o, *s);
-    }
-    sb_putc(o, '"');
-}
 
 void tuner_write_main(Emit *em)
 {
@@ -46,7 +31,7 @@ void tuner_write_main(Emit *em)
         if (p->tensors[i]->kind != IT_STAGE || !keys[i])
             continue;
         sb_printf(o, "    {%d, ein_op_%d,\n     ", i, i);
-        put_literal(o, keys[i]);
+        emit_c_string(o, keys[i]);
         sb_puts(o, "},\n");
     }
     if (n == 0)
@@ -54,7 +39,7 @@ void tuner_write_main(Emit *em)
     sb_puts(o, "};\n");
     sb_printf(o, "#define EIN_TUNE_NOPS %d\n", n);
     sb_puts(o, "#define EIN_TUNE_DEVICE ");
-    put_literal(o, em->opt->tune_device ? em->opt->tune_device : "h200");
+    emit_c_string(o, em->opt->tune_device ? em->opt->tune_device : "h200");
     sb_puts(o, "\n\n");
     emit_paste(em, "tuner.cu");
 }

@@ -190,6 +190,7 @@ void diag_ice_at(Loc loc, const char *file, int line, const char *fmt, ...)
 }
 
 int diag_error_count(void) { return st.errors; }
+bool diag_error_limit_reached(void) { return st.max_errors && st.errors >= st.max_errors; }
 int diag_warning_count(void) { return st.warnings; }
 
 void diag_reset(void)
@@ -209,52 +210,4 @@ bool diag_set_warning(const char *name, bool on)
         return false;
     st.disabled[w] = !on;
     return true;
-}
-
-/* ---- checked integer arithmetic ---- */
-bool i64_add(int64_t a, int64_t b, int64_t *r)
-{
-    int64_t t;
-    if (__builtin_add_overflow(a, b, &t))
-        return false;
-    *r = t;
-    return true;
-}
-
-bool i64_sub(int64_t a, int64_t b, int64_t *r)
-{
-    int64_t t;
-    if (__builtin_sub_overflow(a, b, &t))
-        return false;
-    *r = t;
-    return true;
-}
-
-bool i64_mul(int64_t a, int64_t b, int64_t *r)
-{
-    int64_t t;
-    if (__builtin_mul_overflow(a, b, &t))
-        return false;
-    *r = t;
-    return true;
-}
-
-int64_t i64_floordiv(int64_t a, int64_t b)
-{
-    if (b == -1)                    /* INT64_MIN / -1 overflows; wrap is defined here */
-        return (int64_t)(0 - (uint64_t)a);
-    int64_t q = a / b;
-    if ((a % b != 0) && ((a < 0) != (b < 0)))
-        q--;
-    return q;
-}
-
-int64_t i64_floormod(int64_t a, int64_t b)
-{
-    if (b == -1)
-        return 0;
-    int64_t m = a % b;
-    if (m != 0 && ((m < 0) != (b < 0)))
-        m += b;
-    return m;
 }

@@ -1,6 +1,7 @@
 /* lang.h - what every phase of einc shares: arenas, interned symbols,
- * source files and locations, and diagnostics.  Prefixes: arena_, sym_,
- * src_, diag_.  The AST node types live in ast.h beside this file. */
+ * source files and locations, diagnostics, and checked integer
+ * arithmetic.  Prefixes: arena_, sym_, src_, diag_, i64_ (u64_).  The AST
+ * node types live in ast.h beside this file. */
 #ifndef EINC_LANG_H
 #define EINC_LANG_H
 
@@ -72,8 +73,12 @@ typedef struct SrcFile {
 } SrcFile;
 
 /* Read a file (or "-" for stdin); returns its id or -1 after reporting the
- * error (at `from`, the import site, when there is one). */
+ * error (at `from`, the import site, when there is one).  A named file
+ * must be a regular file: a FIFO or a device, which could block or never
+ * end, is refused (standard input may be anything). */
 int src_load(const char *path, Loc from);
+/* "a FIFO", "a character device", ... for a st_mode (messages). */
+const char *src_file_kind(unsigned mode);
 /* Register text held in memory (tests, fuzzing); the text is copied. */
 int src_add(const char *path, const char *text, size_t len);
 const SrcFile *src_get(int id);
@@ -106,6 +111,9 @@ void diag_ice_at(Loc loc, const char *file, int line, const char *fmt, ...)
 #define ICE_AT(loc, ...) diag_ice_at((loc), __FILE__, __LINE__, __VA_ARGS__)
 
 int diag_error_count(void);
+/* Whether the next error would be dropped (past --max-errors): work done
+ * only to word it, such as a "did you mean" search, can be skipped. */
+bool diag_error_limit_reached(void);
 int diag_warning_count(void);
 void diag_reset(void);
 void diag_set_stream(void *fp);                 /* FILE *; default stderr */
@@ -115,12 +123,15 @@ bool diag_set_warning(const char *name, bool on);
 void diag_set_werror(bool on);
 extern const char *const diag_warning_names[];  /* NULL-terminated */
 
-/* Safe integer arithmetic: false on overflow (result untouched). */
+/* ---- integer arithmetic (i64.c) ------------------------------------------
+ * Safe integer arithmetic: false on overflow (result untouched). */
 bool i64_add(int64_t a, int64_t b, int64_t *r);
 bool i64_sub(int64_t a, int64_t b, int64_t *r);
 bool i64_mul(int64_t a, int64_t b, int64_t *r);
 /* Floor division and modulo with the sign of the divisor; b != 0. */
 int64_t i64_floordiv(int64_t a, int64_t b);
 int64_t i64_floormod(int64_t a, int64_t b);
+/* Greatest common divisor; 0 when both are 0. */
+uint64_t u64_gcd(uint64_t a, uint64_t b);
 
 #endif

@@ -5,10 +5,12 @@
 #include "lang.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Offsets in a Loc are int32_t; refuse anything near that. */
 #define SRC_MAX_BYTES ((size_t)1 << 30)
@@ -68,20 +70,113 @@ static char *read_stream(FILE *fp, size_t *len, bool *too_big)
     return buf;
 }
 
+const char *src_file_kind(unsigned mode)
+{
+    return S_ISDIR(mode) ? "a directory" : S_ISFIFO(mode) ? "a FIFO"
+         : S_ISCHR(mode) ? "a character device" : S_ISBLK(mode) ? "a block device"
+         : S_ISSOCK(mode) ? "a socket" : S_ISREG(mode) ? "a regular file"
+         : "not a regular file";
+}
+
+/* The symbolic links from `path` on, "a -> b -> a", when they go round
+ * in a loop at the last component; NULL when that is not what happened
+ * (a loop in a folder of the path, or more links than the kernel follows). */
+static char *symlink_loop(const char *path)
+{
+    enum { HOPS = 40 };             /* Linux gives ELOOP after 40 links */
+    char *seen[HOPS + 1];
+    struct stat ids[HOPS + 1];
+    int n = 0;
+    char *at = xstrdup(path), *text = NULL;
+    for (;;) {
+        struct stat st;
+        if (n == HOPS || lstat(at, &st) != 0 || !S_ISLNK(st.st_mode))
+            break;
+        int k = 0;
+        while (k < n && !(ids[k].st_dev == st.st_dev && ids[k].st_ino == st.st_ino))
+            k++;
+        if (k < n) {                /* back at link k: the loop is seen[k..] */
+            size_t len = strlen(at) + 1;
+            for (int i = k; i < n; i++)
+                len += strlen(seen[i]) + 4;
+            text = xmalloc(len);
+            text[0] = 0;
+            for (int i = k; i < n; i++)
+                strcat(strcat(text, seen[i]), " -> ");
+            strcat(text, at);
+            break;
+        }
+        seen[n] = at;
+        ids[n++] = st;
+        char target[4096];
+        ssize_t got = readlink(at, target, sizeof target - 1);
+        if (got < 0)
+            break;
+        target[got] = 0;
+        /* a relative target is relative to the folder of the link */
+        const char *slash = strrchr(at, '/');
+        size_t dir = target[0] != '/' && slash ? (size_t)(slash - at) + 1 : 0;
+        char *next = xmalloc(dir + (size_t)got + 1);
+        memcpy(next, at, dir);
+        memcpy(next + dir, target, (size_t)got + 1);
+        at = next;
+    }
+    for (int i = 0; i < n; i++)
+        if (seen[i] != at)
+            free(seen[i]);
+    free(at);
+    return text;
+}
+
+/* Open `path` for reading without blocking: a FIFO with no writer would
+ * block open(2) forever, so it is opened O_NONBLOCK and refused, with
+ * devices and sockets, after fstat.  NULL after reporting the error. */
+static FILE *open_regular(const char *path, Loc from)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        char *loop = e == ELOOP ? symlink_loop(path) : NULL;
+        if (loop)
+            diag_error(from, "cannot open '%s': a loop of symbolic links: %s",
+                       path, loop);
+        else
+            diag_error(from, "cannot open '%s': %s", path, strerror(e));
+        free(loop);
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        diag_error(from, "cannot read '%s': %s", path, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        if (S_ISDIR(st.st_mode))
+            diag_error(from, "cannot read '%s': it is a directory", path);
+        else
+            diag_error(from, "cannot read '%s': it is %s, not a regular file%s", path,
+                       src_file_kind(st.st_mode), S_ISFIFO(st.st_mode) && from.file < 0
+                       ? " (a pipe can be given on standard input, as '-')" : "");
+        close(fd);
+        return NULL;
+    }
+    /* regular files ignore O_NONBLOCK; clear it all the same */
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    FILE *fp = fdopen(fd, "rb");
+    if (!fp) {
+        diag_error(from, "cannot open '%s': %s", path, strerror(errno));
+        close(fd);
+    }
+    return fp;
+}
+
 int src_load(const char *path, Loc from)
 {
     bool is_stdin = strcmp(path, "-") == 0;
-    FILE *fp = is_stdin ? stdin : fopen(path, "rb");
-    if (!fp) {
-        diag_error(from, "cannot open '%s': %s", path, strerror(errno));
+    FILE *fp = is_stdin ? stdin : open_regular(path, from);
+    if (!fp)
         return -1;
-    }
-    struct stat st;
-    if (!is_stdin && fstat(fileno(fp), &st) == 0 && S_ISDIR(st.st_mode)) {
-        diag_error(from, "cannot read '%s': it is a directory", path);
-        fclose(fp);
-        return -1;
-    }
     size_t len = 0;
     bool too_big;
     errno = 0;

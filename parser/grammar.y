@@ -20,7 +20,7 @@
 %initial-action { @$ = (Loc){P->file, 0, 0}; }
 
 %code requires {
-#include "parser/internal.h"
+#include "parser/parser_int.h"
 }
 
 %code provides {

@@ -13,7 +13,7 @@
  * token, which the parser skips (without a second message) up to the end
  * of the statement. */
 #include "config.h"
-#include "parser/internal.h"
+#include "parser/parser_int.h"
 #include "parser/grammar.h"
 
 #include <errno.h>

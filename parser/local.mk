@@ -4,7 +4,7 @@
 # release needs neither re2c nor Bison.
 
 noinst_LIBRARIES += parser/libparser.a
-parser_libparser_a_SOURCES = parser/parser.h parser/internal.h \
+parser_libparser_a_SOURCES = parser/parser.h parser/parser_int.h \
 	parser/parse.c parser/ast_dump.c \
 	parser/lexer.c parser/grammar.c parser/grammar.h
 BUILT_SOURCES += parser/grammar.h parser/grammar.c parser/lexer.c

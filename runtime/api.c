@@ -63,20 +63,22 @@ int model_create(model_ctx **out)
     return ein_lib_create(ctx);
 }
 
+/* Everything is freed whatever fails; the first failure is the result
+   (only the CUDA target's calls can fail here). */
 int model_destroy(model_ctx *ctx)
 {
-    int rc = MODEL_OK;
+    int rc = MODEL_OK, r;
     if (!ctx)
         return rc;
-    if (ein_ctx_idle(ctx) != MODEL_OK)
-        rc = MODEL_ECUDA;
-    if (ein_lib_destroy(ctx) != MODEL_OK)
-        rc = MODEL_ECUDA;
+    if ((r = ein_ctx_idle(ctx)) != MODEL_OK && rc == MODEL_OK)
+        rc = r;
+    if ((r = ein_lib_destroy(ctx)) != MODEL_OK && rc == MODEL_OK)
+        rc = r;
     for (int i = 0; i < EIN_NT; i++)
-        if (ein_buf_free(ctx->buf[i]) != MODEL_OK)
-            rc = MODEL_ECUDA;
-    if (ein_ctx_close(ctx) != MODEL_OK)
-        rc = MODEL_ECUDA;
+        if ((r = ein_buf_free(ctx->buf[i])) != MODEL_OK && rc == MODEL_OK)
+            rc = r;
+    if ((r = ein_ctx_close(ctx)) != MODEL_OK && rc == MODEL_OK)
+        rc = r;
     free(ctx);
     return rc;
 }

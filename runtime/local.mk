@@ -45,7 +45,8 @@ runtime_libst_a_SOURCES = runtime/rt.h runtime/st.h runtime/st.c
 
 # Unit tests compile the pieces as ordinary files.
 check_PROGRAMS += tests/runtime/test_st tests/runtime/test_harness \
-	tests/runtime/st_tool tests/runtime/paste tests/runtime/st_replay
+	tests/runtime/st_tool tests/runtime/paste tests/runtime/st_replay \
+	tests/runtime/st_file_replay
 tests_runtime_test_st_SOURCES = tests/runtime/test_st.c $(RUNTIME_PIECES)
 tests_runtime_test_harness_SOURCES = tests/runtime/test_harness.c \
 	$(RUNTIME_PIECES)
@@ -56,18 +57,23 @@ tests_runtime_paste_LDADD = runtime/libruntime_embed.a
 tests_runtime_st_replay_SOURCES = tests/fuzz/fuzz_safetensors.c \
 	runtime/rt.h runtime/st.h runtime/st.c
 tests_runtime_st_replay_CPPFLAGS = $(AM_CPPFLAGS) -DST_FUZZ_REPLAY
+# The harness of the reader on the file system (regular files, truncated
+# copies, pipes, /dev/zero, folders), replaying the same corpus.
+tests_runtime_st_file_replay_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_st_file.c \
+	runtime/rt.h runtime/st.h runtime/st.c
 
 TESTS += tests/runtime/test_st tests/runtime/test_harness \
 	tests/runtime/python.test tests/runtime/args.test \
 	tests/runtime/paste.test tests/runtime/corpus.test \
-	tests/runtime/support.test
+	tests/runtime/support.test tests/runtime/corpus-file.test
 EXTRA_DIST += tests/runtime/python.test tests/runtime/args.test \
 	tests/runtime/paste.test tests/runtime/corpus.test \
 	tests/runtime/support.test \
+	tests/runtime/corpus-file.test tests/fuzz/fuzz_st_file.c \
 	tests/runtime/st.py tests/runtime/paste_main.c \
 	tests/runtime/fuzz-st.sh tests/fuzz/corpus-st
-CLEANFILES += tests/runtime/test_st.tmp tests/runtime/test_harness.tmp \
-	tests/runtime/fuzz_st
+CLEANFILES += tests/runtime/test_st.tmp tests/runtime/test_st.fifo tests/runtime/test_harness.tmp \
+	tests/runtime/fuzz_st tests/runtime/fuzz_st_file
 clean-local: clean-local-runtime
 clean-local-runtime:
 	-rm -rf tests/runtime/python.dir tests/runtime/args.dir \
@@ -82,4 +88,8 @@ fuzz-st: $(srcdir)/tests/fuzz/fuzz_safetensors.c $(srcdir)/runtime/st.c
 	$(MKDIR_P) tests/runtime
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -I$(top_srcdir) -o tests/runtime/fuzz_st \
 	  $(srcdir)/tests/fuzz/fuzz_safetensors.c $(srcdir)/runtime/st.c
-.PHONY: fuzz-st clean-local-runtime
+fuzz-st-file: $(srcdir)/tests/fuzz/fuzz_st_file.c $(srcdir)/runtime/st.c
+	$(MKDIR_P) tests/runtime
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -I$(top_srcdir) -o tests/runtime/fuzz_st_file \
+	  $(srcdir)/tests/fuzz/fuzz_st_file.c $(srcdir)/runtime/st.c
+.PHONY: fuzz-st fuzz-st-file clean-local-runtime

@@ -1,8 +1,14 @@
 /* st.c - safetensors reader and writer (see st.h).
  *
- * The reader holds the whole file in memory (fread, no mmap, so it works
- * the same everywhere and the fuzzer can feed it bytes) and checks, before
- * anything is handed out: the header length against the file size; the
+ * The reader holds the file in memory (read(2) or fread, no mmap, so it
+ * works the same everywhere and the fuzzer can feed it bytes), but reads
+ * only what the header names: the 8-byte length, then the header, which
+ * it checks, then exactly the data up to the last tensor's end, so a
+ * never-ending pipe costs what its header names, not all memory (a device
+ * such as /dev/zero, a directory and a FIFO that no process writes are
+ * refused before anything is read: st_open_read).  It checks, before
+ * anything is handed out: the header length against the file size and
+ * safetensors' 100 MB limit; the
  * header as JSON (our own small parser: the generated programs must build
  * with nothing but the compiler, so no JSON library); each entry's dtype,
  * shape and data_offsets against each other and against the data area;
@@ -18,6 +24,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__unix__) || defined(__APPLE__)
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#endif
 #include "st.h" /* EMBED-SKIP */
 
 #if defined(__GNUC__)
@@ -30,10 +41,18 @@
  * recursion bounded on hostile input. */
 #define ST_MAX_DEPTH 64
 
+/* The largest header safetensors itself reads (the Rust crate's
+ * MAX_HEADER_SIZE); a longer one is refused before it is read. */
+#define ST_MAX_HEADER 100000000u
+
+/* A data area whose size is not known before it is read (a pipe). */
+#define ST_SIZE_UNKNOWN ((size_t)-1)
+
 struct StFile {
     char *name;                 /* file name for messages */
-    unsigned char *image;       /* the whole file */
+    unsigned char *image;       /* the file, as far as it was read */
     size_t size;
+    size_t data_off;            /* where the data area starts: 8 + header */
     char *pool;                 /* decoded header strings */
     StTensor *tensors;          /* header order */
     int ntensors;
@@ -947,7 +966,7 @@ static int ps_finish(StParse *ps)
     char qa[ST_QLEN], qb[ST_QLEN];
     size_t d = 0;
     int i, n = f->ntensors;
-    const unsigned char *data = f->image + (f->size - ps->datasize);
+    const unsigned char *data = f->image + f->data_off;
 
     for (i = 0; i < n; i++) {
         StTensor *t = &f->tensors[i];
@@ -987,30 +1006,20 @@ static int ps_finish(StParse *ps)
     return 0;
 }
 
-/* file -> length:u64le header:JSON-object data */
-static int st_parse(StFile *f, char *err, size_t errlen)
+/* The header (f->image[8 .. 8 + hlen)) before a data area of `datasize`
+ * bytes (ST_SIZE_UNKNOWN: not known yet; st_open checks the offsets
+ * against what it reads). */
+static int st_parse_header(StFile *f, uint64_t hlen, size_t datasize, char *err,
+                           size_t errlen)
 {
     StParse ps;
     StJson *j = &ps.j;
-    uint64_t hlen = 0;
-    int i, have_meta = 0, rc = 0;
-
-    if (f->size < 8)
-        return st_fail(err, errlen, f->name, ST_EFORMAT,
-                       "file is %llu bytes, too short for a safetensors "
-                       "header (truncated?)", (unsigned long long)f->size);
-    for (i = 7; i >= 0; i--)
-        hlen = hlen << 8 | f->image[i];
-    if (hlen > f->size - 8)
-        return st_fail(err, errlen, f->name, ST_EFORMAT,
-                       "header length %llu exceeds the %llu bytes after the "
-                       "length field (truncated file?)",
-                       (unsigned long long)hlen,
-                       (unsigned long long)(f->size - 8));
+    int have_meta = 0, rc = 0;
 
     memset(&ps, 0, sizeof ps);
     ps.f = f;
-    ps.datasize = f->size - 8 - (size_t)hlen;
+    ps.datasize = datasize;
+    f->data_off = 8 + (size_t)hlen;
     if (js_init(j, f->name, f->image + 8, (size_t)hlen, 8, err, errlen) < 0)
         return j->status;
     f->pool = j->pool;
@@ -1054,6 +1063,53 @@ static int st_parse(StFile *f, char *err, size_t errlen)
     return ST_OK;
 }
 
+/* The header length field; `avail` bytes follow it (ST_SIZE_UNKNOWN: not
+ * known). */
+static int st_check_hlen(const char *name, uint64_t hlen, size_t avail, char *err,
+                         size_t errlen)
+{
+    if (hlen > ST_MAX_HEADER)
+        return st_fail(err, errlen, name, ST_EFORMAT,
+                       "header length %llu is more than the %u bytes "
+                       "safetensors allows (not a safetensors file?)",
+                       (unsigned long long)hlen, ST_MAX_HEADER);
+    if (avail != ST_SIZE_UNKNOWN && hlen > avail)
+        return st_fail(err, errlen, name, ST_EFORMAT,
+                       "header length %llu exceeds the %llu bytes after the "
+                       "length field (truncated file?)",
+                       (unsigned long long)hlen, (unsigned long long)avail);
+    return ST_OK;
+}
+
+static uint64_t st_get_len(const unsigned char *p)
+{
+    uint64_t v = 0;
+    int i;
+    for (i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static int st_too_short(const char *name, size_t size, char *err, size_t errlen)
+{
+    return st_fail(err, errlen, name, ST_EFORMAT,
+                   "file is %llu bytes, too short for a safetensors "
+                   "header (truncated?)", (unsigned long long)size);
+}
+
+/* file -> length:u64le header:JSON-object data, all in f->image */
+static int st_parse(StFile *f, char *err, size_t errlen)
+{
+    uint64_t hlen;
+    int rc;
+    if (f->size < 8)
+        return st_too_short(f->name, f->size, err, errlen);
+    hlen = st_get_len(f->image);
+    if ((rc = st_check_hlen(f->name, hlen, f->size - 8, err, errlen)) != ST_OK)
+        return rc;
+    return st_parse_header(f, hlen, f->size - 8 - (size_t)hlen, err, errlen);
+}
+
 /* ---- opening and looking up -------------------------------------------- */
 
 static StFile *st_new(const char *name)
@@ -1082,6 +1138,166 @@ static int st_finish_open(StFile *f, StFile **out, char *err, size_t errlen)
     return ST_OK;
 }
 
+/* ---- what may be opened --------------------------------------------------
+ * fopen(3) of a FIFO blocks until the other side opens it, forever when
+ * no one does, and a device such as /dev/zero never ends.  So a file to
+ * read is opened with open(2) and O_NONBLOCK, which returns at once even
+ * for a FIFO, and fstat says what it is: a regular file is read; a FIFO
+ * (or pipe) is read when a process writes it, which a non-blocking read
+ * of one byte tells (no writer: end of file at once; a writer: EAGAIN or
+ * the byte), and the reader's bounds make a pipe that never ends cost
+ * what the header names; anything else (a directory, a device) is
+ * refused.  A file to write may be a FIFO or a device (/dev/null) but not
+ * a FIFO that no process reads: opening one for writing with O_NONBLOCK
+ * fails with ENXIO.  (The write check comes just before fopen, so a file
+ * replaced in between escapes it.)  Where there is no POSIX, fopen it is,
+ * and nothing is checked. */
+
+#if defined(O_NONBLOCK) && defined(S_ISREG)
+#define ST_POSIX 1
+static const char *st_file_kind(mode_t m)
+{
+    return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO"
+         : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
+         : "not a regular file";
+}
+#endif
+
+/* Where a file's bytes come from: a descriptor on POSIX (read(2); fdopen
+ * is not C99), a stdio stream elsewhere. */
+typedef struct StSrc {
+    int fd;
+    FILE *fp;
+    int first;                  /* a byte already read (a FIFO's probe), or -1 */
+    size_t size;                /* what a regular file holds, or ST_SIZE_UNKNOWN */
+} StSrc;
+
+/* path opened for reading, as said above. */
+static int st_open_read(const char *path, StSrc *src, char *err, size_t errlen)
+{
+#ifdef ST_POSIX
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_NONBLOCK), flags;
+    src->fd = -1;
+    src->fp = NULL;
+    src->first = -1;
+    src->size = ST_SIZE_UNKNOWN;
+    if (fd < 0)
+        return st_fail(err, errlen, path, ST_EIO, "cannot open: %s", strerror(errno));
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return st_fail(err, errlen, path, ST_EIO, "cannot open: %s", strerror(e));
+    }
+    if (S_ISFIFO(st.st_mode)) {
+        unsigned char c;
+        ssize_t n;
+        do
+            n = read(fd, &c, 1);
+        while (n < 0 && errno == EINTR);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
+            int e = errno;
+            close(fd);
+            return n == 0 ? st_fail(err, errlen, path, ST_EIO, "cannot read: it is a "
+                                    "FIFO that no process writes")
+                          : st_fail(err, errlen, path, ST_EIO, "read error: %s",
+                                    strerror(e));
+        }
+        if (n == 1)
+            src->first = c;
+    } else if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return st_fail(err, errlen, path, ST_EIO, "cannot read: it is %s, not a "
+                       "regular file", st_file_kind(st.st_mode));
+    } else if (st.st_size > 0 && (unsigned long long)st.st_size < (size_t)-1) {
+        src->size = (size_t)st.st_size;
+    }
+    flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
+        int e = errno;
+        close(fd);
+        return st_fail(err, errlen, path, ST_EIO, "cannot open: %s", strerror(e));
+    }
+    src->fd = fd;
+#else
+    src->fd = -1;
+    src->first = -1;
+    src->size = ST_SIZE_UNKNOWN;
+    if (!(src->fp = fopen(path, "rb")))
+        return st_fail(err, errlen, path, ST_EIO, "cannot open: %s", strerror(errno));
+    /* the size, when the file can tell it: a pipe cannot seek, a device
+     * says 0 */
+    if (fseek(src->fp, 0, SEEK_END) == 0) {
+        long e = ftell(src->fp);
+        if (e > 0 && (unsigned long)e < (size_t)-1)
+            src->size = (size_t)e;
+        if (fseek(src->fp, 0, SEEK_SET) != 0) {
+            fclose(src->fp);
+            return st_fail(err, errlen, path, ST_EIO, "cannot seek: %s", strerror(errno));
+        }
+    }
+    clearerr(src->fp);
+#endif
+    return ST_OK;
+}
+
+/* Up to n bytes into buf, fewer only at the end of the file or on an
+ * error (*failed). */
+static size_t st_src_read(StSrc *src, unsigned char *buf, size_t n, int *failed)
+{
+    size_t got = 0;
+    *failed = 0;
+    if (n && src->first >= 0) {
+        buf[got++] = (unsigned char)src->first;
+        src->first = -1;
+    }
+#ifdef ST_POSIX
+    while (got < n) {
+        size_t ask = n - got > ((size_t)1 << 30) ? (size_t)1 << 30 : n - got;
+        ssize_t r = read(src->fd, buf + got, ask);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            *failed = r < 0;
+            break;
+        }
+        got += (size_t)r;
+    }
+#else
+    got += fread(buf + got, 1, n - got, src->fp);
+    *failed = ferror(src->fp) != 0;
+#endif
+    return got;
+}
+
+static void st_src_close(StSrc *src)
+{
+#ifdef ST_POSIX
+    close(src->fd);
+#else
+    fclose(src->fp);
+#endif
+}
+
+static int st_check_writable(const char *path, char *err, size_t errlen)
+{
+#ifdef ST_POSIX
+    struct stat st;
+    int fd;
+    if (stat(path, &st) != 0 || S_ISREG(st.st_mode))
+        return ST_OK;
+    fd = open(path, O_WRONLY | O_NONBLOCK);
+    if (fd >= 0)
+        close(fd);
+    else if (errno == ENXIO)
+        return st_fail(err, errlen, path, ST_EIO, "cannot write: it is %s that no "
+                       "process reads", st_file_kind(st.st_mode));
+#else
+    (void)path; (void)err; (void)errlen;
+#endif
+    return ST_OK;
+}
+
 RT_API int st_open_memory(const char *name, const void *bytes, size_t size,
                           StFile **out, char *err, size_t errlen)
 {
@@ -1102,77 +1318,135 @@ RT_API int st_open_memory(const char *name, const void *bytes, size_t size,
     return st_finish_open(f, out, err, errlen);
 }
 
+/* Read `want` more bytes of fp into f->image at f->size, growing the
+ * buffer as the bytes come (never by more than what was read so far, so a
+ * short stream costs what it holds, not what its header claims).  Returns
+ * ST_OK with f->size advanced by what was read (less at the end of the
+ * file), or an error. */
+static int st_read_more(StSrc *src, StFile *f, size_t *cap, size_t want, char *err,
+                        size_t errlen)
+{
+    size_t goal = f->size + want;
+    while (f->size < goal) {
+        size_t room, got;
+        int failed;
+        if (f->size == *cap) {
+            size_t ncap = *cap < 4096 ? 4096 : *cap <= ((size_t)-1) / 2 ? 2 * *cap : 0;
+            unsigned char *ni;
+            if (ncap > goal || ncap == 0)
+                ncap = goal;
+            ni = (unsigned char *)realloc(f->image, ncap);
+            if (!ni)
+                return st_fail(err, errlen, f->name, ST_ENOMEM,
+                               "out of memory for %llu bytes",
+                               (unsigned long long)ncap);
+            f->image = ni;
+            *cap = ncap;
+        }
+        room = (goal < *cap ? goal : *cap) - f->size;
+        got = st_src_read(src, f->image + f->size, room, &failed);
+        f->size += got;
+        if (got < room) {
+            if (failed)
+                return st_fail(err, errlen, f->name, ST_EIO, "read error: %s",
+                               strerror(errno));
+            break;              /* end of file */
+        }
+    }
+    return ST_OK;
+}
+
+static uint64_t last_end(const StFile *f)
+{
+    uint64_t e = 0;
+    int i;
+    for (i = 0; i < f->ntensors; i++)
+        if (f->tensors[i].end > e)
+            e = f->tensors[i].end;
+    return e;
+}
+
+/* Read and check a file: the length field, the header (checked before
+ * any data is read), then exactly the bytes up to the end of the last
+ * tensor. */
+static int st_read_file(StSrc *src, StFile *f, char *err, size_t errlen)
+{
+    /* The size, when the file can tell it (a regular file), is checked
+     * against the header as st_open_memory does. */
+    size_t cap = 0, hint = src->size, need = 0;
+    uint64_t hlen;
+    int rc, i;
+
+    if ((rc = st_read_more(src, f, &cap, 8, err, errlen)) != ST_OK)
+        return rc;
+    if (f->size < 8)
+        return st_too_short(f->name, f->size, err, errlen);
+    if (hint != ST_SIZE_UNKNOWN && hint < 8)
+        hint = ST_SIZE_UNKNOWN; /* it grew: a size that lies is no size */
+    hlen = st_get_len(f->image);
+    rc = st_check_hlen(f->name, hlen, hint == ST_SIZE_UNKNOWN ? hint : hint - 8, err,
+                       errlen);
+    if (rc != ST_OK)
+        return rc;
+    if ((rc = st_read_more(src, f, &cap, (size_t)hlen, err, errlen)) != ST_OK)
+        return rc;
+    if (f->size < 8 + hlen)
+        return st_check_hlen(f->name, hlen, f->size - 8, err, errlen);
+    rc = st_parse_header(f, hlen,
+                         hint == ST_SIZE_UNKNOWN || hint < 8 + hlen
+                             ? ST_SIZE_UNKNOWN : hint - 8 - (size_t)hlen,
+                         err, errlen);
+    if (rc != ST_OK)
+        return rc;
+
+    /* the data the offsets name, and not a byte more */
+    need = last_end(f) > (size_t)-1 ? (size_t)-1 : (size_t)last_end(f);
+    if (need > (size_t)-1 - f->size)
+        need = (size_t)-1 - f->size;   /* more than memory: reads to the end */
+    if ((rc = st_read_more(src, f, &cap, need, err, errlen)) != ST_OK)
+        return rc;
+    if (f->size - f->data_off < need || (need && last_end(f) > f->size - f->data_off)) {
+        const StTensor *last = NULL;
+        char qn[ST_QLEN];
+        for (i = 0; i < f->ntensors; i++)
+            if (f->tensors[i].end > f->size - f->data_off &&
+                (!last || f->tensors[i].end > last->end))
+                last = &f->tensors[i];
+        return st_fail(err, errlen, f->name, ST_EFORMAT,
+                       "tensor '%s': data_offsets [%llu, %llu] reach past the "
+                       "end of the data (%llu bytes; truncated file?)",
+                       st_quote(qn, last->name), (unsigned long long)last->begin,
+                       (unsigned long long)last->end,
+                       (unsigned long long)(f->size - f->data_off));
+    }
+    /* the buffer moved as it grew */
+    for (i = 0; i < f->ntensors; i++)
+        f->tensors[i].data = f->image + f->data_off + f->tensors[i].begin;
+    return ST_OK;
+}
+
 RT_API int st_open(const char *path, StFile **out, char *err, size_t errlen)
 {
-    FILE *fp;
+    StSrc src;
     StFile *f;
-    size_t cap = 0, len = 0, hint = 0;
-    int rc = ST_OK;
+    int rc;
 
     *out = NULL;
-    fp = fopen(path, "rb");
-    if (!fp)
-        return st_fail(err, errlen, path, ST_EIO, "cannot open: %s",
-                       strerror(errno));
+    if ((rc = st_open_read(path, &src, err, errlen)) != ST_OK)
+        return rc;
     f = st_new(path);
     if (!f) {
-        fclose(fp);
+        st_src_close(&src);
         return st_fail(err, errlen, path, ST_ENOMEM, "out of memory");
     }
-    /* The size, when the file can tell it, saves reallocations.  It is
-     * only a hint, used once a first read has worked: a directory or a
-     * device can claim any size. */
-    if (fseek(fp, 0, SEEK_END) == 0) {
-        long e = ftell(fp);
-        if (e > 0 && (unsigned long)e < (size_t)-1)
-            hint = (size_t)e;
-        if (fseek(fp, 0, SEEK_SET) != 0)
-            hint = 0;
-    }
-    clearerr(fp);
-    cap = 1 << 16;
-    f->image = (unsigned char *)malloc(cap);
-    if (!f->image)
-        rc = st_fail(err, errlen, path, ST_ENOMEM,
-                     "out of memory for %llu bytes", (unsigned long long)cap);
-    while (rc == ST_OK) {
-        unsigned char *ni;
-        size_t ncap;
-        int c;
-        len += fread(f->image + len, 1, cap - len, fp);
-        if (len < cap) {
-            if (ferror(fp))
-                rc = st_fail(err, errlen, path, ST_EIO, "read error: %s",
-                             strerror(errno));
-            break;
-        }
-        c = getc(fp);           /* full: is there more? */
-        if (c == EOF) {
-            if (ferror(fp))
-                rc = st_fail(err, errlen, path, ST_EIO, "read error: %s",
-                             strerror(errno));
-            break;
-        }
-        ncap = hint > cap ? hint : cap <= ((size_t)-1) / 2 ? 2 * cap : 0;
-        hint = 0;
-        ni = ncap ? (unsigned char *)realloc(f->image, ncap) : NULL;
-        if (!ni) {
-            rc = st_fail(err, errlen, path, ST_ENOMEM,
-                         "out of memory for more than %llu bytes",
-                         (unsigned long long)cap);
-            break;
-        }
-        f->image = ni;
-        cap = ncap;
-        f->image[len++] = (unsigned char)c;
-    }
-    fclose(fp);
-    f->size = len;
+    rc = st_read_file(&src, f, err, errlen);
+    st_src_close(&src);
     if (rc != ST_OK) {
         st_close(f);
         return rc;
     }
-    return st_finish_open(f, out, err, errlen);
+    *out = f;
+    return ST_OK;
 }
 
 RT_API void st_close(StFile *f)
@@ -1599,6 +1873,11 @@ RT_API int st_write(const char *path, const StOut *ts, int n,
                    err, errlen);
     if (rc != ST_OK) {
         free(h.p);
+        return rc;
+    }
+    if ((rc = st_check_writable(path, err, errlen)) != ST_OK) {
+        free(h.p);
+        free((void *)v);
         return rc;
     }
     fp = fopen(path, "wb");

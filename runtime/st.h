@@ -4,7 +4,8 @@
  * of JSON header {"name": {"dtype": "F32", "shape": [2, 3],
  * "data_offsets": [begin, end]}, ..., "__metadata__": {"k": "v"}}, then
  * the data area; offsets are relative to its start.  The reader takes the
- * whole file into memory and checks everything a broken or hostile file
+ * file into memory, the header first and then only the data its offsets
+ * name (never all of /dev/zero), and checks everything a broken or hostile file
  * could get wrong before it hands out a tensor.  Nothing here prints or
  * exits: each call returns an StStatus and writes a message that names the
  * file (and the tensor) into the caller's buffer.  Plain C99; also compiles
@@ -56,7 +57,7 @@ typedef struct StFile StFile;   /* an opened, checked file */
 
 enum { ST_ERRLEN = 512 };       /* a message buffer size that is plenty */
 
-/* Read and check a whole file.  On success *out is the file (st_close it);
+/* Read and check a file.  On success *out is the file (st_close it);
  * on failure *out is NULL and err holds the message. */
 RT_API int st_open(const char *path, StFile **out, char *err, size_t errlen);
 /* The same over bytes in memory (copied); `name` stands for the file name

@@ -19,9 +19,9 @@ static void unknown_constant(Sema *s, const Scope *sc, const Expr *e)
         sema_note(s, later->loc, "'%s' is defined here", sym_q(e->name));
         return;
     }
-    Sym *cands;
-    int n = scope_names(s->arena, sc, 1u << ENT_CONST | 1u << ENT_SHAPEVAR,
-                        &cands);
+    Sym *cands = NULL;
+    int n = sema_may_suggest(s)
+          ? scope_names(s->arena, sc, 1u << ENT_CONST | 1u << ENT_SHAPEVAR, &cands) : 0;
     sema_error(s, e->loc, "unknown constant '%s'%s", sym_q(e->name),
                did_you_mean(s, e->name, cands, n));
     Entry *g = sc != s->globals ? scope_find(s->globals, e->name) : NULL;
@@ -289,8 +289,9 @@ void defines_check_used(Sema *s)
                        entry_what(s, e));
             continue;
         }
-        Sym *cands;
-        int n = scope_names(s->arena, s->globals, 1u << ENT_CONST, &cands);
+        Sym *cands = NULL;
+        int n = sema_may_suggest(s)
+              ? scope_names(s->arena, s->globals, 1u << ENT_CONST, &cands) : 0;
         sema_error(s, LOC_NONE, "-D %s: no constant named '%s'%s",
                    d->text, sym_q(d->name),
                    did_you_mean(s, d->name, cands, n));

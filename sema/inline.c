@@ -498,7 +498,7 @@ static int *map_args(Sema *s, const Stmt *st, const DefInfo *d)
                     cands[i] = def->def.params[i].name;
                 sema_error(s, st->bind.arg_locs[a], "def '%s' has no parameter "
                            "'%s'%s", sym_q(def->def.name), sym_q(key),
-                           did_you_mean(s, key, cands, np));
+                           did_you_mean(s, key, cands, sema_may_suggest(s) ? np : 0));
                 sema_note(s, def->def.name_loc, "'%s' is defined here",
                           sym_q(def->def.name));
                 ok = false;
@@ -607,8 +607,9 @@ static DefInfo *callee(Sema *s, const Stmt *st)
 {
     Entry *de = scope_find(s->defs, st->bind.callee);
     if (!de) {
-        Sym *cands;
-        int n = scope_names(s->arena, s->defs, 1u << ENT_DEF, &cands);
+        Sym *cands = NULL;
+        int n = sema_may_suggest(s)
+              ? scope_names(s->arena, s->defs, 1u << ENT_DEF, &cands) : 0;
         sema_error(s, st->bind.callee_loc, "unknown def '%s'%s",
                    sym_q(st->bind.callee), did_you_mean(s, st->bind.callee,
                                                         cands, n));

@@ -11,4 +11,5 @@ check_PROGRAMS += tests/sema/test_sema
 tests_sema_test_sema_SOURCES = tests/sema/test_sema.c
 tests_sema_test_sema_LDADD = sema/libsema.a parser/libparser.a \
 	lang/liblang.a $(LIBS)
-TESTS += tests/sema/test_sema
+TESTS += tests/sema/test_sema tests/sema/scale.test
+EXTRA_DIST += tests/sema/scale.test

@@ -2,8 +2,9 @@
  *   where items that compare a bare index with a constant, or `i in lo..hi`,
  *   give bounds; every other where item is a guard;
  *   a loop index ranges over its dimension of the declared shape, else
- *   over the dimension of every tensor it is a whole subscript of (they
- *   must agree), else up to its where bound; where bounds narrow it;
+ *   over the dimension of every tensor it is a whole subscript of, else
+ *   up to its where bound (the positions must agree with each other,
+ *   declared shape or not); where bounds narrow it;
  *   a sum index takes its where range (lo defaults to 0) when it has an
  *   upper bound, else the positions' common dimension, narrowed.
  * Then the integer expressions are checked, by interval arithmetic over
@@ -227,6 +228,11 @@ static void no_range(StmtCtx *c, const SVar *v)
 {
     Sema *s = c->s;
     const Stmt *st = c->st;
+    /* h and H are an index and its extent, not a typo of each other */
+    Sym *cands = NULL;
+    int n = !v->loop && sema_may_suggest(s)
+          ? scope_names(s->arena, c->sc, 1u << ENT_CONST | 1u << ENT_SHAPEVAR, &cands) : 0;
+    Sym near = suggest_name(v->name, cands, n);
     if (v->loop) {
         sema_error(s, v->loc, "cannot infer the range of index '%s'; declare "
                    "the shape of '%s', e.g. '%s[...] : [...]'",
@@ -237,11 +243,6 @@ static void no_range(StmtCtx *c, const SVar *v)
                    "it, e.g. 'where %s in 0..3'", sym_q(v->name),
                    sym_q(v->name));
     }
-    Sym *cands;
-    int n = scope_names(s->arena, c->sc, 1u << ENT_CONST | 1u << ENT_SHAPEVAR,
-                        &cands);
-    /* h and H are an index and its extent, not a typo of each other */
-    Sym near = v->loop ? 0 : suggest_name(v->name, cands, n);
     if (near && strcasecmp(sym_q(near), sym_q(v->name)) != 0)
         sema_note(s, scope_find(c->sc, near)->loc, "did you mean the %s '%s'?",
                   entry_what(s, scope_find(c->sc, near)), sym_q(near));
@@ -258,6 +259,12 @@ static int loop_base(StmtCtx *c, int k, const int64_t *decl, bool declared,
 {
     SVar *v = &c->vars.data[k];
     if (declared) {
+        /* The declared dimension wins over the positions' extent (a crop
+         * or a zero-padded copy), but positions that disagree with each
+         * other are an error all the same. */
+        int64_t pos;
+        if (position_dim(c, k, &pos) < 0 && c->failed)
+            return -1;
         if (!decl)
             return -1;
         *hi = decl[k];

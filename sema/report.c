@@ -4,6 +4,7 @@
  * distance, and source-like printing of expressions and types. */
 #include "config.h"
 #include "sema_int.h"
+#include "../lang/sb.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,6 +147,14 @@ static int edit_distance(const char *a, size_t na, const char *b, size_t nb,
     return row[nb];
 }
 
+bool sema_may_suggest(Sema *s)
+{
+    if (diag_error_limit_reached() || s->suggestions >= SEMA_MAX_SUGGESTIONS)
+        return false;
+    s->suggestions++;
+    return true;
+}
+
 Sym suggest_name(Sym name, const Sym *cands, int n)
 {
     const char *a = sym_str(name);
@@ -180,8 +189,9 @@ const char *did_you_mean(Sema *s, Sym name, const Sym *cands, int n)
 void unknown_tensor(Sema *s, const Scope *sc, Sym name, Loc loc,
                     const char *where)
 {
-    Sym *cands;
-    int n = scope_names(s->arena, sc, 1u << ENT_TENSOR | 1u << ENT_PARAM, &cands);
+    Sym *cands = NULL;
+    int n = sema_may_suggest(s)
+          ? scope_names(s->arena, sc, 1u << ENT_TENSOR | 1u << ENT_PARAM, &cands) : 0;
     Sym near = suggest_name(name, cands, n);
     if (near) {
         /* the misspelt read was meant for it: no -Wunused on top */
@@ -201,12 +211,12 @@ void unknown_tensor(Sema *s, const Scope *sc, Sym name, Loc loc,
 
 /* ---- printing ------------------------------------------------------------ */
 
-typedef VEC(char) Buf;
-
-static void put(Arena *a, Buf *b, const char *str)
+/* b's text, copied into the arena; b is freed. */
+static char *text_done(Arena *a, Sb *b)
 {
-    for (; *str; str++)
-        vec_push(a, b, *str);
+    char *r = arena_strdup(a, sb_str(b));
+    sb_free(b);
+    return r;
 }
 
 static int prec(const Expr *e)
@@ -223,92 +233,89 @@ static int prec(const Expr *e)
     }
 }
 
-static void print_expr(Arena *a, Buf *b, const Expr *e, int min_prec)
+static void print_expr(Sb *b, const Expr *e, int min_prec)
 {
     bool paren = prec(e) < min_prec;
     if (paren)
-        put(a, b, "(");
+        sb_puts(b, "(");
     switch (e->kind) {
     case EX_INT:
-        put(a, b, arena_printf(a, "%lld", (long long)e->ival));
+        sb_printf(b, "%lld", (long long)e->ival);
         break;
     case EX_REAL:
-        put(a, b, arena_printf(a, "%g", e->rval));
+        sb_printf(b, "%g", e->rval);
         break;
     case EX_NAME:
-        put(a, b, sym_str(e->name));
+        sb_puts(b, sym_str(e->name));
         break;
     case EX_ACCESS:
     case EX_CALL:
-        put(a, b, sym_str(e->call.name));
-        put(a, b, e->kind == EX_ACCESS ? "[" : "(");
+        sb_puts(b, sym_str(e->call.name));
+        sb_puts(b, e->kind == EX_ACCESS ? "[" : "(");
         for (int i = 0; i < e->call.nargs; i++) {
             if (i)
-                put(a, b, ", ");
-            print_expr(a, b, e->call.args[i], 0);
+                sb_puts(b, ", ");
+            print_expr(b, e->call.args[i], 0);
         }
-        put(a, b, e->kind == EX_ACCESS ? "]" : ")");
+        sb_puts(b, e->kind == EX_ACCESS ? "]" : ")");
         break;
     case EX_NEG:
     case EX_NOT:
-        put(a, b, e->kind == EX_NEG ? "-" : "!");
-        print_expr(a, b, e->operand, 10);
+        sb_puts(b, e->kind == EX_NEG ? "-" : "!");
+        print_expr(b, e->operand, 10);
         break;
     case EX_BIN: {
         int p = prec(e);
-        print_expr(a, b, e->bin.lhs, p);
-        put(a, b, " ");
-        put(a, b, binop_str(e->bin.op));
-        put(a, b, " ");
-        print_expr(a, b, e->bin.rhs, p + 1);
+        print_expr(b, e->bin.lhs, p);
+        sb_puts(b, " ");
+        sb_puts(b, binop_str(e->bin.op));
+        sb_puts(b, " ");
+        print_expr(b, e->bin.rhs, p + 1);
         break;
     }
     case EX_IN:
-        put(a, b, sym_str(e->in.var));
-        put(a, b, " in ");
-        print_expr(a, b, e->in.lo, 5);
-        put(a, b, "..");
-        print_expr(a, b, e->in.hi, 5);
+        sb_puts(b, sym_str(e->in.var));
+        sb_puts(b, " in ");
+        print_expr(b, e->in.lo, 5);
+        sb_puts(b, "..");
+        print_expr(b, e->in.hi, 5);
         break;
     }
     if (paren)
-        put(a, b, ")");
+        sb_puts(b, ")");
 }
 
 char *expr_text(Arena *a, const Expr *e)
 {
-    Buf b = {0};
-    print_expr(a, &b, e, 0);
-    vec_push(a, &b, '\0');
-    return b.data;
+    Sb b = {0};
+    print_expr(&b, e, 0);
+    return text_done(a, &b);
 }
 
 char *type_text(Arena *a, const TypeExpr *t)
 {
-    Buf b = {0};
-    put(a, &b, elem_name(t->elem));
-    put(a, &b, "[");
+    Sb b = {0};
+    sb_puts(&b, elem_name(t->elem));
+    sb_puts(&b, "[");
     for (int i = 0; i < t->ndims; i++) {
         if (i)
-            put(a, &b, ", ");
-        print_expr(a, &b, t->dims[i], 0);
+            sb_puts(&b, ", ");
+        print_expr(&b, t->dims[i], 0);
     }
-    put(a, &b, "]");
-    vec_push(a, &b, '\0');
-    return b.data;
+    sb_puts(&b, "]");
+    return text_done(a, &b);
 }
 
 char *shape_text(Arena *a, ElemType elem, int rank, const int64_t *shape)
 {
-    Buf b = {0};
-    put(a, &b, elem_name(elem));
-    put(a, &b, "[");
+    Sb b = {0};
+    sb_puts(&b, elem_name(elem));
+    sb_puts(&b, "[");
     for (int i = 0; i < rank; i++) {
         if (i)
-            put(a, &b, ", ");
-        put(a, &b, arena_printf(a, "%lld", (long long)shape[i]));
+            sb_puts(&b, ", ");
+        sb_printf(&b, "%lld", (long long)shape[i]);
     }
-    put(a, &b, "]");
-    vec_push(a, &b, '\0');
-    return b.data;
+    sb_puts(&b, "]");
+    return text_done(a, &b);
 }

@@ -101,6 +101,7 @@ typedef struct Sema {
     char **seen;
     int nseen, seen_cap;
     bool drop_notes;
+    int suggestions;                /* "did you mean" searches made */
     /* the calls being inlined, innermost last, and a copy of them as they
      * were at the last error or warning: "in the call of 'f' here" notes
      * follow that diagnostic's own notes */
@@ -118,6 +119,14 @@ void sema_note(Sema *s, Loc loc, const char *fmt, ...)
 void sema_flush_context(Sema *s);
 void sema_warn(Sema *s, Loc loc, const char *flag, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* Whether a "did you mean" search may be made for the error about to be
+ * reported: not when that error will be dropped (past --max-errors), and
+ * at most SEMA_MAX_SUGGESTIONS times in a compilation.  A search scans a
+ * whole scope, so without the limit N misspelt names among N definitions
+ * would take N^2 (clang bounds its typo correction the same way,
+ * -fspell-checking-limit, default 50).  Counts the search. */
+#define SEMA_MAX_SUGGESTIONS 50
+bool sema_may_suggest(Sema *s);
 /* The closest of `cands` to `name` by edit distance, or 0 when none is
  * close enough to be a likely typo. */
 Sym suggest_name(Sym name, const Sym *cands, int n);

@@ -65,8 +65,8 @@ static void stray_names(StmtCtx *c)
         if (v->in_subscript || v->in_where || v->has_wlo || v->has_whi ||
             v->unknown)
             continue;
-        Sym *cands;
-        int n = scope_names(s->arena, c->sc, ~0u, &cands);
+        Sym *cands = NULL;
+        int n = sema_may_suggest(s) ? scope_names(s->arena, c->sc, ~0u, &cands) : 0;
         const char *dym = did_you_mean(s, v->name, cands, n);
         Entry *g = c->in_def ? scope_find(s->globals, v->name) : NULL;
         /* a capitalised name looks like a constant, not an index */

@@ -11,7 +11,7 @@
  * (a > b is b < a); integer comparisons become `ix op 0` with op one of
  * ==, !=, >= (ix_icmp_normal). */
 #include "config.h"
-#include "ir_impl.h"
+#include "ir_int.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -407,96 +407,203 @@ const IExpr *ir_call(IrCtx *cx, Func fn, const IExpr **args, int n)
     return e;
 }
 
-/* ---- substitution ---------------------------------------------------------- */
+/* ---- walking: the parts of each kind ------------------------------------ */
 
-const IExpr *ir_subst(IrCtx *cx, const IExpr *e, int var, const Ix *by)
+int ir_expr_children(const IExpr *e, const IExpr *kids[IR_MAX_CHILDREN])
 {
+    switch (e->kind) {
+    case IE_CONST: case IE_INDEX: case IE_ACCESS: case IE_ICMP:
+        return 0;
+    case IE_CALL:
+        for (int i = 0; i < e->call.nargs; i++)
+            kids[i] = e->call.args[i];
+        return e->call.nargs;
+    case IE_NEG: case IE_NOT:
+        kids[0] = e->bin.a;
+        return 1;
+    case IE_ADD: case IE_SUB: case IE_MUL: case IE_DIV: case IE_CMP: case IE_AND:
+    case IE_OR:
+        kids[0] = e->bin.a;
+        kids[1] = e->bin.b;
+        return 2;
+    }
+    ICE("ir_expr_children: kind %d", (int)e->kind);
+}
+
+int ir_expr_ixs(const IExpr *e, const Ix *const **ixs)
+{
+    switch (e->kind) {
+    case IE_INDEX:
+        *ixs = &e->ix;
+        return 1;
+    case IE_ICMP:
+        *ixs = &e->icmp.ix;
+        return 1;
+    case IE_ACCESS:
+        *ixs = e->access.idx;
+        return e->access.nidx;
+    default:
+        *ixs = NULL;
+        return 0;
+    }
+}
+
+const Stage *ir_expr_stage(const IExpr *e)
+{
+    return e->kind == IE_ACCESS ? e->access.stage : NULL;
+}
+
+const IExpr *ir_expr_rebuild(IrCtx *cx, const IExpr *e, const IExpr *const *kids,
+                             const Ix *const *ixs, const Stage *stage)
+{
+    const IExpr *old[IR_MAX_CHILDREN];
+    const Ix *const *oldx;
+    int nk = ir_expr_children(e, old), nx = ir_expr_ixs(e, &oldx);
+    bool same = !stage || stage == ir_expr_stage(e);
+    for (int i = 0; kids && i < nk; i++)
+        same &= kids[i] == old[i];
+    for (int i = 0; ixs && i < nx; i++)
+        same &= ixs[i] == oldx[i];
+    if (same)
+        return e;
+    if (!kids)
+        kids = old;
+    if (!ixs)
+        ixs = oldx;
     switch (e->kind) {
     case IE_CONST:
         return e;
-    case IE_INDEX: {
-        const Ix *x = ix_subst(cx, e->ix, var, by);
-        return x == e->ix ? e : ir_index(cx, x);
-    }
+    case IE_INDEX:
+        return ir_index(cx, ixs[0]);
+    case IE_ICMP:
+        return icmp0(cx, e->icmp.op, ixs[0]);
     case IE_ACCESS: {
-        int n = e->access.nidx;
-        const Ix *small[8], **idx = n <= 8 ? small : xmalloc((size_t)n * sizeof *idx);
-        bool changed = false;
-        for (int i = 0; i < n; i++) {
-            idx[i] = ix_subst(cx, e->access.idx[i], var, by);
-            changed |= idx[i] != e->access.idx[i];
-        }
-        const Stage *s = e->access.stage;
-        if (s) {
-            const Stage *s2 = ir_stage_subst(cx, s, var, by);
-            changed |= s2 != s;
-            s = s2;
-        }
-        const IExpr *r = !changed ? e
-                       : s ? ir_access_stage(cx, s, idx, n)
-                           : ir_access_tensor(cx, e->access.tensor, idx, n);
-        if (idx != small)
-            free(idx);
-        return r;
+        /* the constructors only copy the arrays they are given */
+        const Ix **idx = (const Ix **)ixs;
+        if (e->access.tensor)
+            return ir_access_tensor(cx, e->access.tensor, idx, nx);
+        return ir_access_stage(cx, stage ? stage : e->access.stage, idx, nx);
     }
-    case IE_CALL: {
-        const IExpr *args[3];
-        bool changed = false;
-        for (int i = 0; i < e->call.nargs; i++) {
-            args[i] = ir_subst(cx, e->call.args[i], var, by);
-            changed |= args[i] != e->call.args[i];
-        }
-        return changed ? ir_call(cx, e->call.fn, args, e->call.nargs) : e;
+    case IE_CALL:
+        return ir_call(cx, e->call.fn, (const IExpr **)kids, nk);
+    case IE_NEG: case IE_NOT:
+        return ir_unary(cx, e->kind, kids[0]);
+    case IE_CMP:
+        return ir_cmp(cx, e->bin.op, kids[0], kids[1]);
+    case IE_ADD: case IE_SUB: case IE_MUL: case IE_DIV: case IE_AND: case IE_OR:
+        return ir_binary(cx, e->kind, kids[0], kids[1]);
     }
-    case IE_ICMP: {
-        const Ix *x = ix_subst(cx, e->icmp.ix, var, by);
-        return x == e->icmp.ix ? e : icmp0(cx, e->icmp.op, x);
+    ICE("ir_expr_rebuild: kind %d", (int)e->kind);
+}
+
+const IExpr *ir_expr_map_children(IrCtx *cx, const IExpr *e, IrExprMap fn, IrIxMap ix_fn,
+                                  void *arg)
+{
+    const IExpr *kids[IR_MAX_CHILDREN];
+    const Ix *const *ixs = NULL;
+    int nk = ir_expr_children(e, kids), nx = ix_fn ? ir_expr_ixs(e, &ixs) : 0;
+    bool same = true;               /* the common case: no rebuild at all */
+    for (int i = 0; i < nk; i++) {
+        const IExpr *k = fn(arg, kids[i]);
+        same &= k == kids[i];
+        kids[i] = k;
     }
-    case IE_NEG: case IE_NOT: {
-        const IExpr *a = ir_subst(cx, e->bin.a, var, by);
-        return a == e->bin.a ? e : ir_unary(cx, e->kind, a);
+    const Ix *small[16], **nix = nx <= 16 ? small : xmalloc((size_t)nx * sizeof *nix);
+    for (int i = 0; i < nx; i++) {
+        nix[i] = ix_fn(arg, ixs[i]);
+        same &= nix[i] == ixs[i];
     }
-    case IE_CMP: {
-        const IExpr *a = ir_subst(cx, e->bin.a, var, by);
-        const IExpr *b = ir_subst(cx, e->bin.b, var, by);
-        return a == e->bin.a && b == e->bin.b ? e : ir_cmp(cx, e->bin.op, a, b);
+    const IExpr *r = same ? e : ir_expr_rebuild(cx, e, kids, nx ? nix : NULL, NULL);
+    if (nix != small)
+        free(nix);
+    return r;
+}
+
+static void visit_gathers(const Ix *x, IrExprVisit fn, void *arg)
+{
+    for (int i = 0; i < x->n; i++) {
+        const IxTerm *t = &x->t[i];
+        if (t->kind == IX_READ)
+            ir_expr_visit(t->read, fn, arg);
+        else if (t->kind != IX_VAR)
+            visit_gathers(t->arg, fn, arg);
     }
-    default: {
-        const IExpr *a = ir_subst(cx, e->bin.a, var, by);
-        const IExpr *b = ir_subst(cx, e->bin.b, var, by);
-        return a == e->bin.a && b == e->bin.b ? e : ir_binary(cx, e->kind, a, b);
-    }
-    }
+}
+
+void ir_expr_visit(const IExpr *e, IrExprVisit fn, void *arg)
+{
+    if (!fn(arg, e))
+        return;
+    const Ix *const *ixs;
+    int nx = ir_expr_ixs(e, &ixs);
+    for (int k = 0; k < nx; k++)
+        visit_gathers(ixs[k], fn, arg);
+    const IExpr *kids[IR_MAX_CHILDREN];
+    int n = ir_expr_children(e, kids);
+    for (int i = 0; i < n; i++)
+        ir_expr_visit(kids[i], fn, arg);
+}
+
+typedef struct AccessMap {
+    IrCtx *cx;
+    IrAccessMap fn;
+    void *arg;
+} AccessMap;
+
+static const IExpr *map_access(void *arg, const IExpr *e)
+{
+    AccessMap *m = arg;
+    if (e->kind == IE_ACCESS)
+        return m->fn(m->arg, e);
+    return ir_expr_map_children(m->cx, e, map_access, NULL, m);
 }
 
 const IExpr *ir_map_access(IrCtx *cx, const IExpr *e, IrAccessMap fn, void *arg)
 {
-    switch (e->kind) {
-    case IE_CONST: case IE_INDEX: case IE_ICMP:
-        return e;
-    case IE_ACCESS:
-        return fn(arg, e);
-    case IE_CALL: {
-        const IExpr *args[3];
-        bool changed = false;
-        for (int i = 0; i < e->call.nargs; i++) {
-            args[i] = ir_map_access(cx, e->call.args[i], fn, arg);
-            changed |= args[i] != e->call.args[i];
-        }
-        return changed ? ir_call(cx, e->call.fn, args, e->call.nargs) : e;
+    AccessMap m = {cx, fn, arg};
+    return map_access(&m, e);
+}
+
+int ir_loop_pos(const Stage *s, int var)
+{
+    for (int i = 0; i < s->nloops; i++)
+        if (s->loops[i].id == var)
+            return i;
+    return -1;
+}
+
+int ir_sum_pos(const Stage *s, int var)
+{
+    for (int i = 0; i < s->nsums; i++)
+        if (s->sums[i].id == var)
+            return i;
+    return -1;
+}
+
+/* ---- substitution and uses ------------------------------------------------ */
+
+const IExpr *ir_subst(IrCtx *cx, const IExpr *e, int var, const Ix *by)
+{
+    const IExpr *kids[IR_MAX_CHILDREN];
+    const Ix *const *ixs;
+    int nk = ir_expr_children(e, kids), nx = ir_expr_ixs(e, &ixs);
+    bool same = true;
+    for (int i = 0; i < nk; i++) {
+        const IExpr *k = ir_subst(cx, kids[i], var, by);
+        same &= k == kids[i];
+        kids[i] = k;
     }
-    case IE_NEG: case IE_NOT: {
-        const IExpr *a = ir_map_access(cx, e->bin.a, fn, arg);
-        return a == e->bin.a ? e : ir_unary(cx, e->kind, a);
+    const Ix *small[8], **nix = nx <= 8 ? small : xmalloc((size_t)nx * sizeof *nix);
+    for (int i = 0; i < nx; i++) {
+        nix[i] = ix_subst(cx, ixs[i], var, by);
+        same &= nix[i] == ixs[i];
     }
-    default: {
-        const IExpr *a = ir_map_access(cx, e->bin.a, fn, arg);
-        const IExpr *b = ir_map_access(cx, e->bin.b, fn, arg);
-        if (a == e->bin.a && b == e->bin.b)
-            return e;
-        return e->kind == IE_CMP ? ir_cmp(cx, e->bin.op, a, b) : ir_binary(cx, e->kind, a, b);
-    }
-    }
+    const Stage *s0 = ir_expr_stage(e), *s = s0 ? ir_stage_subst(cx, s0, var, by) : NULL;
+    same &= s == s0;
+    const IExpr *r = same ? e : ir_expr_rebuild(cx, e, kids, nix, s);
+    if (nix != small)
+        free(nix);
+    return r;
 }
 
 bool ir_stage_uses(const Stage *s, int var)
@@ -509,28 +616,20 @@ bool ir_stage_uses(const Stage *s, int var)
 
 bool ir_expr_uses(const IExpr *e, int var)
 {
-    switch (e->kind) {
-    case IE_CONST:
-        return false;
-    case IE_INDEX:
-        return ix_uses(e->ix, var);
-    case IE_ICMP:
-        return ix_uses(e->icmp.ix, var);
-    case IE_ACCESS:
-        for (int k = 0; k < e->access.nidx; k++)
-            if (ix_uses(e->access.idx[k], var))
-                return true;
-        return e->access.stage && ir_stage_uses(e->access.stage, var);
-    case IE_CALL:
-        for (int i = 0; i < e->call.nargs; i++)
-            if (ir_expr_uses(e->call.args[i], var))
-                return true;
-        return false;
-    case IE_NEG: case IE_NOT:
-        return ir_expr_uses(e->bin.a, var);
-    default:
-        return ir_expr_uses(e->bin.a, var) || ir_expr_uses(e->bin.b, var);
-    }
+    const Ix *const *ixs;
+    int nx = ir_expr_ixs(e, &ixs);
+    for (int i = 0; i < nx; i++)
+        if (ix_uses(ixs[i], var))
+            return true;
+    const Stage *s = ir_expr_stage(e);
+    if (s && ir_stage_uses(s, var))
+        return true;
+    const IExpr *kids[IR_MAX_CHILDREN];
+    int nk = ir_expr_children(e, kids);
+    for (int i = 0; i < nk; i++)
+        if (ir_expr_uses(kids[i], var))
+            return true;
+    return false;
 }
 
 size_t ir_tensor_numel(const IrTensor *t)
@@ -541,30 +640,25 @@ size_t ir_tensor_numel(const IrTensor *t)
     return n;
 }
 
+/* Sets *found at a node whose own index expressions hold a gather, or
+ * that reads a nested stage holding one; the visitor does the rest. */
+static bool gather_visit(void *arg, const IExpr *e)
+{
+    bool *found = arg;
+    const Ix *const *ixs;
+    int nx = ir_expr_ixs(e, &ixs);
+    for (int k = 0; k < nx && !*found; k++)
+        *found = ix_has_read(ixs[k]);
+    if (!*found && ir_expr_stage(e))
+        *found = ir_stage_has_gather(ir_expr_stage(e));
+    return !*found;
+}
+
 static bool expr_has_gather(const IExpr *e)
 {
-    switch (e->kind) {
-    case IE_CONST:
-        return false;
-    case IE_INDEX:
-        return ix_has_read(e->ix);
-    case IE_ICMP:
-        return ix_has_read(e->icmp.ix);
-    case IE_ACCESS:
-        for (int k = 0; k < e->access.nidx; k++)
-            if (ix_has_read(e->access.idx[k]))
-                return true;
-        return e->access.stage && ir_stage_has_gather(e->access.stage);
-    case IE_CALL:
-        for (int i = 0; i < e->call.nargs; i++)
-            if (expr_has_gather(e->call.args[i]))
-                return true;
-        return false;
-    case IE_NEG: case IE_NOT:
-        return expr_has_gather(e->bin.a);
-    default:
-        return expr_has_gather(e->bin.a) || expr_has_gather(e->bin.b);
-    }
+    bool found = false;
+    ir_expr_visit(e, gather_visit, &found);
+    return found;
 }
 
 bool ir_stage_has_gather(const Stage *s)

@@ -18,7 +18,7 @@
  * an enclosing stage seen inside it is marked with the nesting distance,
  * so a closed nested stage hashes the same at any depth. */
 #include "config.h"
-#include "ir_impl.h"
+#include "ir_int.h"
 
 #include <stdlib.h>
 
@@ -157,17 +157,13 @@ static void sig_expr(Fp *f, Sig *g, const IExpr *e)
         }
         return;
     }
-    case IE_CALL:
-        for (int i = 0; i < e->call.nargs; i++)
-            sig_expr(f, g, e->call.args[i]);
+    default: {
+        const IExpr *kids[IR_MAX_CHILDREN];
+        int n = ir_expr_children(e, kids);
+        for (int i = 0; i < n; i++)
+            sig_expr(f, g, kids[i]);
         return;
-    case IE_NEG: case IE_NOT:
-        sig_expr(f, g, e->bin.a);
-        return;
-    default:
-        sig_expr(f, g, e->bin.a);
-        sig_expr(f, g, e->bin.b);
-        return;
+    }
     }
 }
 

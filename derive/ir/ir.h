@@ -216,6 +216,51 @@ const Stage *ir_stage(IrCtx *cx, Reduce red, const IrVar *loops, int nloops,
 /* Substitute variable `var` by `by` in an expression (through nested stages). */
 const IExpr *ir_subst(IrCtx *cx, const IExpr *e, int var, const Ix *by);
 
+/* ---- walking nodes ----------------------------------------------------------
+ * What a node is made of is said once per kind, in expr.c: its expression
+ * children (a call's arguments, the operands of the unary and binary
+ * kinds), its index expressions (an access's subscripts, an index
+ * value's, an integer comparison's) and, for an access, the nested stage
+ * it reads.  ir_expr_rebuild makes a node of e's kind and operator from
+ * new parts, and every walk is written over these (Halide's IRVisitor and
+ * IRMutator), so a new kind of node is added here and in the functions
+ * that give each kind its meaning (the constructors, order, hashing,
+ * printing, the interpreter), not in every walk. */
+#define IR_MAX_CHILDREN 3                   /* select(c, a, b) */
+/* Stores e's expression children in kids, in order; returns how many. */
+int ir_expr_children(const IExpr *e, const IExpr *kids[IR_MAX_CHILDREN]);
+/* Points *ixs at e's index expressions; returns how many. */
+int ir_expr_ixs(const IExpr *e, const Ix *const **ixs);
+/* The nested stage an access reads; NULL for every other node. */
+const Stage *ir_expr_stage(const IExpr *e);
+/* e with its parts replaced, through the canonicalising constructors:
+ * kids (as many as ir_expr_children gives), ixs (as ir_expr_ixs), stage (an
+ * access to a stage); NULL keeps e's own.  e itself when every part is
+ * the same pointer as e's. */
+const IExpr *ir_expr_rebuild(IrCtx *cx, const IExpr *e, const IExpr *const *kids,
+                             const Ix *const *ixs, const Stage *stage);
+/* e rebuilt with each child c replaced by fn(arg, c) and, where ix_fn is
+ * given, each index expression x by ix_fn(arg, x) (a nested stage is
+ * kept); e itself when nothing changed. */
+typedef const IExpr *(*IrExprMap)(void *arg, const IExpr *e);
+typedef const Ix *(*IrIxMap)(void *arg, const Ix *x);
+const IExpr *ir_expr_map_children(IrCtx *cx, const IExpr *e, IrExprMap fn, IrIxMap ix_fn,
+                                  void *arg);
+/* Calls fn(arg, n) for e and, below each n for which fn returns true, for
+ * n's children and the gathers of n's index expressions (each an
+ * IE_ACCESS, ix_gathers), in pre-order; not into nested stages.  So a
+ * walk that collects what is read sees every read. */
+typedef bool (*IrExprVisit)(void *arg, const IExpr *e);
+void ir_expr_visit(const IExpr *e, IrExprVisit fn, void *arg);
+/* e rebuilt with each access (to a tensor or a nested stage; not the
+ * insides of nested stages) replaced by fn(arg, access); fn returns the
+ * access itself to keep it.  e itself when nothing changed. */
+typedef const IExpr *(*IrAccessMap)(void *arg, const IExpr *acc);
+const IExpr *ir_map_access(IrCtx *cx, const IExpr *e, IrAccessMap fn, void *arg);
+/* Position of variable `var` among s's loops (sums); -1 if it is none. */
+int ir_loop_pos(const Stage *s, int var);
+int ir_sum_pos(const Stage *s, int var);
+
 bool ir_expr_equal(const IExpr *a, const IExpr *b);
 bool ir_stage_equal(const Stage *a, const Stage *b);
 
@@ -266,11 +311,11 @@ const Stage *ir_stage_subst(IrCtx *cx, const Stage *s, int var, const Ix *by);
 /* A total order on expressions consistent with ir_expr_equal (the order
  * the constructors put commutative operands in). */
 int ir_expr_compare(const IExpr *a, const IExpr *b);
-/* e rebuilt with each access (to a tensor or a nested stage; not the
- * insides of nested stages) replaced by fn(arg, access); fn returns the
- * access itself to keep it.  e itself when nothing changed. */
-typedef const IExpr *(*IrAccessMap)(void *arg, const IExpr *acc);
-const IExpr *ir_map_access(IrCtx *cx, const IExpr *e, IrAccessMap fn, void *arg);
+
+/* Gives p the tensors `order` (n of them: each after the tensors it reads,
+ * the outputs among them): ids become positions, and p's outputs follow
+ * their tensors. */
+void ir_program_reorder(IrProgram *p, IrTensor **order, int n);
 
 /* x converted to element type t as a store into t does: f32, f16, bf16
  * round to nearest even (an infinity past the largest finite value);

@@ -22,7 +22,7 @@
  * stays (h - r + 1) / 2 rather than becoming -r + (h + r + 1) / 2, which
  * would be canonical too but is unreadable in the IR dumps. */
 #include "config.h"
-#include "ir_impl.h"
+#include "ir_int.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -537,16 +537,6 @@ const Ix *ix_scale(IrCtx *cx, const Ix *a, int64_t k)
     return x;
 }
 
-static uint64_t gcd_u(uint64_t a, uint64_t b)
-{
-    while (b) {
-        uint64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 static uint64_t abs_u(int64_t v)
 {
     return v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
@@ -597,7 +587,7 @@ const Ix *ix_div(IrCtx *cx, const Ix *a, int64_t d)
     if (in.n > 0) {
         uint64_t g = (uint64_t)d;
         for (int i = 0; i < in.n && g > 1; i++)
-            g = gcd_u(g, abs_u(in.t[i].coef));
+            g = u64_gcd(g, abs_u(in.t[i].coef));
         if (g > 1) {
             for (int i = 0; i < in.n; i++)
                 in.t[i].coef /= (int64_t)g;
@@ -671,7 +661,7 @@ static const Ix *ix_mod_pos(IrCtx *cx, const Ix *a, int64_t d)
     }
     uint64_t g = (uint64_t)d;
     for (int i = 0; i < in.n && g > 1; i++)
-        g = gcd_u(g, abs_u(in.t[i].coef));
+        g = u64_gcd(g, abs_u(in.t[i].coef));
     int64_t r0 = 0;
     if (g > 1) {
         for (int i = 0; i < in.n; i++)
@@ -931,7 +921,7 @@ const Ix *ix_icmp_normal(IrCtx *cx, BinOp op, const Ix *ix, bool *truth)
     }
     uint64_t g = 0;
     for (int i = 0; i < ix->n && g != 1; i++)
-        g = gcd_u(g, abs_u(ix->t[i].coef));
+        g = u64_gcd(g, abs_u(ix->t[i].coef));
     if (g > (uint64_t)INT64_MAX)
         g = 1;
     int64_t sign = op != OP_GE && ix->t[0].coef < 0 ? -1 : 1;

@@ -20,7 +20,7 @@
  * division of indices by something that is not a non-zero constant, or
  * coefficients that overflow 64 bits. */
 #include "config.h"
-#include "ir_impl.h"
+#include "ir_int.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -157,17 +157,10 @@ static const IExpr *access(Lower *L, const CExpr *e)
     const Ix *small[8], **idx = n <= 8 ? small : xmalloc((size_t)n * sizeof *idx);
     for (int k = 0; k < n; k++)
         idx[k] = lower_ix(L, e->access.idx[k]);
-    const IExpr *r;
-    if (n != t->rank) {
-        diag_error(e->loc, "'%s' has rank %d but %d subscripts", t->name, t->rank, n);
-        L->failed = true;
-        r = ir_const(L->cx, 0);
-    } else {
-        r = ir_access_tensor(L->cx, t, idx, n);
-        double v = e->access.outside;
-        if (v != 0 || isnan(v))
-            r = with_outside(L, t, idx, n, r, v);
-    }
+    const IExpr *r = ir_access_tensor(L->cx, t, idx, n);  /* sema checked the rank */
+    double v = e->access.outside;
+    if (v != 0 || isnan(v))
+        r = with_outside(L, t, idx, n, r, v);
     if (idx != small)
         free(idx);
     return r;
@@ -227,12 +220,8 @@ static const IExpr *lower_real(Lower *L, const CExpr *e)
     case CE_CALL: {
         const IExpr *args[3];
         int n = e->call.nargs;
-        if (n != ir_func_arity(e->call.fn) || n > 3) {
-            diag_error(e->loc, "'%s' takes %d arguments", ir_func_name(e->call.fn),
-                       ir_func_arity(e->call.fn));
-            L->failed = true;
-            return ir_const(cx, 0);
-        }
+        if (n != ir_func_arity(e->call.fn) || n > 3)       /* sema checked it */
+            ICE("lower: '%s' with %d arguments", ir_func_name(e->call.fn), n);
         for (int i = 0; i < n; i++)
             args[i] = e->call.fn == FN_SELECT && i == 0 ? lower_bool(L, e->call.args[i])
                                                         : lower_real(L, e->call.args[i]);
@@ -249,10 +238,8 @@ static const IExpr *lower_real(Lower *L, const CExpr *e)
         case OP_SUB: return ir_binary(cx, IE_SUB, a, b);
         case OP_MUL: return ir_binary(cx, IE_MUL, a, b);
         case OP_DIV: return ir_binary(cx, IE_DIV, a, b);
-        default:
-            diag_error(e->loc, "'%%' needs integer operands");
-            L->failed = true;
-            return ir_const(cx, 0);
+        default:                    /* '%' of reals: sema reports it */
+            ICE("lower: operator %s on reals", binop_str(e->bin.op));
         }
     }
     }
@@ -287,46 +274,28 @@ bool ir_stage_weight_only(const Stage *s)
     return reads_only_weights(s->body);
 }
 
-/* The gathers of an index read only weights (a gather is an access). */
-static bool ix_only_weights(const Ix *x)
+/* Clears *only at a read of something other than a weight or a
+ * weight-only stage (gathers included: the visitor walks them). */
+static bool weight_read(void *arg, const IExpr *e)
 {
-    const IExpr *g[16];
-    int n = ix_gathers(x, g, 16);
-    if (n > 16)
+    bool *only = arg;
+    if (!*only)
         return false;
-    for (int i = 0; i < n; i++)
-        if (!reads_only_weights(g[i]))
-            return false;
-    return true;
+    if (e->kind == IE_ACCESS) {
+        if (e->access.stage)
+            *only = ir_stage_weight_only(e->access.stage);
+        else
+            *only = e->access.tensor->kind == IT_WEIGHT
+                 || (e->access.tensor->kind == IT_STAGE && e->access.tensor->weight_only);
+    }
+    return *only;
 }
 
 static bool reads_only_weights(const IExpr *e)
 {
-    switch (e->kind) {
-    case IE_CONST:
-        return true;
-    case IE_INDEX:
-        return ix_only_weights(e->ix);
-    case IE_ICMP:
-        return ix_only_weights(e->icmp.ix);
-    case IE_ACCESS:
-        for (int k = 0; k < e->access.nidx; k++)
-            if (!ix_only_weights(e->access.idx[k]))
-                return false;
-        if (e->access.stage)
-            return ir_stage_weight_only(e->access.stage);
-        return e->access.tensor->kind == IT_WEIGHT
-            || (e->access.tensor->kind == IT_STAGE && e->access.tensor->weight_only);
-    case IE_CALL:
-        for (int i = 0; i < e->call.nargs; i++)
-            if (!reads_only_weights(e->call.args[i]))
-                return false;
-        return true;
-    case IE_NEG: case IE_NOT:
-        return reads_only_weights(e->bin.a);
-    default:
-        return reads_only_weights(e->bin.a) && reads_only_weights(e->bin.b);
-    }
+    bool only = true;
+    ir_expr_visit(e, weight_read, &only);
+    return only;
 }
 
 static const Stage *lower_stmt(Lower *L, const CStmt *st, const IrTensor *out)
@@ -349,11 +318,8 @@ static const Stage *lower_stmt(Lower *L, const CStmt *st, const IrTensor *out)
     }
     L->vars = vars;
     L->nvars = st->nvars;
-    if (st->nloops != out->rank) {
-        diag_error(st->loc, "'%s' has rank %d but %d indices", out->name, out->rank,
-                   st->nloops);
-        L->failed = true;
-    }
+    if (st->nloops != out->rank)        /* sema checked it */
+        ICE("lower: '%s' has rank %d but %d indices", out->name, out->rank, st->nloops);
     const IExpr **guards = xmalloc((size_t)(st->nguards ? st->nguards : 1) * sizeof *guards);
     for (int i = 0; i < st->nguards; i++)
         guards[i] = lower_bool(L, st->guards[i]);
@@ -424,4 +390,18 @@ IrProgram *ir_lower(IrCtx *cx, const CProgram *cp)
         p->outputs[i] = L.tmap[cp->outputs[i]]->id;
     free(L.tmap);
     return L.failed ? NULL : p;
+}
+
+void ir_program_reorder(IrProgram *p, IrTensor **order, int n)
+{
+    IrTensor **outs = xmalloc((size_t)(p->noutputs + 1) * sizeof *outs);
+    for (int i = 0; i < p->noutputs; i++)
+        outs[i] = p->tensors[p->outputs[i]];
+    p->tensors = order;
+    p->ntensors = n;
+    for (int i = 0; i < n; i++)
+        order[i]->id = i;
+    for (int i = 0; i < p->noutputs; i++)
+        p->outputs[i] = outs[i]->id;
+    free(outs);
 }

@@ -14,15 +14,17 @@
  * variable's id (declaration order), and locations as file:line with the
  * file's base name. */
 #include "config.h"
-#include "ir_impl.h"
+#include "ir_int.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* A name is as long as the source's (a fixed buffer would cut two long
+ * names that differ at the end to the same text). */
 typedef struct Name {
     int id;
-    char text[80];
+    char *text;
 } Name;
 
 typedef struct Pr {
@@ -47,10 +49,18 @@ static void bind_name(Pr *p, const IrVar *v)
         clash = p->scope[i].id != v->id && strcmp(p->scope[i].text, name) == 0;
     Name *nm = &p->scope[p->n++];
     nm->id = v->id;
+    nm->text = xmalloc(strlen(name) + 16);
     if (clash)
-        snprintf(nm->text, sizeof nm->text, "%s'%d", name, v->id);
+        sprintf(nm->text, "%s'%d", name, v->id);
     else
-        snprintf(nm->text, sizeof nm->text, "%s", name);
+        strcpy(nm->text, name);
+}
+
+/* Forget the names bound since scope size `base`. */
+static void unbind_names(Pr *p, int base)
+{
+    while (p->n > base)
+        free(p->scope[--p->n].text);
 }
 
 static const char *var_name(const Pr *p, int id)
@@ -411,7 +421,7 @@ static void print_stage_p(Pr *p, const Stage *s)
         print_expr_p(p, s->guards[i], P_OR);
     }
     fputs(" }", p->fp);
-    p->n = base;
+    unbind_names(p, base);
 }
 
 /* ---- entry points ------------------------------------------------------------ */
@@ -420,6 +430,7 @@ void ir_print_ix(const IrCtx *cx, const Ix *ix, FILE *fp)
 {
     Pr p = {.cx = cx, .fp = fp};
     print_ix_p(&p, ix);
+    unbind_names(&p, 0);
     free(p.scope);
 }
 
@@ -427,6 +438,7 @@ void ir_print_expr(const IrCtx *cx, const IExpr *e, FILE *fp)
 {
     Pr p = {.cx = cx, .fp = fp};
     print_expr_p(&p, e, P_OR);
+    unbind_names(&p, 0);
     free(p.scope);
 }
 
@@ -434,6 +446,7 @@ void ir_print_stage(const IrCtx *cx, const Stage *s, FILE *fp)
 {
     Pr p = {.cx = cx, .fp = fp};
     print_stage_p(&p, s);
+    unbind_names(&p, 0);
     free(p.scope);
 }
 

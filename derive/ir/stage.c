@@ -7,7 +7,7 @@
  * kept), guards are split at &&, constant-true guards dropped, a constant-
  * false guard replaces all others, and the rest sorted and deduplicated. */
 #include "config.h"
-#include "ir_impl.h"
+#include "ir_int.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -165,12 +165,8 @@ bool ir_stage_equal(const Stage *a, const Stage *b)
 
 const Stage *ir_stage_subst(IrCtx *cx, const Stage *s, int var, const Ix *by)
 {
-    for (int i = 0; i < s->nloops; i++)
-        if (s->loops[i].id == var)
-            return s;
-    for (int i = 0; i < s->nsums; i++)
-        if (s->sums[i].id == var)
-            return s;
+    if (ir_loop_pos(s, var) >= 0 || ir_sum_pos(s, var) >= 0)
+        return s;                   /* bound here, not free */
     const IExpr *small[8];
     const IExpr **g = s->nguards <= 8 ? small : xmalloc((size_t)s->nguards * sizeof *g);
     bool changed = false;

@@ -30,23 +30,6 @@ static const Device devices[] = {
      1.0, 1.0, 0.03, 1.0},
 };
 
-static const char *const precision_names[] = {"fp32", "tf32", "fp16", "bf16"};
-
-const char *cost_precision_name(Precision p)
-{
-    return (unsigned)p < PREC_COUNT ? precision_names[p] : "?";
-}
-
-bool cost_precision_parse(const char *name, Precision *out)
-{
-    for (int i = 0; i < PREC_COUNT; i++)
-        if (strcmp(precision_names[i], name) == 0) {
-            *out = (Precision)i;
-            return true;
-        }
-    return false;
-}
-
 const Device *cost_device(const char *name)
 {
     for (size_t i = 0; i < sizeof devices / sizeof *devices; i++)
@@ -79,55 +62,45 @@ static double elem_bytes(const IrTensor *t)
     return t->elem == ELEM_F32 ? 4 : 2;
 }
 
-/* Bytes a stage moves from DRAM at best: each distinct tensor it reads
- * once (accesses of nested stages: what those read). */
-static void collect_reads(const IExpr *e, const IrTensor **seen, int *n, double *bytes);
-
-static void ix_collect_reads(const Ix *x, const IrTensor **seen, int *n, double *bytes)
+/* The sum of fn(arg, acc) over the accesses in e (not those inside
+ * nested stages). */
+typedef double (*AccessFn)(const void *arg, const IExpr *acc);
+static double sum_accesses(const IExpr *e, AccessFn fn, const void *arg)
 {
-    const IExpr *g[16];
-    int ng = ix_gathers(x, g, 16);
-    for (int i = 0; i < ng && i < 16; i++)
-        collect_reads(g[i], seen, n, bytes);
+    if (e->kind == IE_ACCESS)
+        return fn(arg, e);
+    const IExpr *kids[IR_MAX_CHILDREN];
+    int n = ir_expr_children(e, kids);
+    double t = 0;
+    for (int i = 0; i < n; i++)
+        t += sum_accesses(kids[i], fn, arg);
+    return t;
 }
 
-static void collect_reads(const IExpr *e, const IrTensor **seen, int *n, double *bytes)
+/* Bytes a stage moves from DRAM at best: each distinct tensor it reads
+ * once (gathers too; accesses of nested stages: what those read). */
+typedef struct Reads {
+    const IrTensor **seen;
+    int n;
+    double bytes;
+} Reads;
+
+static bool collect_read(void *arg, const IExpr *e)
 {
-    switch (e->kind) {
-    case IE_CONST:
-        return;
-    case IE_INDEX:
-        ix_collect_reads(e->ix, seen, n, bytes);
-        return;
-    case IE_ICMP:
-        ix_collect_reads(e->icmp.ix, seen, n, bytes);
-        return;
-    case IE_ACCESS:
-        for (int k = 0; k < e->access.nidx; k++)
-            ix_collect_reads(e->access.idx[k], seen, n, bytes);
-        if (e->access.tensor) {
-            for (int i = 0; i < *n; i++)
-                if (seen[i] == e->access.tensor)
-                    return;
-            if (*n < 64)
-                seen[(*n)++] = e->access.tensor;
-            *bytes += elem_bytes(e->access.tensor) * (double)ir_tensor_numel(e->access.tensor);
-        } else {
-            collect_reads(e->access.stage->body, seen, n, bytes);
-        }
-        return;
-    case IE_CALL:
-        for (int i = 0; i < e->call.nargs; i++)
-            collect_reads(e->call.args[i], seen, n, bytes);
-        return;
-    case IE_NEG: case IE_NOT:
-        collect_reads(e->bin.a, seen, n, bytes);
-        return;
-    default:
-        collect_reads(e->bin.a, seen, n, bytes);
-        collect_reads(e->bin.b, seen, n, bytes);
-        return;
+    Reads *r = arg;
+    if (e->kind != IE_ACCESS)
+        return true;
+    if (!e->access.tensor) {
+        ir_expr_visit(e->access.stage->body, collect_read, r);
+        return true;
     }
+    for (int i = 0; i < r->n; i++)
+        if (r->seen[i] == e->access.tensor)
+            return true;
+    if (r->n < 64)
+        r->seen[r->n++] = e->access.tensor;
+    r->bytes += elem_bytes(e->access.tensor) * (double)ir_tensor_numel(e->access.tensor);
+    return true;
 }
 
 /* ---- how a warp of a generated kernel reads memory -------------------------
@@ -147,6 +120,14 @@ typedef struct Lanes {
     int nvars, nlanes;
 } Lanes;
 
+/* Lane offsets wrap rather than overflow: a read far outside its tensor
+ * (x[2^61 * i, 0], zeros, which sema allows) must not be undefined
+ * behaviour here; such a lane's sector is meaningless but harmless. */
+static int64_t wrap_mul_add(int64_t a, int64_t b, int64_t c)
+{
+    return (int64_t)((uint64_t)a * (uint64_t)b + (uint64_t)c);
+}
+
 static int64_t lane_ix(const Lanes *w, int lane, const Ix *x)
 {
     int64_t v = x->c;
@@ -158,12 +139,10 @@ static int64_t lane_ix(const Lanes *w, int lane, const Ix *x)
                 if (w->ids[k] == t->var)
                     a = w->val[lane][k];
         } else {
-            int64_t arg = lane_ix(w, lane, t->arg), q = arg / t->d;
-            if (arg % t->d != 0 && (arg < 0) != (t->d < 0))
-                q--;
-            a = t->kind == IX_DIV ? q : arg - q * t->d;
+            int64_t arg = lane_ix(w, lane, t->arg);
+            a = t->kind == IX_DIV ? i64_floordiv(arg, t->d) : i64_floormod(arg, t->d);
         }
-        v += t->coef * a;
+        v = wrap_mul_add(t->coef, a, v);
     }
     return v;
 }
@@ -201,44 +180,48 @@ static void lanes_init(Lanes *w, const Stage *s, const IrVar *step, int nstep)
     }
 }
 
+/* How many distinct blocks of `block` bytes the lanes' reads of the tensor
+ * access e fall in; *off0 and *off1: the offsets lanes 0 and 1 read
+ * (where there are such lanes). */
+static int lane_blocks(const Lanes *w, const IExpr *e, double block, int64_t *off0,
+                       int64_t *off1)
+{
+    const IrTensor *t = e->access.tensor;
+    double b = elem_bytes(t);
+    int64_t seen[WARP];
+    int n = 0;
+    for (int lane = 0; lane < w->nlanes; lane++) {
+        int64_t off = 0;
+        for (int d = 0; d < e->access.nidx && d < t->rank; d++)
+            off = wrap_mul_add(off, t->shape[d], lane_ix(w, lane, e->access.idx[d]));
+        if (lane == 0)
+            *off0 = off;
+        if (lane == 1)
+            *off1 = off;
+        int64_t blk = (int64_t)floor((double)off * b / block);
+        int k = 0;
+        while (k < n && seen[k] != blk)
+            k++;
+        if (k == n)
+            seen[n++] = blk;
+    }
+    return n;
+}
+
 /* Bytes the lanes fetch per term for the accesses of e: the sectors each
  * access touches, x 32 bytes, over the lanes. */
+static double access_traffic(const void *arg, const IExpr *e)
+{
+    const Lanes *w = arg;
+    if (!e->access.tensor || w->nlanes == 0)
+        return 4;
+    int64_t first, second;
+    return 32.0 * lane_blocks(w, e, 32, &first, &second) / w->nlanes;
+}
+
 static double lane_traffic(const Lanes *w, const IExpr *e)
 {
-    switch (e->kind) {
-    case IE_CONST: case IE_INDEX: case IE_ICMP:
-        return 0;
-    case IE_ACCESS: {
-        if (!e->access.tensor || w->nlanes == 0)
-            return 4;
-        const IrTensor *t = e->access.tensor;
-        double b = elem_bytes(t);
-        int64_t sectors[WARP];
-        int n = 0;
-        for (int lane = 0; lane < w->nlanes; lane++) {
-            int64_t off = 0;
-            for (int d = 0; d < e->access.nidx && d < t->rank; d++)
-                off = off * t->shape[d] + lane_ix(w, lane, e->access.idx[d]);
-            int64_t sec = (int64_t)floor((double)off * b / 32);
-            int k = 0;
-            while (k < n && sectors[k] != sec)
-                k++;
-            if (k == n)
-                sectors[n++] = sec;
-        }
-        return 32.0 * n / w->nlanes;
-    }
-    case IE_CALL: {
-        double n = 0;
-        for (int i = 0; i < e->call.nargs; i++)
-            n += lane_traffic(w, e->call.args[i]);
-        return n;
-    }
-    case IE_NEG: case IE_NOT:
-        return lane_traffic(w, e->bin.a);
-    default:
-        return lane_traffic(w, e->bin.a) + lane_traffic(w, e->bin.b);
-    }
+    return sum_accesses(e, access_traffic, w);
 }
 
 /* Fraction of the machine a launch of `tiles` independent tiles fills,
@@ -354,24 +337,14 @@ static double kernel_time(const Device *d, double flops, double mem, double thre
     return fmax(compute, fmax(mem, cache / (d->bandwidth * d->mem_eff * L2_FACTOR)));
 }
 
+static double one(const void *arg, const IExpr *acc)
+{
+    return 1;
+}
+
 static double count_reads(const IExpr *e)
 {
-    switch (e->kind) {
-    case IE_CONST: case IE_INDEX: case IE_ICMP:
-        return 0;
-    case IE_ACCESS:
-        return 1;
-    case IE_CALL: {
-        double n = 0;
-        for (int i = 0; i < e->call.nargs; i++)
-            n += count_reads(e->call.args[i]);
-        return n;
-    }
-    case IE_NEG: case IE_NOT:
-        return count_reads(e->bin.a);
-    default:
-        return count_reads(e->bin.a) + count_reads(e->bin.b);
-    }
+    return sum_accesses(e, one, NULL);
 }
 
 /* ---- the C target on a CPU --------------------------------------------------
@@ -461,67 +434,43 @@ static double cpu_gemm(const CpuFigures *c, double m, double n, double k, bool t
     return t;
 }
 
-static int64_t gcd64(int64_t a, int64_t b)
-{
-    while (b) {
-        int64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 /* The memory stalls per iteration of the innermost loop (lanes: its
  * consecutive iterations) of the reads in e: each read's new cache lines
  * per iteration, at the hit or the miss cost.  A sweep of the loop touches
  * trip x lines-per-iteration lines; at a stride of S bytes, a multiple of
  * the line, they fall into sets / gcd(sets, S / line) of the L2's sets. */
+typedef struct Stalls {
+    const CpuFigures *c;
+    const Lanes *w;
+    int64_t trip;
+} Stalls;
+
+static double access_stalls(const void *arg, const IExpr *e)
+{
+    const Stalls *st = arg;
+    const CpuFigures *c = st->c;
+    const Lanes *w = st->w;
+    if (!e->access.tensor || w->nlanes < 2)
+        return 0;
+    double b = elem_bytes(e->access.tensor);
+    int64_t first = 0, second = 0;
+    int n = lane_blocks(w, e, c->line, &first, &second);
+    double per = (double)n / w->nlanes;
+    /* in double: far-out lanes wrap (lane_ix), and their gap may not fit
+     * in 64 bits */
+    double gap = fabs((double)second - (double)first) * b;
+    int64_t stride = gap < 0x1p62 ? (int64_t)gap : INT64_C(1) << 62;
+    int64_t sets = (int64_t)(c->l2_bytes / c->l2_ways / c->line);
+    if (stride >= (int64_t)c->line && stride % (int64_t)c->line == 0)
+        sets /= (int64_t)u64_gcd((uint64_t)sets, (uint64_t)(stride / (int64_t)c->line));
+    bool miss = (double)st->trip * per > (double)sets * c->l2_ways;
+    return per * (miss ? c->stride_miss : c->stride_hit);
+}
+
 static double cpu_stalls(const CpuFigures *c, const Lanes *w, int64_t trip, const IExpr *e)
 {
-    switch (e->kind) {
-    case IE_CONST: case IE_INDEX: case IE_ICMP:
-        return 0;
-    case IE_ACCESS: {
-        if (!e->access.tensor || w->nlanes < 2)
-            return 0;
-        const IrTensor *t = e->access.tensor;
-        double b = elem_bytes(t);
-        int64_t lines[WARP], first = 0, second = 0;
-        int n = 0;
-        for (int lane = 0; lane < w->nlanes; lane++) {
-            int64_t off = 0;
-            for (int d = 0; d < e->access.nidx && d < t->rank; d++)
-                off = off * t->shape[d] + lane_ix(w, lane, e->access.idx[d]);
-            if (lane == 0)
-                first = off;
-            if (lane == 1)
-                second = off;
-            int64_t ln = (int64_t)floor((double)off * b / c->line);
-            int k = 0;
-            while (k < n && lines[k] != ln)
-                k++;
-            if (k == n)
-                lines[n++] = ln;
-        }
-        double per = (double)n / w->nlanes;
-        int64_t stride = (int64_t)((double)(second > first ? second - first : first - second) * b);
-        int64_t sets = (int64_t)(c->l2_bytes / c->l2_ways / c->line);
-        if (stride >= (int64_t)c->line && stride % (int64_t)c->line == 0)
-            sets /= gcd64(sets, stride / (int64_t)c->line);
-        bool miss = (double)trip * per > (double)sets * c->l2_ways;
-        return per * (miss ? c->stride_miss : c->stride_hit);
-    }
-    case IE_CALL: {
-        double n = 0;
-        for (int i = 0; i < e->call.nargs; i++)
-            n += cpu_stalls(c, w, trip, e->call.args[i]);
-        return n;
-    }
-    case IE_NEG: case IE_NOT:
-        return cpu_stalls(c, w, trip, e->bin.a);
-    default:
-        return cpu_stalls(c, w, trip, e->bin.a) + cpu_stalls(c, w, trip, e->bin.b);
-    }
+    Stalls st = {c, w, trip};
+    return sum_accesses(e, access_stalls, &st);
 }
 
 /* Seconds of the library calls in e per evaluation (scalar: in a loop
@@ -529,10 +478,7 @@ static double cpu_stalls(const CpuFigures *c, const Lanes *w, int64_t trip, cons
 static double cpu_calls(const CpuFigures *c, const IExpr *e, bool scalar)
 {
     double t = 0;
-    switch (e->kind) {
-    case IE_CONST: case IE_INDEX: case IE_ICMP: case IE_ACCESS:
-        return 0;
-    case IE_CALL:
+    if (e->kind == IE_CALL) {
         switch (e->call.fn) {
         case FN_EXP: case FN_SIGMOID: t = c->call_exp; break;
         case FN_TANH: t = c->call_tanh; break;
@@ -542,14 +488,12 @@ static double cpu_calls(const CpuFigures *c, const IExpr *e, bool scalar)
         case FN_RELU: case FN_MAX: case FN_MIN: t = scalar ? c->relu_branch : 0; break;
         default: break;
         }
-        for (int i = 0; i < e->call.nargs; i++)
-            t += cpu_calls(c, e->call.args[i], scalar);
-        return t;
-    case IE_NEG: case IE_NOT:
-        return cpu_calls(c, e->bin.a, scalar);
-    default:
-        return cpu_calls(c, e->bin.a, scalar) + cpu_calls(c, e->bin.b, scalar);
     }
+    const IExpr *kids[IR_MAX_CHILDREN];
+    int n = ir_expr_children(e, kids);
+    for (int i = 0; i < n; i++)
+        t += cpu_calls(c, kids[i], scalar);
+    return t;
 }
 
 /* The range of an index over the stage's variables; false when it holds
@@ -562,13 +506,8 @@ static bool ix_range(const Stage *s, const Ix *x, int64_t *lo, int64_t *hi)
         const IxTerm *t = &x->t[i];
         if (t->kind != IX_VAR)
             return false;
-        const IrVar *v = NULL;
-        for (int k = 0; k < s->nloops && !v; k++)
-            if (s->loops[k].id == t->var)
-                v = &s->loops[k];
-        for (int k = 0; k < s->nsums && !v; k++)
-            if (s->sums[k].id == t->var)
-                v = &s->sums[k];
+        int l = ir_loop_pos(s, t->var), m = l < 0 ? ir_sum_pos(s, t->var) : -1;
+        const IrVar *v = l >= 0 ? &s->loops[l] : m >= 0 ? &s->sums[m] : NULL;
         if (!v)
             return false;
         int64_t a = t->coef * v->lo, b = t->coef * (v->hi - 1);
@@ -579,59 +518,39 @@ static bool ix_range(const Stage *s, const Ix *x, int64_t *lo, int64_t *hi)
 }
 
 /* Floor divisions and modulos in the subscripts of e's reads. */
-static int divmods(const IExpr *e)
+static double access_divmods(const void *arg, const IExpr *e)
 {
-    switch (e->kind) {
-    case IE_CONST: case IE_INDEX: case IE_ICMP:
-        return 0;
-    case IE_ACCESS: {
-        int n = 0;
-        for (int d = 0; d < e->access.nidx; d++)
-            for (int i = 0; i < e->access.idx[d]->n; i++)
-                n += e->access.idx[d]->t[i].kind != IX_VAR;
-        return n;
-    }
-    case IE_CALL: {
-        int n = 0;
-        for (int i = 0; i < e->call.nargs; i++)
-            n += divmods(e->call.args[i]);
-        return n;
-    }
-    case IE_NEG: case IE_NOT:
-        return divmods(e->bin.a);
-    default:
-        return divmods(e->bin.a) + divmods(e->bin.b);
-    }
+    int n = 0;
+    for (int d = 0; d < e->access.nidx; d++)
+        for (int i = 0; i < e->access.idx[d]->n; i++)
+            n += e->access.idx[d]->t[i].kind != IX_VAR;
+    return n;
+}
+
+static double divmods(const IExpr *e)
+{
+    return sum_accesses(e, access_divmods, NULL);
 }
 
 /* Whether e's reads all are plain in-bounds affine reads (what gcc
  * vectorizes). */
+static double not_plain(const void *arg, const IExpr *e)
+{
+    const Stage *s = arg;
+    const IrTensor *t = e->access.tensor;
+    if (!t)
+        return 1;
+    for (int d = 0; d < e->access.nidx && d < t->rank; d++) {
+        int64_t lo, hi;
+        if (!ix_range(s, e->access.idx[d], &lo, &hi) || lo < 0 || hi >= t->shape[d])
+            return 1;
+    }
+    return 0;
+}
+
 static bool plain_reads(const Stage *s, const IExpr *e)
 {
-    switch (e->kind) {
-    case IE_CONST: case IE_INDEX: case IE_ICMP:
-        return true;
-    case IE_ACCESS: {
-        const IrTensor *t = e->access.tensor;
-        if (!t)
-            return false;
-        for (int d = 0; d < e->access.nidx && d < t->rank; d++) {
-            int64_t lo, hi;
-            if (!ix_range(s, e->access.idx[d], &lo, &hi) || lo < 0 || hi >= t->shape[d])
-                return false;
-        }
-        return true;
-    }
-    case IE_CALL:
-        for (int i = 0; i < e->call.nargs; i++)
-            if (!plain_reads(s, e->call.args[i]))
-                return false;
-        return true;
-    case IE_NEG: case IE_NOT:
-        return plain_reads(s, e->bin.a);
-    default:
-        return plain_reads(s, e->bin.a) && plain_reads(s, e->bin.b);
-    }
+    return sum_accesses(e, not_plain, s) == 0;
 }
 
 /* A generated loop nest (emit/c.c): the output's loops, then the sums in
@@ -735,16 +654,16 @@ static double cpu_library(const CpuFigures *c, const Stage *s, const OpMatch *m)
     case OPK_GBMM:
         return cpu_band(c, m);
     default:
-        return 0;               /* not reached: cpu_model prices kernels */
+        ICE("cpu_library: operator kind %d", (int)m->kind);    /* cpu_model prices kernels */
     }
 }
 
 double cost_model(const Device *d, Precision prec, const Stage *s, const OpMatch *m)
 {
     const IrTensor *seen[64];
-    int nseen = 0;
-    double dram = 4 * points(s), cache = 0;
-    collect_reads(s->body, seen, &nseen, &dram);
+    Reads rd = {seen, 0, 4 * points(s)};
+    ir_expr_visit(s->body, collect_read, &rd);
+    double dram = rd.bytes, cache = 0;
     if (is_cpu(d))
         return cpu_model(s, m, dram);
     double flops = match_flops(s), peak = d->flops, eff, extra = 0;

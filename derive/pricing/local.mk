@@ -14,7 +14,7 @@ tests_derive_test_match_LDADD = derive/libderive.a sema/libsema.a \
 # model on every device and precision.
 check_PROGRAMS += tests/derive/test_tune
 TESTS += tests/derive/test_tune
-tests_derive_test_tune_SOURCES = tests/derive/test_tune.c tests/derive/check.h
+tests_derive_test_tune_SOURCES = tests/derive/test_tune.c tests/check.h
 tests_derive_test_tune_LDADD = derive/libderive.a sema/libsema.a \
 	parser/libparser.a lang/liblang.a -lm
 # Measured times (--tune-db) change the chosen plan; the tuner builds.

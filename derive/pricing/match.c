@@ -64,8 +64,8 @@ int match_dims(const OpMatch *m, OpDim *out)
 
 /* ---- the iterator table ---------------------------------------------- */
 
-#define MAXV 16                 /* iterators of one stage we handle */
-#define MAXD 8                  /* dimensions of one operand */
+#define MAXV MATCH_MAX_VARS     /* iterators of one stage we handle */
+#define MAXD MATCH_MAX_DIMS     /* dimensions of one operand or the output */
 
 typedef struct Row {
     int var;
@@ -183,9 +183,12 @@ static bool view_access(const IExpr *e, const Table *t, View *v)
     return true;
 }
 
-/* The output of a stage is laid out over its loop ranges, in loop order. */
-static void view_output(const Stage *s, View *v)
+/* The output of a stage is laid out over its loop ranges, in loop order;
+ * false past MAXD dims. */
+static bool view_output(const Stage *s, View *v)
 {
+    if (s->nloops > MAXD)
+        return false;
     v->rank = s->nloops;
     for (int d = 0; d < s->nloops; d++) {
         v->ext[d] = s->loops[d].hi - s->loops[d].lo;
@@ -193,6 +196,7 @@ static void view_output(const Stage *s, View *v)
         v->off[d] = 0;
     }
     view_strides(v);
+    return true;
 }
 
 /* Element offset of the first element a view reads. */
@@ -257,9 +261,9 @@ static bool match_gemm(const Stage *s, const Table *t, const IExpr *ea,
                        const IExpr *eb, OpMatch *m)
 {
     View va, vb, vo;
-    if (s->nguards || !view_access(ea, t, &va) || !view_access(eb, t, &vb))
+    if (s->nguards || !view_access(ea, t, &va) || !view_access(eb, t, &vb) ||
+        !view_output(s, &vo))
         return false;
-    view_output(s, &vo);
     int group[NGROUPS][MAXV], ng[NGROUPS] = {0};
     int64_t size[NGROUPS] = {1, 1, 1, 1};
     for (int i = 0; i < t->n; i++) {
@@ -652,22 +656,17 @@ bool match_stage(const Stage *s, OpMatch *out)
     return match_gemm(s, &t, a, b, out);
 }
 
+/* One operation per node with operands (a call counts one). */
 static double expr_flops(const IExpr *e)
 {
-    switch (e->kind) {
-    case IE_CONST: case IE_INDEX: case IE_ACCESS: case IE_ICMP:
+    const IExpr *kids[IR_MAX_CHILDREN];
+    int n = ir_expr_children(e, kids);
+    if (n == 0)
         return 0;
-    case IE_NEG: case IE_NOT:
-        return 1 + expr_flops(e->bin.a);
-    case IE_CALL: {
-        double f = 1;
-        for (int i = 0; i < e->call.nargs; i++)
-            f += expr_flops(e->call.args[i]);
-        return f;
-    }
-    default:
-        return 1 + expr_flops(e->bin.a) + expr_flops(e->bin.b);
-    }
+    double f = 1;
+    for (int i = 0; i < n; i++)
+        f += expr_flops(kids[i]);
+    return f;
 }
 
 double match_flops(const Stage *s)

@@ -53,6 +53,12 @@ typedef struct OpDim {
 #define OP_MAX_DIMS 16
 int match_dims(const OpMatch *m, OpDim *out);
 
+/* The most iterators (loops and sums) of a stage, and dimensions of an
+ * operand or of the output, that a pattern can match: no library operator
+ * takes more, and match_stage answers false past them. */
+#define MATCH_MAX_VARS 16
+#define MATCH_MAX_DIMS 8
+
 /* Fill *out and return true when the stage is exactly one library
  * operator over tensors (no nested stages). */
 bool match_stage(const Stage *s, OpMatch *out);

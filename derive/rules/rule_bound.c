@@ -20,7 +20,7 @@
  * zero at r = 5).  Sites grow a range to the next multiple of 2, 3 and 4.
  * The root's loop ranges are its output box and are not relaxed. */
 #include "config.h"
-#include "rule_impl.h"
+#include "rules_int.h"
 
 #include <stdlib.h>
 
@@ -40,11 +40,11 @@ static i128 cdiv(i128 a, i128 b)
 
 static const IrVar *bound_var(const Stage *s, int var, bool *loop)
 {
-    int p = rc_loop_pos(s, var);
+    int p = ir_loop_pos(s, var);
     *loop = p >= 0;
     if (p >= 0)
         return &s->loops[p];
-    p = rc_sum_pos(s, var);
+    p = ir_sum_pos(s, var);
     return p >= 0 ? &s->sums[p] : NULL;
 }
 
@@ -133,67 +133,26 @@ static bool tighten_var(RuleCtx *rc, const Stage *s, IrVar *v, bool zeros)
     return true;
 }
 
-static const Ix *simp(RuleCtx *rc, const Ix *x)
+static const Ix *simp_ix(void *arg, const Ix *x)
 {
+    RuleCtx *rc = arg;
     return ix_simplify(rc->cx, x, rc->lo, rc->hi);
 }
 
 /* Folds what the ranges decide in the direct index expressions. */
-static const IExpr *simp_expr(RuleCtx *rc, const IExpr *e)
+static const IExpr *simp_expr(void *arg, const IExpr *e)
 {
-    IrCtx *cx = rc->cx;
-    switch (e->kind) {
-    case IE_CONST:
-        return e;
-    case IE_INDEX: {
-        const Ix *x = simp(rc, e->ix);
-        return x == e->ix ? e : ir_index(cx, x);
-    }
-    case IE_ICMP: {
-        const Ix *x = simp(rc, e->icmp.ix);
-        int64_t mn, mx;
-        rc_bounds(rc, x, &mn, &mx);
-        bool yes = e->icmp.op == OP_GE ? mn >= 0
-                 : e->icmp.op == OP_EQ ? mn == 0 && mx == 0 : mn > 0 || mx < 0;
-        if (yes)
-            return ir_const(cx, 1);
-        return x == e->icmp.ix ? e : ir_icmp(cx, e->icmp.op, x, ix_const(cx, 0));
-    }
-    case IE_ACCESS: {
-        int n = e->access.nidx;
-        const Ix *small[16], **idx = n <= 16 ? small : xmalloc((size_t)n * sizeof *idx);
-        bool changed = false;
-        for (int k = 0; k < n; k++) {
-            idx[k] = simp(rc, e->access.idx[k]);
-            changed |= idx[k] != e->access.idx[k];
-        }
-        const IExpr *r = !changed ? e
-                       : e->access.tensor ? ir_access_tensor(cx, e->access.tensor, idx, n)
-                       : ir_access_stage(cx, e->access.stage, idx, n);
-        if (idx != small)
-            free(idx);
-        return r;
-    }
-    case IE_CALL: {
-        const IExpr *args[3];
-        bool changed = false;
-        for (int i = 0; i < e->call.nargs; i++) {
-            args[i] = simp_expr(rc, e->call.args[i]);
-            changed |= args[i] != e->call.args[i];
-        }
-        return changed ? ir_call(cx, e->call.fn, args, e->call.nargs) : e;
-    }
-    case IE_NEG: case IE_NOT: {
-        const IExpr *a = simp_expr(rc, e->bin.a);
-        return a == e->bin.a ? e : ir_unary(cx, e->kind, a);
-    }
-    default: {
-        const IExpr *a = simp_expr(rc, e->bin.a), *b = simp_expr(rc, e->bin.b);
-        if (a == e->bin.a && b == e->bin.b)
-            return e;
-        return e->kind == IE_CMP ? ir_cmp(cx, e->bin.op, a, b) : ir_binary(cx, e->kind, a, b);
-    }
-    }
+    RuleCtx *rc = arg;
+    if (e->kind != IE_ICMP)
+        return ir_expr_map_children(rc->cx, e, simp_expr, simp_ix, rc);
+    const Ix *x = simp_ix(rc, e->icmp.ix);
+    int64_t mn, mx;
+    rc_bounds(rc, x, &mn, &mx);
+    bool yes = e->icmp.op == OP_GE ? mn >= 0
+             : e->icmp.op == OP_EQ ? mn == 0 && mx == 0 : mn > 0 || mx < 0;
+    if (yes)
+        return ir_const(rc->cx, 1);
+    return x == e->icmp.ix ? e : ir_icmp(rc->cx, e->icmp.op, x, ix_const(rc->cx, 0));
 }
 
 void tighten_sites(RuleCtx *rc, const RuleFocus *f, RuleSites *out)

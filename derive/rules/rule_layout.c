@@ -21,7 +21,7 @@
  * of its output layout; every access to it is rewritten, and at the root a
  * wrapper keeps the output's layout. */
 #include "config.h"
-#include "rule_impl.h"
+#include "rules_int.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +144,7 @@ void loopswap_sites(RuleCtx *rc, const RuleFocus *f, RuleSites *out)
 /* ---- relayout ---------------------------------------------------------------- */
 
 typedef struct Relayout {
+    RuleCtx *rc;
     const RuleSite *site;
     const Stage *to;                /* the relayout stage */
     int rank;
@@ -152,12 +153,13 @@ typedef struct Relayout {
 } Relayout;
 
 /* The new subscripts of an access to the target. */
-static const IExpr *relayout_access(RuleCtx *rc, void *arg, const IExpr *acc)
+static const IExpr *relayout_access(void *arg, const IExpr *acc)
 {
     Relayout *r = arg;
+    RuleCtx *rc = r->rc;
     const RuleSite *st = r->site;
     if (!rc_same_target(acc, st->tensor, st->target))
-        return NULL;
+        return acc;
     IrCtx *cx = rc->cx;
     const Ix *const *a = acc->access.idx;
     const Ix *idx[64];
@@ -202,7 +204,7 @@ static const Stage *relayout(RuleCtx *rc, const RuleFocus *f, const RuleSite *st
     IrVar v[33];
     const Ix *src[32];              /* what the relayout stage reads */
     int nv = 0;
-    Relayout r = {st, NULL, rank, {0, 0}, {0, 0}, true};
+    Relayout r = {rc, st, NULL, rank, {0, 0}, {0, 0}, true};
     for (int k = 0; k < rank; k++) {
         int64_t lo, hi;
         rc_dim_range(acc, k, &lo, &hi);

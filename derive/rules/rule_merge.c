@@ -17,9 +17,9 @@
  * Everything else (a padded read under max, under relu, ...) is left alone.
  * Q's sum variables move into F.  When Q is read elsewhere too, they and
  * every variable bound inside the inlined copy are renamed: the copy and
- * the original must not share binders (rule_impl.h). */
+ * the original must not share binders (rules_int.h). */
 #include "config.h"
-#include "rule_impl.h"
+#include "rules_int.h"
 
 #include <stdlib.h>
 
@@ -67,13 +67,12 @@ typedef struct Put {
     const IExpr *by;
 } Put;
 
-static const IExpr *put_access(RuleCtx *rc, void *arg, const IExpr *acc)
+static const IExpr *put_access(void *arg, const IExpr *acc)
 {
-    (void)rc;
     Put *p = arg;
     if (!acc->access.stage)
-        return NULL;
-    return p->n++ == p->want ? p->by : NULL;
+        return acc;
+    return p->n++ == p->want ? p->by : acc;
 }
 
 const Stage *inline_apply(RuleCtx *rc, const RuleFocus *f, const RuleSite *st)
@@ -132,9 +131,9 @@ const Stage *inline_apply(RuleCtx *rc, const RuleFocus *f, const RuleSite *st)
 
     /* Body first, then guards: the order in which the sites were counted. */
     Put p = {st->a, 0, body};
-    body = rc_map_access(rc, s->body, put_access, &p);
+    body = ir_map_access(cx, s->body, put_access, &p);
     for (int i = 0; i < s->nguards; i++)
-        g[ng++] = rc_map_access(rc, s->guards[i], put_access, &p);
+        g[ng++] = ir_map_access(cx, s->guards[i], put_access, &p);
     r = rc_replace(rc, f, ir_stage(cx, red, s->loops, s->nloops, sums, ns, g, ng, body));
 done:
     free(ids);

@@ -12,7 +12,7 @@
  * an inner reduction whose terms are all excluded reads as 0, which would
  * become a term of the outer max. */
 #include "config.h"
-#include "rule_impl.h"
+#include "rules_int.h"
 
 #include <stdlib.h>
 

@@ -22,19 +22,19 @@
  * length of one of them (fuse); for splits, the divisors of div/mod atoms,
  * ratios of coefficients, and small divisors of the variable's length. */
 #include "config.h"
-#include "rule_impl.h"
+#include "rules_int.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 static const IrVar *bound_var(const Stage *s, int var, bool *loop)
 {
-    int p = rc_loop_pos(s, var);
+    int p = ir_loop_pos(s, var);
     if (p >= 0) {
         *loop = true;
         return &s->loops[p];
     }
-    p = rc_sum_pos(s, var);
+    p = ir_sum_pos(s, var);
     *loop = false;
     return p >= 0 ? &s->sums[p] : NULL;
 }
@@ -243,15 +243,15 @@ const Stage *merge_apply(RuleCtx *rc, const RuleFocus *f, const RuleSite *st)
     IrVar j = rc_fresh(rc, rc_name2(rc, v1->name, v2->name), lo, hi);
     const Ix *by = ix_sub(cx, ix_var(cx, j.id), ix_scale(cx, ix_var(cx, v2->id), st->k));
     const IExpr *g[2];
-    int ng = 0, p1 = rc_loop_pos(s, v1->id);
+    int ng = 0, p1 = ir_loop_pos(s, v1->id);
     if (!l1 || !rc_reads_within(rc, f, p1, v1->lo, v1->hi))
         ng = rc_range_guards(rc, by, v1->lo, v1->hi, g, true);
     IrVar *vars = l1 ? splice(s->loops, s->nloops, p1, &j, 1)
-                     : splice(s->sums, s->nsums, rc_sum_pos(s, v1->id), &j, 1);
+                     : splice(s->sums, s->nsums, ir_sum_pos(s, v1->id), &j, 1);
     const Stage *r;
     if (l1) {
         const Stage *to = rebuild(rc, s, v1->id, by, g, ng, vars, s->nloops, s->sums, s->nsums);
-        MergeMap m = {p1, rc_loop_pos(s, v2->id), st->k, s->nloops};
+        MergeMap m = {p1, ir_loop_pos(s, v2->id), st->k, s->nloops};
         r = rc_replace_remap(rc, f, to, merge_remap, &m);
     } else {
         r = rc_replace(rc, f, rebuild(rc, s, v1->id, by, g, ng, s->loops, s->nloops,
@@ -294,7 +294,7 @@ const Stage *vsplit_apply(RuleCtx *rc, const RuleFocus *f, const RuleSite *st)
     const Ix *by = ix_add(cx, ix_add(cx, ix_scale(cx, ix_var(cx, p[0].id), k),
                                      ix_var(cx, p[1].id)), ix_const(cx, -off));
     bool aligned = i64_floormod(a, k) == 0 && i64_floormod(b, k) == 0;
-    int pos = loop ? rc_loop_pos(s, v->id) : rc_sum_pos(s, v->id);
+    int pos = loop ? ir_loop_pos(s, v->id) : ir_sum_pos(s, v->id);
     const IExpr *g[2];
     int ng = 0;
     if (!aligned && (!loop || !rc_reads_within(rc, f, pos, v->lo, v->hi)))
@@ -345,8 +345,8 @@ const Stage *fuse_apply(RuleCtx *rc, const RuleFocus *f, const RuleSite *st)
     if (!x || !y || x == y || lx != ly || (n = len(x)) <= 0 || len(y) <= 0
         || (st->k != n && st->k != -n) || !i64_mul(n, len(y), &size))
         return NULL;
-    int px = lx ? rc_loop_pos(s, x->id) : rc_sum_pos(s, x->id);
-    int py = lx ? rc_loop_pos(s, y->id) : rc_sum_pos(s, y->id);
+    int px = lx ? ir_loop_pos(s, x->id) : ir_sum_pos(s, x->id);
+    int py = lx ? ir_loop_pos(s, y->id) : ir_sum_pos(s, y->id);
     if (lx && !rc_reads_within(rc, f, px, x->lo, x->hi))
         return NULL;
     IrVar z = rc_fresh(rc, rc_name2(rc, y->name, x->name), 0, size);
@@ -406,7 +406,7 @@ static void drop_remap(RuleCtx *rc, const void *arg, const Ix *const *idx, const
 const Stage *drop_apply(RuleCtx *rc, const RuleFocus *f, const RuleSite *st)
 {
     const Stage *s = f->stage;
-    int pos = rc_loop_pos(s, st->a);
+    int pos = ir_loop_pos(s, st->a);
     if (pos < 0 || ir_stage_uses(s, st->a)
         || !rc_reads_within(rc, f, pos, s->loops[pos].lo, s->loops[pos].hi))
         return NULL;

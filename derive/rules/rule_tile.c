@@ -12,7 +12,7 @@
  * (relaxing only over terms that read zeros), so the composition is
  * legal whenever every part is.  Applied at the root of a state. */
 #include "config.h"
-#include "rule_impl.h"
+#include "rules_int.h"
 
 #define MAX_TILE_SUMS 6
 #define MAX_TILE_FACTOR 4
@@ -34,14 +34,6 @@ void tile_sites(RuleCtx *rc, const RuleFocus *f, RuleSites *out)
         }
 }
 
-static int sum_pos(const Stage *s, int var)
-{
-    for (int i = 0; i < s->nsums; i++)
-        if (s->sums[i].id == var)
-            return i;
-    return -1;
-}
-
 const Stage *tile_apply(RuleCtx *rc, const RuleFocus *f, const RuleSite *site)
 {
     const Stage *cur = f->stage;
@@ -54,7 +46,7 @@ const Stage *tile_apply(RuleCtx *rc, const RuleFocus *f, const RuleSite *site)
         if (m >> i & 1)
             vars[nv++] = cur->sums[i].id;
     for (int i = 0; i < nv; i++) {
-        int p = sum_pos(cur, vars[i]);
+        int p = ir_sum_pos(cur, vars[i]);
         const IrVar *v = &cur->sums[p];
         int64_t len = v->hi - v->lo, up = (len + k - 1) / k * k;
         if (len <= k)
@@ -64,7 +56,7 @@ const Stage *tile_apply(RuleCtx *rc, const RuleFocus *f, const RuleSite *site)
                           .k = v->lo, .k2 = v->lo + up};
             if (!(cur = rule_apply(rc, cur, &r)))
                 return NULL;
-            p = sum_pos(cur, vars[i]);
+            p = ir_sum_pos(cur, vars[i]);
             v = &cur->sums[p];
         }
         RuleSite sp = {.rule = RULE_VAR_SPLIT, .focus = cur, .a = v->id, .k = k,
@@ -75,7 +67,7 @@ const Stage *tile_apply(RuleCtx *rc, const RuleFocus *f, const RuleSite *site)
         /* v = k*v1 + v2: of the two new variables, v1 was made first */
         outer[i] = -1;
         for (int j = 0; j < cur->nsums; j++)
-            if (sum_pos(before, cur->sums[j].id) < 0 &&
+            if (ir_sum_pos(before, cur->sums[j].id) < 0 &&
                 (outer[i] < 0 || cur->sums[j].id < outer[i]))
                 outer[i] = cur->sums[j].id;
         if (outer[i] < 0)
@@ -83,7 +75,7 @@ const Stage *tile_apply(RuleCtx *rc, const RuleFocus *f, const RuleSite *site)
     }
     uint64_t keep = 0;
     for (int i = 0; i < nv; i++) {
-        int p = sum_pos(cur, outer[i]);
+        int p = ir_sum_pos(cur, outer[i]);
         if (p < 0)
             return NULL;
         keep |= (uint64_t)1 << p;

@@ -1,6 +1,6 @@
 /* rule_util.c - what the rules share: the ranges of the variables in
  * scope, bounds, walks over a stage's direct parts, and the rebuild of the
- * tree around a rewritten focus.
+ * tree around a rewritten focus, lists of sites (rc_push, rule_sites_free).
  *
  * Ranges are kept in two arrays indexed by variable id and overwritten as
  * a walk enters each stage.  No entry is ever restored: a variable is bound
@@ -9,7 +9,7 @@
  * with the context's variable count, so a rule never pays for the number
  * of variables in the context, only for the size of the tree it rewrites. */
 #include "config.h"
-#include "rule_impl.h"
+#include "rules_int.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -78,22 +78,6 @@ void rc_bounds_at(RuleCtx *rc, const Ix *x, int v, int64_t lo, int64_t hi,
 
 /* ---- stages, variables, expressions --------------------------------------- */
 
-int rc_loop_pos(const Stage *s, int var)
-{
-    for (int i = 0; i < s->nloops; i++)
-        if (s->loops[i].id == var)
-            return i;
-    return -1;
-}
-
-int rc_sum_pos(const Stage *s, int var)
-{
-    for (int i = 0; i < s->nsums; i++)
-        if (s->sums[i].id == var)
-            return i;
-    return -1;
-}
-
 /* One variable at a time: the replacements never mention the variables
  * replaced (they are fresh, or from an enclosing scope). */
 const IExpr *rc_subst_all(RuleCtx *rc, const IExpr *e, int n, const int *vars,
@@ -147,37 +131,23 @@ const char *rc_name2(RuleCtx *rc, const char *a, const char *b)
 
 /* ---- walks ------------------------------------------------------------------ */
 
+/* Whether a zero of e's child i makes e zero: the factors of a product,
+ * a numerator, the operand of a negation. */
+static bool zero_passes(const IExpr *e, int i)
+{
+    return e->kind == IE_MUL || e->kind == IE_NEG || (e->kind == IE_DIV && i == 0);
+}
+
 static void each_access(const IExpr *e, bool factor, RcAccessFn fn, void *arg)
 {
-    switch (e->kind) {
-    case IE_CONST: case IE_INDEX: case IE_ICMP:
-        return;
-    case IE_ACCESS:
+    if (e->kind == IE_ACCESS) {
         fn(arg, e, factor);
         return;
-    case IE_CALL:
-        for (int i = 0; i < e->call.nargs; i++)
-            each_access(e->call.args[i], false, fn, arg);
-        return;
-    case IE_MUL:
-        each_access(e->bin.a, factor, fn, arg);
-        each_access(e->bin.b, factor, fn, arg);
-        return;
-    case IE_DIV:
-        each_access(e->bin.a, factor, fn, arg);
-        each_access(e->bin.b, false, fn, arg);
-        return;
-    case IE_NEG:
-        each_access(e->bin.a, factor, fn, arg);
-        return;
-    case IE_NOT:
-        each_access(e->bin.a, false, fn, arg);
-        return;
-    default:
-        each_access(e->bin.a, false, fn, arg);
-        each_access(e->bin.b, false, fn, arg);
-        return;
     }
+    const IExpr *kids[IR_MAX_CHILDREN];
+    int n = ir_expr_children(e, kids);
+    for (int i = 0; i < n; i++)
+        each_access(kids[i], factor && zero_passes(e, i), fn, arg);
 }
 
 void rc_each_access(const Stage *s, RcAccessFn fn, void *arg)
@@ -189,31 +159,14 @@ void rc_each_access(const Stage *s, RcAccessFn fn, void *arg)
 
 static void each_ix(const IExpr *e, RcIxFn fn, void *arg)
 {
-    switch (e->kind) {
-    case IE_CONST:
-        return;
-    case IE_INDEX:
-        fn(arg, e->ix);
-        return;
-    case IE_ICMP:
-        fn(arg, e->icmp.ix);
-        return;
-    case IE_ACCESS:
-        for (int k = 0; k < e->access.nidx; k++)
-            fn(arg, e->access.idx[k]);
-        return;
-    case IE_CALL:
-        for (int i = 0; i < e->call.nargs; i++)
-            each_ix(e->call.args[i], fn, arg);
-        return;
-    case IE_NEG: case IE_NOT:
-        each_ix(e->bin.a, fn, arg);
-        return;
-    default:
-        each_ix(e->bin.a, fn, arg);
-        each_ix(e->bin.b, fn, arg);
-        return;
-    }
+    const Ix *const *ixs;
+    int nx = ir_expr_ixs(e, &ixs);
+    for (int k = 0; k < nx; k++)
+        fn(arg, ixs[k]);
+    const IExpr *kids[IR_MAX_CHILDREN];
+    int n = ir_expr_children(e, kids);
+    for (int i = 0; i < n; i++)
+        each_ix(kids[i], fn, arg);
 }
 
 void rc_each_ix(const Stage *s, RcIxFn fn, void *arg)
@@ -223,47 +176,14 @@ void rc_each_ix(const Stage *s, RcIxFn fn, void *arg)
         each_ix(s->guards[i], fn, arg);
 }
 
-const IExpr *rc_map_access(RuleCtx *rc, const IExpr *e, RcMapFn fn, void *arg)
+const Stage *rc_map_stage(RuleCtx *rc, const Stage *s, IrAccessMap fn, void *arg)
 {
-    IrCtx *cx = rc->cx;
-    switch (e->kind) {
-    case IE_CONST: case IE_INDEX: case IE_ICMP:
-        return e;
-    case IE_ACCESS: {
-        const IExpr *r = fn(rc, arg, e);
-        return r ? r : e;
-    }
-    case IE_CALL: {
-        const IExpr *args[3];
-        bool changed = false;
-        for (int i = 0; i < e->call.nargs; i++) {
-            args[i] = rc_map_access(rc, e->call.args[i], fn, arg);
-            changed |= args[i] != e->call.args[i];
-        }
-        return changed ? ir_call(cx, e->call.fn, args, e->call.nargs) : e;
-    }
-    case IE_NEG: case IE_NOT: {
-        const IExpr *a = rc_map_access(rc, e->bin.a, fn, arg);
-        return a == e->bin.a ? e : ir_unary(cx, e->kind, a);
-    }
-    default: {
-        const IExpr *a = rc_map_access(rc, e->bin.a, fn, arg);
-        const IExpr *b = rc_map_access(rc, e->bin.b, fn, arg);
-        if (a == e->bin.a && b == e->bin.b)
-            return e;
-        return e->kind == IE_CMP ? ir_cmp(cx, e->bin.op, a, b) : ir_binary(cx, e->kind, a, b);
-    }
-    }
-}
-
-const Stage *rc_map_stage(RuleCtx *rc, const Stage *s, RcMapFn fn, void *arg)
-{
-    const IExpr *body = rc_map_access(rc, s->body, fn, arg);
+    const IExpr *body = ir_map_access(rc->cx, s->body, fn, arg);
     bool changed = body != s->body;
     const IExpr *small[8];
     const IExpr **g = s->nguards <= 8 ? small : xmalloc((size_t)s->nguards * sizeof *g);
     for (int i = 0; i < s->nguards; i++) {
-        g[i] = rc_map_access(rc, s->guards[i], fn, arg);
+        g[i] = ir_map_access(rc->cx, s->guards[i], fn, arg);
         changed |= g[i] != s->guards[i];
     }
     const Stage *r = !changed ? s
@@ -277,17 +197,19 @@ const Stage *rc_map_stage(RuleCtx *rc, const Stage *s, RcMapFn fn, void *arg)
 /* ---- the tree around the focus --------------------------------------------- */
 
 typedef struct Repl {
+    RuleCtx *rc;
     const Stage *from, *to;
     RcRemapFn remap;                /* NULL: same interface */
     const void *arg;
 } Repl;
 
-static const IExpr *repl_access(RuleCtx *rc, void *arg, const IExpr *acc)
+static const IExpr *repl_access(void *arg, const IExpr *acc)
 {
     Repl *r = arg;
+    RuleCtx *rc = r->rc;
     const Stage *s = acc->access.stage;
     if (!s)
-        return NULL;
+        return acc;
     if (s == r->from || ir_stage_equal(s, r->from)) {
         if (!r->remap)
             return ir_access_stage(rc->cx, r->to, acc->access.idx, acc->access.nidx);
@@ -301,14 +223,14 @@ static const IExpr *repl_access(RuleCtx *rc, void *arg, const IExpr *acc)
         return e;
     }
     const Stage *s2 = rc_map_stage(rc, s, repl_access, r);
-    return s2 == s ? NULL : ir_access_stage(rc->cx, s2, acc->access.idx, acc->access.nidx);
+    return s2 == s ? acc : ir_access_stage(rc->cx, s2, acc->access.idx, acc->access.nidx);
 }
 
 const Stage *rc_replace(RuleCtx *rc, const RuleFocus *f, const Stage *to)
 {
     if (f->is_root)
         return to;
-    Repl r = {f->stage, to, NULL, NULL};
+    Repl r = {rc, f->stage, to, NULL, NULL};
     return rc_map_stage(rc, f->root, repl_access, &r);
 }
 
@@ -316,7 +238,7 @@ const Stage *rc_replace_remap(RuleCtx *rc, const RuleFocus *f, const Stage *to,
                               RcRemapFn fn, const void *arg)
 {
     if (!f->is_root) {
-        Repl r = {f->stage, to, fn, arg};
+        Repl r = {rc, f->stage, to, fn, arg};
         return rc_map_stage(rc, f->root, repl_access, &r);
     }
     const Stage *s = f->stage;
@@ -404,11 +326,11 @@ int rc_reads(const Stage *root, const Stage *q)
 
 static const Stage *freshen_stage(RuleCtx *rc, const Stage *s);
 
-static const IExpr *freshen_access(RuleCtx *rc, void *arg, const IExpr *acc)
+static const IExpr *freshen_access(void *arg, const IExpr *acc)
 {
-    (void)arg;
+    RuleCtx *rc = arg;
     if (!acc->access.stage)
-        return NULL;
+        return acc;
     return ir_access_stage(rc->cx, freshen_stage(rc, acc->access.stage),
                            acc->access.idx, acc->access.nidx);
 }
@@ -440,6 +362,39 @@ static const Stage *freshen_stage(RuleCtx *rc, const Stage *s)
 
 const IExpr *rc_freshen(RuleCtx *rc, const IExpr *e)
 {
-    return rc_map_access(rc, e, freshen_access, NULL);
+    return ir_map_access(rc->cx, e, freshen_access, rc);
 }
 
+/* ---- lists of sites --------------------------------------------------------- */
+
+static bool same_site(const RuleSite *a, const RuleSite *b)
+{
+    return a->rule == b->rule && a->focus == b->focus && a->tensor == b->tensor
+        && a->target == b->target && a->a == b->a && a->b == b->b
+        && a->k == b->k && a->k2 == b->k2;
+}
+
+/* Duplicates can only come from the same rule at the same focus, which
+ * are pushed together at the end of the list. */
+void rc_push(RuleSites *out, RuleSite s)
+{
+    for (int i = out->len - 1; i >= 0; i--) {
+        const RuleSite *o = &out->data[i];
+        if (o->rule != s.rule || o->focus != s.focus)
+            break;
+        if (same_site(o, &s))
+            return;
+    }
+    if (out->len == out->cap) {
+        out->cap = out->cap ? 2 * out->cap : 64;
+        out->data = xrealloc(out->data, (size_t)out->cap * sizeof *out->data);
+    }
+    out->data[out->len++] = s;
+}
+
+void rule_sites_free(RuleSites *s)
+{
+    free(s->data);
+    s->data = NULL;
+    s->len = s->cap = 0;
+}

@@ -3,7 +3,7 @@
  * every rule for its sites at each distinct stage, or finds the focus of
  * one site and applies its rule there. */
 #include "config.h"
-#include "rule_impl.h"
+#include "rules_int.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -45,40 +45,6 @@ void rule_ctx_free(RuleCtx *rc)
 IrCtx *rule_ir(RuleCtx *rc)
 {
     return rc->cx;
-}
-
-/* ---- sites ------------------------------------------------------------------ */
-
-static bool same_site(const RuleSite *a, const RuleSite *b)
-{
-    return a->rule == b->rule && a->focus == b->focus && a->tensor == b->tensor
-        && a->target == b->target && a->a == b->a && a->b == b->b
-        && a->k == b->k && a->k2 == b->k2;
-}
-
-/* Duplicates can only come from the same rule at the same focus, which
- * are pushed together at the end of the list. */
-void rc_push(RuleSites *out, RuleSite s)
-{
-    for (int i = out->len - 1; i >= 0; i--) {
-        const RuleSite *o = &out->data[i];
-        if (o->rule != s.rule || o->focus != s.focus)
-            break;
-        if (same_site(o, &s))
-            return;
-    }
-    if (out->len == out->cap) {
-        out->cap = out->cap ? 2 * out->cap : 64;
-        out->data = xrealloc(out->data, (size_t)out->cap * sizeof *out->data);
-    }
-    out->data[out->len++] = s;
-}
-
-void rule_sites_free(RuleSites *s)
-{
-    free(s->data);
-    s->data = NULL;
-    s->len = s->cap = 0;
 }
 
 /* A walk down the tree that keeps the stack of variables bound above the

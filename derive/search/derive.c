@@ -57,16 +57,10 @@ Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o)
 
     /* The plan's program: intermediates before their users, ids = positions. */
     IrProgram *np = arena_dup(a, p, sizeof *p);
-    IrTensor **outs = arena_alloc(a, (size_t)(p->noutputs + 1) * sizeof *outs);
-    for (int i = 0; i < p->noutputs; i++)
-        outs[i] = p->tensors[p->outputs[i]];
-    np->tensors = order.data;
-    np->ntensors = order.len;
-    for (int i = 0; i < np->ntensors; i++)
-        np->tensors[i]->id = i;
     np->outputs = arena_alloc(a, (size_t)(p->noutputs + 1) * sizeof *np->outputs);
     for (int i = 0; i < p->noutputs; i++)
-        np->outputs[i] = outs[i]->id;
+        np->outputs[i] = p->outputs[i];
+    ir_program_reorder(np, order.data, order.len);
     Plan *pl = arena_alloc(a, sizeof *pl);
     pl->prog = np;
     pl->target = so.target;
@@ -77,7 +71,7 @@ Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o)
     pl->cost = plan_total(pl);
     d->plan = pl;
     if (o->level >= 1)
-        derive_fuse(cx, pl, &cm);
+        derive_fuse(cx, pl, &cm, so.budget_ms);
     return d;
 }
 
@@ -92,7 +86,7 @@ static void eval_into(const Stage *s, const IrTensor *t, double *const *data, do
     double *tmp = xmalloc((n ? n : 1) * sizeof *tmp);
     ir_eval_stage(s, data, tmp);
     memset(out, 0, ir_tensor_numel(t) * sizeof *out);
-    int64_t idx[16] = {0};
+    int64_t *idx = xcalloc((size_t)s->nloops + 1, sizeof *idx);
     for (size_t k = 0; k < n; k++) {
         size_t rem = k, off = 0;
         for (int d = s->nloops - 1; d >= 0; d--) {
@@ -104,6 +98,7 @@ static void eval_into(const Stage *s, const IrTensor *t, double *const *data, do
             off = off * (size_t)t->shape[d] + (size_t)idx[d];
         out[off] = tmp[k];
     }
+    free(idx);
     free(tmp);
 }
 
@@ -150,7 +145,7 @@ static bool verify_plan(const Derivation *dv, const Pieces *pc, double **data,
     return ok;
 }
 
-bool derive_verify(IrCtx *cx, const Derived *d, bool all_candidates)
+void derive_verify(IrCtx *cx, const Derived *d, bool all_candidates)
 {
     (void)cx;
     const IrProgram *p = d->plan->prog;
@@ -172,7 +167,7 @@ bool derive_verify(IrCtx *cx, const Derived *d, bool all_candidates)
             data[i][k] = (double)(seed >> 11) / 9007199254740992.0 * 2 - 1;
         }
     }
-    bool ok = true;
+    int bad = 0;
     for (int k = 0; k < d->nds; k++) {
         Derivation *dv = &d->ds[k];
         dv->max_id = max_id;
@@ -181,13 +176,16 @@ bool derive_verify(IrCtx *cx, const Derived *d, bool all_candidates)
         eval_into(dv->original, dv->tensor, data, want);
         for (int c = 0; c < dv->res.cands.len; c++)
             if (all_candidates || c == dv->res.chosen)
-                ok &= verify_plan(dv, &dv->res.cands.data[c].pieces, data, want, c);
+                bad += !verify_plan(dv, &dv->res.cands.data[c].pieces, data, want, c);
         free(want);
     }
     for (int i = 0; i <= max_id; i++)
         free(data[i]);
     free(data);
-    return ok;
+    if (bad)
+        ICE("--verify: %d derived form%s differ%s from %s definition%s", bad,
+            bad > 1 ? "s" : "", bad > 1 ? "" : "s", bad > 1 ? "their" : "its",
+            bad > 1 ? "s" : "");
 }
 
 /* ---- showing plans and derivations ----------------------------------------- */
@@ -245,20 +243,24 @@ void derive_print_json(const IrCtx *cx, const Derived *d, FILE *fp)
     for (int k = 0; k < d->nds; k++)
         if (d->ds[k].res.cands.len > n)
             n = d->ds[k].res.cands.len;
-    fprintf(fp, "{\"model\": \"%s\", \"target\": \"%s\", \"chosen\": 0, \"candidates\": [\n",
-            d->plan->prog->model, cost_target_name(d->plan->target));
+    fputs("{\"model\": ", fp);
+    plan_json_string(d->plan->prog->model, fp);
+    fprintf(fp, ", \"target\": \"%s\", \"chosen\": 0, \"candidates\": [\n",
+            cost_target_name(d->plan->target));
     for (int j = 0; j < n; j++) {
         fputs(j ? ",\n" : "", fp);
         json_candidate(d, j, fp);
     }
     fprintf(fp, "\n  ],\n  \"search\": {\"states\": %ld, \"ms\": %.3f, \"tensors\": [",
             d->states, d->ms);
-    for (int k = 0; k < d->nds; k++)
-        fprintf(fp, "%s\n    {\"tensor\": \"%s\", \"states\": %d, \"ms\": %.3f, "
-                    "\"candidates\": %d, \"out_of_budget\": %s}",
-                k ? "," : "", d->ds[k].tensor->name, d->ds[k].res.nodes.len,
+    for (int k = 0; k < d->nds; k++) {
+        fprintf(fp, "%s\n    {\"tensor\": ", k ? "," : "");
+        plan_json_string(d->ds[k].tensor->name, fp);
+        fprintf(fp, ", \"states\": %d, \"ms\": %.3f, \"candidates\": %d, "
+                    "\"out_of_budget\": %s}", d->ds[k].res.nodes.len,
                 d->ds[k].res.ms, d->ds[k].res.cands.len,
                 d->ds[k].res.out_of_budget ? "true" : "false");
+    }
     fputs("]}}\n", fp);
 }
 
@@ -308,31 +310,173 @@ void derive_explain(const IrCtx *cx, const Derived *d, FILE *fp)
     }
 }
 
+/* Text in a DOT string: quotes and backslashes escaped, line breaks and
+ * other control characters as blanks. */
+static void dot_str(FILE *fp, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fputc('\\', fp), fputc(c, fp);
+        else if (c < 32 || c == 127)
+            fputc(' ', fp);
+        else
+            fputc(c, fp);
+    }
+}
+
+/* Lines of an expression in a state's box: at most DOT_LINES lines of
+ * DOT_COLS characters, the rest cut with "..." (--explain has it whole). */
+enum { DOT_COLS = 44, DOT_LINES = 4, DOT_OTHERS = 2 };
+
+static void dot_expr(const IrCtx *cx, const Stage *st, FILE *fp)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    if (!m)
+        ICE("open_memstream failed");
+    ir_print_stage(cx, st, m);
+    fclose(m);
+    /* one line, blanks collapsed */
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = text[i] == '\n' || text[i] == '\t' ? ' ' : text[i];
+        if (c == ' ' && (n == 0 || text[n - 1] == ' '))
+            continue;
+        text[n++] = c;
+    }
+    while (n && text[n - 1] == ' ')
+        n--;
+    text[n] = 0;
+    const char *p = text;
+    for (int line = 0; *p && line < DOT_LINES; line++) {
+        size_t cut = strlen(p);
+        bool last = line == DOT_LINES - 1 && cut > DOT_COLS;
+        if (cut > DOT_COLS) {
+            cut = last ? DOT_COLS - 3 : DOT_COLS;
+            for (size_t c = cut; c > DOT_COLS / 2; c--)
+                if (p[c] == ' ') {
+                    cut = c;
+                    break;
+                }
+            while (cut > 0 && ((unsigned char)p[cut] & 0xc0) == 0x80)
+                cut--;                  /* not inside a UTF-8 character (Σ) */
+        }
+        char save = p[cut];
+        ((char *)p)[cut] = 0;
+        dot_str(fp, p);
+        ((char *)p)[cut] = save;
+        fputs(last ? "...\\l" : "\\l", fp);
+        p += cut;
+        while (*p == ' ')
+            p++;
+    }
+    free(text);
+}
+
+static void dot_state(const IrCtx *cx, const SearchResult *r, int k, int i, bool on,
+                      FILE *fp)
+{
+    const SearchNode *s = &r->nodes.data[i];
+    fprintf(fp, "    d%d_%d [label=\"#%d%s  %.2f us  dist %d\\l", k, i, i,
+            s->parent < 0 ? " start" : "", s->cost * 1e6, search_distance(s->expr));
+    dot_expr(cx, s->expr, fp);
+    fprintf(fp, "\"%s];\n", on ? ", color=red, penwidth=2" : ", fontcolor=\"#555555\"");
+    if (s->parent >= 0)
+        fprintf(fp, "    d%d_%d -> d%d_%d [label=\"%s%s\"%s];\n", k, s->parent, k, i,
+                rule_table[s->via.rule].tag, s->guided ? " (guided)" : "",
+                on ? ", color=red, penwidth=2" : ", style=dashed");
+}
+
+/* The search trees, drawn so that they fit a screen: for each searched
+ * tensor its chosen path from the top down, each state with its cost, its
+ * mismatch distance and its (shortened) expression and each edge with the
+ * rule; beside each step the DOT_OTHERS cheapest other states derived
+ * from the same parent, and one box that counts the rest of that
+ * subtree; at the bottom the operators of the chosen plan.  The trees
+ * follow one another down the page. */
 void derive_dot(const IrCtx *cx, const Derived *d, FILE *fp)
 {
-    (void)cx;
-    fputs("digraph derivation {\n  node [shape=box, fontname=\"monospace\", fontsize=10];\n", fp);
+    fputs("digraph derivation {\n"
+          "  graph [rankdir=TB, newrank=true, nodesep=0.15, ranksep=0.3, "
+          "fontname=\"Helvetica\", fontsize=11];\n"
+          "  node [shape=box, fontname=\"monospace\", fontsize=9];\n"
+          "  edge [fontname=\"Helvetica\", fontsize=9];\n", fp);
     for (int k = 0; k < d->nds; k++) {
         const Derivation *dv = &d->ds[k];
         const SearchResult *r = &dv->res;
+        int n = r->nodes.len;
         int path[64];
-        int n = chosen_path(dv, path, 64);
-        bool *on = xcalloc((size_t)r->nodes.len + 1, 1);
-        for (int i = 0; i < n; i++)
+        int np = chosen_path(dv, path, 64);
+        bool *on = xcalloc((size_t)n + 1, 1);
+        for (int i = 0; i < np; i++)
             on[path[i]] = true;
-        fprintf(fp, "  subgraph cluster_%d {\n    label=\"%s: %d states\";\n", k,
-                dv->tensor->name, r->nodes.len);
-        for (int i = 0; i < r->nodes.len; i++) {
-            const SearchNode *s = &r->nodes.data[i];
-            fprintf(fp, "    d%d_%d [label=\"#%d  %.2f us  dist %d\"%s];\n", k, i, i,
-                    s->cost * 1e6, search_distance(s->expr),
-                    on[i] ? ", color=red, penwidth=2" : "");
-            if (s->parent >= 0)
-                fprintf(fp, "    d%d_%d -> d%d_%d [label=\"%s\"%s];\n", k, s->parent, k,
-                        i, rule_table[s->via.rule].tag,
-                        on[i] && on[s->parent] ? ", color=red, penwidth=2" : "");
+        /* subtree sizes: a child's index is always above its parent's */
+        int *size = xcalloc((size_t)n + 1, sizeof *size);
+        for (int i = n - 1; i >= 0; i--) {
+            size[i] += 1;
+            if (r->nodes.data[i].parent >= 0)
+                size[r->nodes.data[i].parent] += size[i];
         }
-        fputs("  }\n", fp);
+        fprintf(fp, "  subgraph cluster_%d {\n    label=\"", k);
+        dot_str(fp, dv->tensor->name);
+        fprintf(fp, ": %d states, %d candidates, chosen in %d step%s\";\n", n, r->cands.len,
+                np - 1, np == 2 ? "" : "s");
+        for (int s = 0; s < np; s++) {
+            int at = path[s];
+            if (s == 0)
+                dot_state(cx, r, k, at, true, fp);
+            if (s + 1 >= np)
+                break;
+            /* the children of `at`: the path's next state, then the
+             * cheapest others */
+            int shown[DOT_OTHERS], nshown = 0, rest = 0;
+            for (int c = at + 1; c < n; c++) {
+                if (r->nodes.data[c].parent != at || c == path[s + 1])
+                    continue;
+                rest += size[c];
+                int pos = nshown;
+                while (pos > 0 && r->nodes.data[shown[pos - 1]].cost > r->nodes.data[c].cost)
+                    pos--;
+                if (pos >= DOT_OTHERS)
+                    continue;
+                if (nshown < DOT_OTHERS)
+                    nshown++;
+                memmove(shown + pos + 1, shown + pos, sizeof *shown * (size_t)(nshown - 1 - pos));
+                shown[pos] = c;
+            }
+            dot_state(cx, r, k, path[s + 1], true, fp);
+            for (int j = 0; j < nshown; j++) {
+                rest -= 1;
+                dot_state(cx, r, k, shown[j], false, fp);
+            }
+            if (rest > 0)
+                fprintf(fp, "    m%d_%d [shape=plaintext, fontname=\"Helvetica\", "
+                            "label=\"+ %d more state%s\"];\n    d%d_%d -> m%d_%d [style=dotted];\n",
+                        k, at, rest, rest == 1 ? "" : "s", k, at, k, at);
+            fprintf(fp, "    { rank=same; d%d_%d", k, path[s + 1]);
+            for (int j = 0; j < nshown; j++)
+                fprintf(fp, "; d%d_%d", k, shown[j]);
+            if (rest > 0)
+                fprintf(fp, "; m%d_%d", k, at);
+            fputs(" }\n", fp);
+        }
+        /* the chosen plan */
+        const Pieces *pc = &r->cands.data[r->chosen].pieces;
+        fprintf(fp, "    p%d [shape=box, style=\"rounded,filled\", fillcolor=\"#f8e0f0\", "
+                    "label=\"plan: %.2f us\\l", k, pc->cost * 1e6);
+        for (int j = 0; j < pc->ops.len; j++) {
+            fprintf(fp, "%s ", op_kind_name(pc->ops.data[j].op.kind));
+            dot_str(fp, pc->ops.data[j].out->name);
+            fputs("\\l", fp);
+        }
+        fprintf(fp, "\"];\n    d%d_%d -> p%d [color=red, penwidth=2];\n  }\n", k,
+                path[np - 1], k);
+        /* the next tree goes below this one */
+        if (k > 0)
+            fprintf(fp, "  p%d -> d%d_%d [style=invis];\n", k - 1, k, path[0]);
+        free(size);
         free(on);
     }
     fputs("}\n", fp);

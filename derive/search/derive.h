@@ -39,13 +39,15 @@ Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o);
 int derive_merge_siblings(IrCtx *cx, IrProgram *p, const CostModel *cm);
 
 /* Inter-expression fusion: substitute maps read by one other map into it
- * (fuse.c).  Returns how many tensors went away. */
-int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm);
+ * (fuse.c), while the compile is within budget_ms (search_budget_spent).
+ * Returns how many tensors went away. */
+int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm, double budget_ms);
 
 /* Check every chosen derivation (every kept candidate with
  * all_candidates) on random data in double precision; reports an error
- * (diag_error at the tensor) for each that differs and returns false. */
-bool derive_verify(IrCtx *cx, const Derived *d, bool all_candidates);
+ * (diag_error at the tensor) for each that differs, then, if one did, an
+ * internal error (ICE: exit 3).  Returns only when all agree. */
+void derive_verify(IrCtx *cx, const Derived *d, bool all_candidates);
 
 void derive_print_json(const IrCtx *cx, const Derived *d, FILE *fp);
 void derive_explain(const IrCtx *cx, const Derived *d, FILE *fp);

@@ -14,6 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The largest fused kernel: expression depth and nodes (see derive_fuse). */
+#define FUSE_MAX_DEPTH 64
+#define FUSE_MAX_NODES 4096
+
 typedef struct Fuse {
     IrCtx *cx;
     const IrTensor *t;          /* the map being substituted */
@@ -63,77 +67,214 @@ static const IExpr *substitute(Fuse *fu, const IExpr *e)
     return ir_map_access(fu->cx, e, substitute_access, fu);
 }
 
-static int count_reads(const IExpr *e, const IrTensor *t);
-
-/* Reads by the gathers of an index (each an access). */
-static int ix_count_reads(const Ix *x, const IrTensor *t)
-{
-    const IExpr *g[16];
-    int n = ix_gathers(x, g, 16), c = 0;
-    if (n > 16)
-        return 2;                       /* many: never the single reader */
-    for (int i = 0; i < n; i++)
-        c += count_reads(g[i], t);
-    return c;
-}
-
-static int count_reads(const IExpr *e, const IrTensor *t)
-{
-    switch (e->kind) {
-    case IE_CONST:
-        return 0;
-    case IE_INDEX:
-        return ix_count_reads(e->ix, t);
-    case IE_ICMP:
-        return ix_count_reads(e->icmp.ix, t);
-    case IE_ACCESS: {
-        int n = e->access.tensor == t;
-        for (int k = 0; k < e->access.nidx; k++)
-            n += ix_count_reads(e->access.idx[k], t);
-        return n;
-    }
-    case IE_CALL: {
-        int n = 0;
-        for (int i = 0; i < e->call.nargs; i++)
-            n += count_reads(e->call.args[i], t);
-        return n;
-    }
-    case IE_NEG: case IE_NOT:
-        return count_reads(e->bin.a, t);
-    default:
-        return count_reads(e->bin.a, t) + count_reads(e->bin.b, t);
-    }
-}
-
-static int stage_reads(const Stage *s, const IrTensor *t)
-{
-    int n = count_reads(s->body, t);
-    for (int g = 0; g < s->nguards; g++)
-        n += count_reads(s->guards[g], t);
-    return n;
-}
-
 static bool is_map(const IrTensor *t)
 {
     return t->kind == IT_STAGE && t->stage->nsums == 0 && t->elem == ELEM_F32;
 }
 
-/* The single map that reads t (once), or NULL. */
-static IrTensor *single_reader(const IrProgram *p, const IrTensor *t)
+/* ---- who reads what, kept up to date as maps merge ------------------------
+ * For each tensor x: how many stages read it and the sum of their ids
+ * (with one reader, the sum is its id); for each pair (x, reader): how
+ * many times.  Each merge walks the merged stage once, so fusing a
+ * program costs the size of what it builds, not the program's size per
+ * map (which made a chain of N maps cost N^3). */
+typedef struct PairMap {
+    uint64_t *key;                  /* x << 32 | reader, + 1 (0: empty) */
+    int *count;
+    size_t cap, n;
+} PairMap;
+
+static size_t pair_slot(const PairMap *pm, uint64_t key)
 {
-    IrTensor *reader = NULL;
-    for (int i = 0; i < p->ntensors; i++) {
-        IrTensor *u = p->tensors[i];
-        if (u->kind != IT_STAGE)
-            continue;
-        int n = stage_reads(u->stage, t);
-        if (n == 0)
-            continue;
-        if (reader || n > 1 || !is_map(u))
-            return NULL;
-        reader = u;
+    size_t i = (size_t)((key * 0x9e3779b97f4a7c15u) >> 20) & (pm->cap - 1);
+    while (pm->key[i] && pm->key[i] != key)
+        i = (i + 1) & (pm->cap - 1);
+    return i;
+}
+
+static int *pair_count(PairMap *pm, int x, int reader)
+{
+    if (2 * (pm->n + 1) > pm->cap) {
+        PairMap big = {xcalloc(pm->cap ? 2 * pm->cap : 1024, sizeof *big.key),
+                       xcalloc(pm->cap ? 2 * pm->cap : 1024, sizeof *big.count),
+                       pm->cap ? 2 * pm->cap : 1024, pm->n};
+        for (size_t i = 0; i < pm->cap; i++)
+            if (pm->key[i]) {
+                size_t j = pair_slot(&big, pm->key[i]);
+                big.key[j] = pm->key[i];
+                big.count[j] = pm->count[i];
+            }
+        free(pm->key);
+        free(pm->count);
+        *pm = big;
     }
-    return reader;
+    uint64_t key = ((uint64_t)(uint32_t)x << 32 | (uint32_t)reader) + 1;
+    size_t i = pair_slot(pm, key);
+    if (!pm->key[i]) {
+        pm->key[i] = key;
+        pm->count[i] = 0;
+        pm->n++;
+    }
+    return &pm->count[i];
+}
+
+/* What one stage reads, with counts, and its depth and size. */
+typedef struct Use {
+    int x, n;
+} Use;
+
+typedef struct Info {
+    Use *reads;
+    int nreads;
+    int depth, nodes;
+} Info;
+
+typedef struct Walk {
+    Arena *arena;
+    int *count;                     /* by tensor id, zero between walks */
+    VEC(int) seen;                  /* the ids counted */
+    int nodes;
+} Walk;
+
+static int walk_stage(Walk *w, const Stage *s);
+
+static int walk_expr(Walk *w, const IExpr *e);
+
+/* An index expression's depth; its terms count as nodes, a gather's read
+ * as an expression. */
+static int walk_ix(Walk *w, const Ix *x)
+{
+    int d = 0, k;
+    w->nodes += 1 + x->n;
+    for (int i = 0; i < x->n; i++) {
+        const IxTerm *t = &x->t[i];
+        if (t->kind == IX_VAR)
+            continue;
+        k = t->kind == IX_READ ? walk_expr(w, t->read) : walk_ix(w, t->arg);
+        d = k > d ? k : d;
+    }
+    return 1 + d;
+}
+
+/* Counts the reads of e (nested stages and gathers included) and returns
+ * its depth, index expressions included. */
+static int walk_expr(Walk *w, const IExpr *e)
+{
+    int d = 0, k;
+    w->nodes++;
+    const Ix *const *ixs;
+    int nx = ir_expr_ixs(e, &ixs);
+    for (int i = 0; i < nx; i++)
+        if ((k = walk_ix(w, ixs[i])) > d)
+            d = k;
+    if (e->kind == IE_ACCESS && e->access.tensor) {
+        int x = e->access.tensor->id;
+        if (w->count[x]++ == 0)
+            vec_push(w->arena, &w->seen, x);
+    } else if (ir_expr_stage(e) && (k = walk_stage(w, ir_expr_stage(e))) > d) {
+        d = k;
+    }
+    const IExpr *kids[IR_MAX_CHILDREN];
+    int nk = ir_expr_children(e, kids);
+    for (int i = 0; i < nk; i++)
+        if ((k = walk_expr(w, kids[i])) > d)
+            d = k;
+    return 1 + d;
+}
+
+static int walk_stage(Walk *w, const Stage *s)
+{
+    int d = walk_expr(w, s->body);
+    for (int g = 0; g < s->nguards; g++) {
+        int k = walk_expr(w, s->guards[g]);
+        d = k > d ? k : d;
+    }
+    return d;
+}
+
+static Info stage_info(Walk *w, const Stage *s)
+{
+    Info in = {0};
+    w->seen.len = 0;
+    w->nodes = 0;
+    in.depth = walk_stage(w, s);
+    in.nodes = w->nodes;
+    in.nreads = w->seen.len;
+    in.reads = xmalloc((size_t)(in.nreads + 1) * sizeof *in.reads);
+    for (int i = 0; i < w->seen.len; i++) {
+        int x = w->seen.data[i];
+        in.reads[i] = (Use){x, w->count[x]};
+        w->count[x] = 0;
+    }
+    return in;
+}
+
+/* Nodes of an index expression, a gather's subscripts included (a
+ * substitution rewrites those too). */
+static int ix_size(const Ix *x)
+{
+    int n = 1 + x->n;
+    for (int i = 0; i < x->n; i++) {
+        const IxTerm *t = &x->t[i];
+        if (t->kind == IX_READ)
+            for (int k = 0; k < t->read->access.nidx; k++)
+                n += ix_size(t->read->access.idx[k]);
+        else if (t->kind != IX_VAR)
+            n += ix_size(t->arg);
+    }
+    return n;
+}
+
+typedef struct Subscripts {
+    const IrTensor *t;
+    int max;
+} Subscripts;
+
+static bool subscript_visit(void *arg, const IExpr *e)
+{
+    Subscripts *sz = arg;
+    if (e->kind == IE_ACCESS && e->access.tensor == sz->t)
+        for (int i = 0; i < e->access.nidx; i++) {
+            int k = ix_size(e->access.idx[i]);
+            sz->max = k > sz->max ? k : sz->max;
+        }
+    return true;
+}
+
+/* The largest subscript of an access to t in e: what each use of one of
+ * t's loop variables grows to when t is substituted. */
+static int subscript_size(const IExpr *e, const IrTensor *t)
+{
+    Subscripts sz = {t, 0};
+    ir_expr_visit(e, subscript_visit, &sz);
+    return sz.max;
+}
+
+typedef struct Readers {
+    PairMap pairs;
+    int *nreaders;                  /* by tensor id */
+    int64_t *idsum;                 /* by tensor id: sum of the readers' ids */
+} Readers;
+
+static void add_reads(Readers *rd, int reader, const Info *in, int sign)
+{
+    for (int i = 0; i < in->nreads; i++) {
+        int x = in->reads[i].x;
+        *pair_count(&rd->pairs, x, reader) += sign * in->reads[i].n;
+        rd->nreaders[x] += sign;
+        rd->idsum[x] += sign * reader;
+    }
+}
+
+/* The single stage that reads t, once, if it is a map; else -1. */
+static int single_reader(Readers *rd, const IrProgram *p, int t)
+{
+    if (rd->nreaders[t] != 1)
+        return -1;
+    int r = (int)rd->idsum[t];
+    if (*pair_count(&rd->pairs, t, r) != 1 || !is_map(p->tensors[r]))
+        return -1;
+    return r;
 }
 
 /* The estimated seconds of `s` computing `t`, as its own operator. */
@@ -152,22 +293,51 @@ static void absorb(Arena *a, Tensors *into, const Tensors *from, const IrTensor 
     vec_push(a, into, t);
 }
 
-int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm)
+int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm, double budget_ms)
 {
     IrProgram *p = pl->prog;
-    int fused = 0, nv = ir_var_count(cx);
-    bool *dead = xcalloc((size_t)p->ntensors + 1, sizeof *dead);
+    int fused = 0, nv = ir_var_count(cx), nt = p->ntensors;
+    bool *dead = xcalloc((size_t)nt + 1, sizeof *dead);
     Arena *a = ir_arena(cx);
-    Tensors *pro = arena_alloc(a, (size_t)(p->ntensors + 1) * sizeof *pro);
+    Tensors *pro = arena_alloc(a, (size_t)(nt + 1) * sizeof *pro);
     int64_t *lo = xcalloc((size_t)nv + 1, sizeof *lo), *hi = xcalloc((size_t)nv + 1, sizeof *hi);
-    for (int i = 0; i < p->ntensors; i++) {
+    Walk w = {arena_new(), xcalloc((size_t)nt + 1, sizeof *w.count), {0}, 0};
+    Info *info = xcalloc((size_t)nt + 1, sizeof *info);
+    Readers rd = {{0}, xcalloc((size_t)nt + 1, sizeof *rd.nreaders),
+                  xcalloc((size_t)nt + 1, sizeof *rd.idsum)};
+    for (int i = 0; i < nt; i++)
+        if (p->tensors[i]->kind == IT_STAGE) {
+            info[i] = stage_info(&w, p->tensors[i]->stage);
+            add_reads(&rd, i, &info[i], 1);
+        }
+    for (int i = 0; i < nt; i++) {
         IrTensor *t = p->tensors[i];
         if (!is_map(t) || t->is_output || t->weight_only)
             continue;
-        IrTensor *r = single_reader(p, t);
-        if (!r || r->weight_only)
+        /* --search-budget bounds the whole compile: past it, the rest
+         * stays unfused */
+        if (search_budget_spent(budget_ms))
+            break;
+        int ri = single_reader(&rd, p, i);
+        if (ri < 0 || p->tensors[ri]->weight_only)
             continue;
+        IrTensor *r = p->tensors[ri];
+        /* Bounded kernels: a chain of maps longer than this becomes
+         * several kernels, so each merge costs at most a bounded walk and
+         * no expression grows deeper than the walks of the IR and the
+         * emitters can take. */
         const Stage *s = r->stage;
+        int sub = subscript_size(s->body, t);
+        for (int k = 0; k < s->nguards; k++)
+            if (subscript_size(s->guards[k], t) > sub)
+                sub = subscript_size(s->guards[k], t);
+        /* every node of t may take a subscript of r in place of a loop
+         * variable (a chain of t[i % 7 + i / 3] grows its indices
+         * exponentially), and a guard per bound of each */
+        long est = (long)info[ri].nodes + (long)info[i].nodes * (sub > 1 ? sub : 1) +
+                   4L * t->stage->nloops * sub;
+        if (info[i].depth + info[ri].depth > FUSE_MAX_DEPTH || est > FUSE_MAX_NODES)
+            continue;
         for (int d = 0; d < s->nloops; d++) {
             lo[s->loops[d].id] = s->loops[d].lo;
             hi[s->loops[d].id] = s->loops[d].hi;
@@ -192,7 +362,24 @@ int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm)
             if (p->tensors[k] == r)
                 absorb(a, &pro[k], &pro[i], t);
         fused++;
+        /* t's reads are r's now; r's are counted again from what merged */
+        add_reads(&rd, i, &info[i], -1);
+        add_reads(&rd, ri, &info[ri], -1);
+        free(info[i].reads);
+        free(info[ri].reads);
+        info[i] = (Info){0};
+        info[ri] = stage_info(&w, merged);
+        add_reads(&rd, ri, &info[ri], 1);
     }
+    for (int i = 0; i < nt; i++)
+        free(info[i].reads);
+    free(info);
+    free(rd.pairs.key);
+    free(rd.pairs.count);
+    free(rd.nreaders);
+    free(rd.idsum);
+    free(w.count);
+    arena_free(w.arena);
     free(lo);
     free(hi);
     if (!fused) {

@@ -84,13 +84,17 @@ PlanOp plan_choose(IrCtx *cx, const CostModel *cm, const IrTensor *out, const St
 
 /* ---- instantiation --------------------------------------------------------- */
 
-#define MAXR 16                 /* loops of a stage we refit */
+/* Stages of any rank are instantiated: the arrays below are sized by the
+ * stage at hand (in the IR arena), never by a constant, since a program
+ * decides how many loops a stage has.  Refitting layouts is tried only up
+ * to the iterators the operator patterns handle (MATCH_MAX_VARS): past
+ * that no layout could match, and the stage runs as it is. */
 
 typedef struct Made {
     const Stage *nested;        /* a nested stage already materialised */
     const IrTensor *t;          /* its tensor */
     int ndims;                  /* dims of t */
-    int perm[MAXR];             /* dim j of t is loop perm[j] of `nested` */
+    int *perm;                  /* dim j of t is loop perm[j] of `nested` */
 } Made;
 
 typedef struct Flat {
@@ -161,10 +165,8 @@ static const IrTensor *add_tensor(Flat *f, const Stage *st)
 static PlanOp choose_op(Flat *f, const IrTensor *out, const Stage *s, bool price)
 {
     IrTensor tmp;
-    int64_t shape[MAXR + 1];
+    int64_t *shape = arena_alloc(ir_arena(f->cx), (size_t)(s->nloops + 1) * sizeof *shape);
     if (!out) {
-        if (s->nloops > MAXR)
-            ICE("plan: a stage with %d loops", s->nloops);
         memset(&tmp, 0, sizeof tmp);
         tmp.kind = IT_STAGE;
         tmp.elem = ELEM_F32;
@@ -228,7 +230,8 @@ enum { C_BATCH, C_M, C_N, C_K, C_NONE };
 /* The relayout of operand `acc` to dims `vars` (in that order). */
 static const IExpr *relayout(Flat *f, const Stage *s, const IExpr *acc, const int *vars, int n)
 {
-    IrVar loops[MAXR] = {{0}};
+    Arena *a = ir_arena(f->cx);
+    IrVar *loops = arena_alloc(a, (size_t)(n + 1) * sizeof *loops);
     for (int j = 0; j < n; j++) {
         for (int i = 0; i < s->nloops; i++)
             if (s->loops[i].id == vars[j])
@@ -237,13 +240,13 @@ static const IExpr *relayout(Flat *f, const Stage *s, const IExpr *acc, const in
             if (s->sums[i].id == vars[j])
                 loops[j] = s->sums[i];
     }
-    int perm[MAXR] = {0};
+    int *perm = arena_alloc(a, (size_t)(n + 1) * sizeof *perm);
     for (int j = 0; j < n; j++)
         perm[j] = j;
     const Stage *st = reorder_shift(f, ir_stage(f->cx, RED_NONE, loops, n, NULL, 0,
                                                 NULL, 0, acc), perm, n);
     const IrTensor *t = add_tensor(f, st);
-    const Ix *idx[MAXR];
+    const Ix **idx = arena_alloc(a, (size_t)(n + 1) * sizeof *idx);
     for (int j = 0; j < n; j++)
         idx[j] = ix_sub(f->cx, ix_var(f->cx, vars[j]), ix_const(f->cx, loops[j].lo));
     return ir_access_tensor(f->cx, t, idx, n);
@@ -258,10 +261,10 @@ static const Stage *fit_gemm(Flat *f, const Stage *s, bool free_output, int *per
     if (s->red != RED_SUM || s->nguards || b->kind != IE_MUL ||
         b->bin.a->kind != IE_ACCESS || b->bin.b->kind != IE_ACCESS ||
         !b->bin.a->access.tensor || !b->bin.b->access.tensor ||
-        s->nloops + s->nsums > MAXR)
+        s->nloops + s->nsums > MATCH_MAX_VARS)
         return NULL;
     const IExpr *A = b->bin.a, *B = b->bin.b;
-    int cls[MAXR], nv = s->nloops + s->nsums;
+    int cls[MATCH_MAX_VARS], nv = s->nloops + s->nsums;
     for (int i = 0; i < nv; i++) {
         bool loop = i < s->nloops;
         int v = loop ? s->loops[i].id : s->sums[i - s->nloops].id;
@@ -272,7 +275,7 @@ static const Stage *fit_gemm(Flat *f, const Stage *s, bool free_output, int *per
             return NULL;
     }
     /* canonical orders: batch, M, N by loop position; K by sum position */
-    int order_a[MAXR], order_b[MAXR], na = 0, nb = 0, no = 0;
+    int order_a[MATCH_MAX_VARS], order_b[MATCH_MAX_VARS], na = 0, nb = 0, no = 0;
     static const int ga[] = {C_BATCH, C_M, C_K}, gb[] = {C_BATCH, C_K, C_N},
                      go[] = {C_BATCH, C_M, C_N};
     for (int g = 0; g < 3; g++)
@@ -350,14 +353,6 @@ static bool spatial_vars(const Stage *s, const Ix *x, int *h, int *r)
     return *h >= 0 && *r >= 0;
 }
 
-static int loop_index(const Stage *s, int var)
-{
-    for (int i = 0; i < s->nloops; i++)
-        if (s->loops[i].id == var)
-            return i;
-    return -1;
-}
-
 /* Whether `s` under the loop order perm is a library call of the target:
  * an intermediate reordered and shifted (as materialise makes it), or the
  * result as it is (perm is the identity then). */
@@ -372,7 +367,8 @@ static const Stage *fit_conv(Flat *f, const Stage *s, bool free_output, int *per
     const IExpr *b = s->body;
     if (s->red != RED_SUM || s->nguards || b->kind != IE_MUL || s->nsums != 3 ||
         b->bin.a->kind != IE_ACCESS || b->bin.b->kind != IE_ACCESS ||
-        !b->bin.a->access.tensor || !b->bin.b->access.tensor || s->nloops > MAXR - 1)
+        !b->bin.a->access.tensor || !b->bin.b->access.tensor ||
+        s->nloops + s->nsums > MATCH_MAX_VARS)
         return NULL;
     for (int order = 0; order < 2; order++) {
         const IExpr *X = order ? b->bin.b : b->bin.a, *W = order ? b->bin.a : b->bin.b;
@@ -386,12 +382,12 @@ static const Stage *fit_conv(Flat *f, const Stage *s, bool free_output, int *per
             continue;
         n = xi[0]->t[0].var;
         c = xi[1]->t[0].var;
-        int pn = loop_index(s, n), ph = loop_index(s, h), pw = loop_index(s, w);
-        if (pn < 0 || loop_index(s, c) >= 0 || ir_expr_uses(W, n) || ir_expr_uses(W, h) ||
+        int pn = ir_loop_pos(s, n), ph = ir_loop_pos(s, h), pw = ir_loop_pos(s, w);
+        if (pn < 0 || ir_loop_pos(s, c) >= 0 || ir_expr_uses(W, n) || ir_expr_uses(W, h) ||
             ir_expr_uses(W, w) || !ir_expr_uses(W, c) || !ir_expr_uses(W, r) || !ir_expr_uses(W, sv))
             continue;
         /* the output channels: every other loop, read by the filter only */
-        int order_w[MAXR], nw = 0, np = 0;
+        int order_w[MATCH_MAX_VARS], nw = 0, np = 0;
         bool ok = true;
         perm[np++] = pn;
         for (int i = 0; i < s->nloops && ok; i++) {
@@ -434,13 +430,13 @@ static const Stage *instantiate_stage(Flat *f, const Stage *s, bool free_output,
 {
     for (int i = 0; i < s->nloops; i++)
         perm[i] = i;
-    if (s->nloops > MAXR)
+    if (s->nloops + s->nsums > MATCH_MAX_VARS)
         return s;
     PlanOp as_is = free_output ? choose(f, NULL, reorder_shift(f, s, perm, s->nloops))
                                : choose(f, f->result, s);
     if (as_is.impl != IMPL_KERNEL)
         return s;
-    int best = -1, p2[MAXR];
+    int best = -1, p2[MATCH_MAX_VARS];
     double best_cost = as_is.cost;
     for (int i = 0; i < (int)(sizeof fits / sizeof *fits); i++) {
         int before = f->out->ops.len;
@@ -489,7 +485,7 @@ static bool fit_loop_order(Flat *f, const Stage *s, int *perm)
     if (s->red != RED_SUM || b->kind != IE_MUL || s->nloops > 4 ||
         b->bin.a->kind != IE_ACCESS || b->bin.b->kind != IE_ACCESS)
         return false;
-    int p[MAXR];
+    int p[4];
     for (int i = 0; i < s->nloops; i++)
         p[i] = i;
     while (next_perm(p, s->nloops)) {
@@ -517,23 +513,23 @@ static const Made *materialise(Flat *f, const Stage *s, const Ix *const *idx)
         if (ok)
             return m;
     }
-    Made m = {s, NULL, 0, {0}};
+    Arena *a = ir_arena(f->cx);
+    Made m = {s, NULL, 0, NULL};
     const Stage *flat = flatten_stage(f, s);
-    int keep[MAXR], nkeep = 0;
-    for (int d = 0; d < flat->nloops && flat->nloops <= MAXR; d++)
+    int *keep = arena_alloc(a, (size_t)(flat->nloops + 1) * sizeof *keep), nkeep = 0;
+    for (int d = 0; d < flat->nloops; d++)
         if (ir_stage_uses(flat, flat->loops[d].id) ||
             !within(f, idx[d], flat->loops[d].lo, flat->loops[d].hi))
             keep[nkeep++] = d;
-    if (flat->nloops > MAXR)
-        ICE("plan: a stage with %d loops", flat->nloops);
     if (nkeep < flat->nloops) {
-        IrVar loops[MAXR];
+        IrVar *loops = arena_alloc(a, (size_t)(nkeep + 1) * sizeof *loops);
         for (int j = 0; j < nkeep; j++)
             loops[j] = flat->loops[keep[j]];
         flat = ir_stage(f->cx, flat->red, loops, nkeep, flat->sums, flat->nsums,
                         flat->guards, flat->nguards, flat->body);
     }
-    int perm[MAXR];
+    int *perm = arena_alloc(a, (size_t)(nkeep + 1) * sizeof *perm);
+    m.perm = arena_alloc(a, (size_t)(nkeep + 1) * sizeof *m.perm);
     for (int d = 0; d < flat->nloops; d++)
         perm[d] = d;
     if (!is_call(f, NULL, reorder_shift(f, flat, perm, flat->nloops)) &&
@@ -585,8 +581,8 @@ void plan_instantiate(IrCtx *cx, const CostModel *cm, const IrTensor *result,
                       const Stage *s, int *next_id, Pieces *out)
 {
     Flat f = {cx, cm, result, next_id, out, {0}, NULL, NULL, 0};
-    int perm[MAXR];
     const Stage *flat = flatten_stage(&f, s);
+    int *perm = arena_alloc(ir_arena(cx), (size_t)(flat->nloops + 1) * sizeof *perm);
     flat = instantiate_stage(&f, flat, false, perm);
     PlanOp op = plan_choose(cx, cm, result, flat);
     vec_push(ir_arena(cx), &out->ops, op);
@@ -681,11 +677,20 @@ void plan_print(const Plan *pl, FILE *fp)
     }
 }
 
-static void json_string(const char *s, FILE *fp)
+/* A JSON string of `s`, quotes included (RFC 8259: quotes, backslashes
+ * and control characters escaped). */
+void plan_json_string(const char *s, FILE *fp)
 {
     fputc('"', fp);
-    for (const char *c = s; *c; c++)
-        fprintf(fp, *c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(fp, "\\%c", c);
+        else if (c < 32)
+            fprintf(fp, "\\u%04x", c);
+        else
+            fputc(c, fp);
+    }
     fputc('"', fp);
 }
 
@@ -694,7 +699,7 @@ static void json_names(const char *tag, const IrTensor *const *t, int n, FILE *f
     fprintf(fp, ", \"%s\": [", tag);
     for (int i = 0; i < n; i++) {
         fputs(i ? ", " : "", fp);
-        json_string(t[i]->name, fp);
+        plan_json_string(t[i]->name, fp);
     }
     fputc(']', fp);
 }
@@ -704,7 +709,7 @@ void plan_print_json_op(const PlanOp *o, Precision prec, FILE *fp)
     const OpMatch *m = &o->op;
     fprintf(fp, "{\"kind\": \"%s\", \"impl\": \"%s\", \"tensor\": ", op_kind_name(m->kind),
             cost_impl_name(o->impl));
-    json_string(o->out->name, fp);
+    plan_json_string(o->out->name, fp);
     fprintf(fp, ", \"cost_us\": %.3f, \"at_load\": %s", o->cost * 1e6,
             o->at_load ? "true" : "false");
     if (o->measured)
@@ -712,7 +717,7 @@ void plan_print_json_op(const PlanOp *o, Precision prec, FILE *fp)
     /* what a tuning database (--tune-db) holds the operator's time under */
     char *key = cost_op_key(NULL, o->stage, o->impl == IMPL_KERNEL ? NULL : m, prec);
     fputs(", \"key\": ", fp);
-    json_string(key, fp);
+    plan_json_string(key, fp);
     free(key);
     if (o->nprologue)
         json_names("fused", o->prologue, o->nprologue, fp);

@@ -143,6 +143,8 @@ double plan_total(const Plan *pl);
 
 /* Print one operator a line with shapes and estimated cost (--emit=plan). */
 void plan_print(const Plan *pl, FILE *fp);
+/* `s` as a JSON string, quotes included. */
+void plan_json_string(const char *s, FILE *fp);
 /* One operator as a JSON object (--emit=plan-json). */
 void plan_print_json_op(const PlanOp *o, Precision prec, FILE *fp);
 

@@ -28,7 +28,7 @@ void search_default_options(SearchOptions *o)
     o->depth = 1;
     o->max_states = 3000;
     o->per_rule = 24;
-    o->budget_ms = 10000;
+    o->budget_ms = 60000;
     o->dev = cost_device("h200");
     o->precision = PREC_FP32;
     o->tune_db = NULL;
@@ -104,22 +104,13 @@ static int stage_distance(const Stage *s);
 
 static int expr_distance(const IExpr *e)
 {
-    switch (e->kind) {
-    case IE_ACCESS:
+    if (e->kind == IE_ACCESS)
         return e->access.stage ? stage_distance(e->access.stage) : 0;
-    case IE_CONST: case IE_INDEX: case IE_ICMP:
-        return 0;
-    case IE_CALL: {
-        int d = 0;
-        for (int i = 0; i < e->call.nargs; i++)
-            d += expr_distance(e->call.args[i]);
-        return d;
-    }
-    case IE_NEG: case IE_NOT:
-        return expr_distance(e->bin.a);
-    default:
-        return expr_distance(e->bin.a) + expr_distance(e->bin.b);
-    }
+    const IExpr *kids[IR_MAX_CHILDREN];
+    int n = ir_expr_children(e, kids), d = 0;
+    for (int i = 0; i < n; i++)
+        d += expr_distance(kids[i]);
+    return d;
 }
 
 static int stage_distance(const Stage *s)
@@ -157,10 +148,17 @@ typedef struct Search {
     bool trace;
 } Search;
 
+bool search_budget_spent(double budget_ms)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
+        return false;
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6 > budget_ms;
+}
+
 static bool out_of_budget(Search *s)
 {
-    if (s->out->nodes.len >= s->opt->max_states ||
-        now_ms() - s->t0 > s->opt->budget_ms) {
+    if (s->out->nodes.len >= s->opt->max_states || search_budget_spent(s->opt->budget_ms)) {
         s->out->out_of_budget = true;
         return true;
     }

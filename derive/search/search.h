@@ -23,13 +23,19 @@ typedef struct SearchOptions {
     int depth;                  /* explicit phase depth (--search-depth) */
     int max_states;             /* states kept in all */
     int per_rule;               /* applications of one rule per state */
-    double budget_ms;           /* --search-budget: stop expanding after this */
+    double budget_ms;           /* --search-budget: CPU ms for the whole compile */
     const Device *dev;
     Precision precision;        /* --precision: what vendor operators compute in */
     const TuneDb *tune_db;      /* --tune-db: measured times, or NULL */
     Target target;              /* whose libraries the plan calls (cost_impl) */
 } SearchOptions;
 void search_default_options(SearchOptions *o);
+
+/* Whether the process has used more than budget_ms of CPU time: the
+ * budget of --search-budget covers the whole compile (every search, then
+ * fusion), counted in CPU time so that a busy machine does not change
+ * what is derived. */
+bool search_budget_spent(double budget_ms);
 
 /* A state of the search tree. */
 typedef struct SearchNode {

@@ -247,18 +247,8 @@ int derive_merge_siblings(IrCtx *cx, IrProgram *p, const CostModel *cm)
         }
         merged++;
     }
-    if (merged) {
-        IrTensor **outs = xmalloc((size_t)(p->noutputs + 1) * sizeof *outs);
-        for (int i = 0; i < p->noutputs; i++)
-            outs[i] = p->tensors[p->outputs[i]];
-        p->tensors = order.data;
-        p->ntensors = order.len;
-        for (int i = 0; i < p->ntensors; i++)
-            p->tensors[i]->id = i;
-        for (int i = 0; i < p->noutputs; i++)
-            p->outputs[i] = outs[i]->id;
-        free(outs);
-    }
+    if (merged)
+        ir_program_reorder(p, order.data, order.len);
     free(key);
     free(done);
     return merged;

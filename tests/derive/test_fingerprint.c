@@ -4,7 +4,7 @@
  * the reduction, an operator or the loop order changes. */
 #include "config.h"
 #include "derive/ir/ir.h"
-#include "check.h"
+#include "tests/check.h"
 
 static IrCtx *cx;
 
@@ -228,5 +228,5 @@ int main(void)
     test_sum_roles();
     test_nested();
     arena_free(arena);
-    return finish("test_fingerprint");
+    return check_finish("test_fingerprint");
 }

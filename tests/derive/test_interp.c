@@ -6,7 +6,7 @@
  * whole program with output padding. */
 #include "config.h"
 #include "derive/ir/ir.h"
-#include "check.h"
+#include "tests/check.h"
 
 #include <math.h>
 #include <string.h>
@@ -432,5 +432,5 @@ int main(void)
     for (int k = 0; k < 8; k++)
         free(data[k]);
     arena_free(arena);
-    return finish("test_interp");
+    return check_finish("test_interp");
 }

@@ -4,7 +4,7 @@
  * substitution, integer comparisons and the printed form. */
 #include "config.h"
 #include "derive/ir/ir.h"
-#include "check.h"
+#include "tests/check.h"
 
 #include <math.h>
 
@@ -410,5 +410,5 @@ int main(void)
     test_overflow();
     test_mark_release();
     arena_free(arena);
-    return finish("test_ix");
+    return check_finish("test_ix");
 }

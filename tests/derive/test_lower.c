@@ -8,7 +8,7 @@
 #include "derive/ir/ir.h"
 #include "parser/parser.h"
 #include "sema/sema.h"
-#include "check.h"
+#include "tests/check.h"
 
 #include <math.h>
 
@@ -244,5 +244,5 @@ int main(void)
         check_program(p);
     check_not_affine();
     arena_free(arena);
-    return finish("test_lower");
+    return check_finish("test_lower");
 }

@@ -6,11 +6,11 @@
 #include "sema/sema.h"
 #include "derive/ir/ir.h"
 #include "derive/pricing/match.h"
+#include "tests/check.h"
 
 #include <stdio.h>
 #include <string.h>
 
-static int failures;
 
 /* Lower `src` and match the stage of tensor `name`. */
 static bool match_named(const char *src, const char *name, OpMatch *m)
@@ -35,8 +35,7 @@ static bool match_named(const char *src, const char *name, OpMatch *m)
     return false;
 }
 
-#define EXPECT(cond, src) do { if (!(cond)) { \
-    printf("FAIL %s:%d: %s\n  in: %s\n", __FILE__, __LINE__, #cond, src); failures++; } } while (0)
+#define EXPECT(cond, src) CHECK(cond, "in: %s", src)
 
 static void gemms(void)
 {
@@ -159,6 +158,5 @@ int main(void)
     grouped();
     padding();
     bands();
-    printf("%s\n", failures ? "test_match: FAILED" : "test_match: ok");
-    return failures ? 1 : 0;
+    return check_finish("test_match");
 }

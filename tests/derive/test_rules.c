@@ -24,7 +24,7 @@
 #include "parser/parser.h"
 #include "sema/sema.h"
 #include "gen.h"
-#include "check.h"
+#include "tests/check.h"
 
 #include <math.h>
 
@@ -48,23 +48,19 @@ static bool ok_stage(const Stage *s);
 
 static bool ok_expr(const IExpr *e)
 {
-    switch (e->kind) {
-    case IE_CONST: return true;
-    case IE_INDEX: return ok_ix(e->ix);
-    case IE_ICMP: return ok_ix(e->icmp.ix);
-    case IE_ACCESS:
-        for (int k = 0; k < e->access.nidx; k++)
-            if (!ok_ix(e->access.idx[k]))
-                return false;
-        return !e->access.stage || ok_stage(e->access.stage);
-    case IE_CALL:
-        for (int i = 0; i < e->call.nargs; i++)
-            if (!ok_expr(e->call.args[i]))
-                return false;
-        return true;
-    case IE_NEG: case IE_NOT: return ok_expr(e->bin.a);
-    default: return ok_expr(e->bin.a) && ok_expr(e->bin.b);
-    }
+    const Ix *const *ixs;
+    int nx = ir_expr_ixs(e, &ixs);
+    for (int k = 0; k < nx; k++)
+        if (!ok_ix(ixs[k]))
+            return false;
+    if (ir_expr_stage(e) && !ok_stage(ir_expr_stage(e)))
+        return false;
+    const IExpr *kids[IR_MAX_CHILDREN];
+    int n = ir_expr_children(e, kids);
+    for (int i = 0; i < n; i++)
+        if (!ok_expr(kids[i]))
+            return false;
+    return true;
 }
 
 static const Stage **binder;         /* the first stage seen binding each id */
@@ -759,5 +755,5 @@ int main(int argc, char **argv)
             failures++;
         }
     }
-    return finish("test_rules");
+    return check_finish("test_rules");
 }

@@ -30,21 +30,11 @@
 #include "derive/ir/ir.h"
 #include "emit/emit.h"
 #include "runtime/st.h"
+#include "tests/check.h"
 
-static int failures;
 static char workdir[256];
 static const char *nvcc;            /* $NVCC, or NULL: no CUDA builds */
 static const char *dotprog;         /* $DOT, or NULL */
-
-#define CHECK(cond, ...)                                                    \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__);           \
-            fprintf(stderr, __VA_ARGS__);                                   \
-            fputc('\n', stderr);                                            \
-            failures++;                                                     \
-        }                                                                   \
-    } while (0)
 
 /* ---- building programs ----------------------------------------------------- */
 
@@ -281,7 +271,7 @@ static char *emit_plan_to_string(const Plan *pl, bool main_, const char *out_nam
     char *buf = NULL;
     size_t len = 0;
     FILE *fp = open_memstream(&buf, &len);
-    EmitOptions o = {main_, out_name, "case.ein", NULL, NULL};
+    EmitOptions o = {.main = main_, .out_name = out_name, .src_name = "case.ein"};
     *rc = emit_program(pl, &o, fp);
     fclose(fp);
     return buf;

@@ -38,7 +38,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
         if ((text[i] == '"' || text[i] == '<') && text[i + 1] == '/')
             text[i + 1] = '_';
     static const char *const dirs[] = {"/nonexistent-einc-fuzz"};
-    ParseOptions opt = {dirs, 1};
+    ParseOptions opt = {.include_dirs = dirs, .ninclude = 1};
     Ast *ast = parse_buffer("/nonexistent-einc-fuzz/fuzz.ein", text, size,
                             &opt, arena);
     free(text);

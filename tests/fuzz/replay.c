@@ -1,8 +1,11 @@
 /* replay.c - runs a fuzz entry (LLVMFuzzerTestOneInput) once over each
  * file named on the command line, without libFuzzer: `make check` replays
- * the seed corpus and every crasher found so far this way. */
+ * the seed corpus and every crasher found so far this way.  With
+ * EINC_FUZZ_TIMES set it prints each input's CPU time (to find the slow
+ * ones). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 
@@ -26,7 +29,10 @@ int main(int argc, char **argv)
             fputs("replay: out of memory\n", stderr);
             return 99;
         }
+        clock_t t0 = clock();
         LLVMFuzzerTestOneInput(buf, n);
+        if (getenv("EINC_FUZZ_TIMES"))
+            printf("%.3f ms %s\n", (double)(clock() - t0) * 1e3 / CLOCKS_PER_SEC, argv[i]);
         free(buf);
     }
     printf("replayed %d inputs\n", argc - 1);

@@ -2,13 +2,13 @@
  * and the exact format of diagnostics. */
 #include "config.h"
 #include "lang/lang.h"
+#include "lang/sb.h"
+#include "tests/check.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-#define CHECK(c) do { if (!(c)) { printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #c); failures++; } } while (0)
 
 static void test_int(void)
 {
@@ -28,6 +28,27 @@ static void test_int(void)
     CHECK(!i64_sub(INT64_MIN, 1, &r));
     CHECK(i64_mul(-3, 4, &r) && r == -12);
     CHECK(i64_floordiv(INT64_MIN, -1) == INT64_MIN);   /* defined wrap, no trap */
+    CHECK(u64_gcd(12, 18) == 6 && u64_gcd(18, 12) == 6 && u64_gcd(7, 0) == 7);
+    CHECK(u64_gcd(0, 0) == 0 && u64_gcd(1ULL << 63, 6) == 2);
+}
+
+static void test_sb(void)
+{
+    Sb b = {0};
+    CHECK(strcmp(sb_str(&b), "") == 0 && b.len == 0);
+    sb_puts(&b, "ab");
+    sb_putc(&b, 'c');
+    sb_printf(&b, "%d-%s", 42, "x");
+    CHECK_STR(sb_str(&b), "abc42-x");
+    CHECK(b.len == 7);
+    for (int i = 0; i < 1000; i++)          /* grows past its first block */
+        sb_putc(&b, 'z');
+    CHECK(b.len == 1007 && b.s[1006] == 'z' && b.s[1007] == 0);
+    sb_free(&b);
+    CHECK(b.s == NULL && b.len == 0 && b.cap == 0);
+    sb_indent(&b, "one\n\n  two\nthree", 4);
+    CHECK_STR(sb_str(&b), "    one\n\n      two\n    three\n");
+    sb_free(&b);
 }
 
 static void test_sym_arena(void)
@@ -82,10 +103,7 @@ static void test_diag(void)
         "    2 | y[i] = x[i] * q[i]\n"
         "      | ^\n"
         "einc: error: no location\n";
-    if (strcmp(buf, want) != 0) {
-        printf("FAIL diag format:\n%s---- want:\n%s", buf, want);
-        failures++;
-    }
+    CHECK_STR(buf, want);
     CHECK(diag_error_count() == 2 && diag_warning_count() == 1);
     free(buf);
 
@@ -109,6 +127,6 @@ int main(void)
     test_int();
     test_sym_arena();
     test_diag();
-    printf("%s\n", failures ? "test_lang: FAILED" : "test_lang: ok");
-    return failures ? 1 : 0;
+    test_sb();
+    return check_finish("test_lang");
 }

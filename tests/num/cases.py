@@ -162,6 +162,13 @@ def bmm(a, b):
     return {"c": torch.bmm(a, b)}
 
 
+@case({"t0": (5, 7)})
+def chain(t0):
+    # t_n = a^n t_0 + b (1 - a^n) / (1 - a), a = 0.99, b = 0.02, n = 300
+    a = 0.99 ** 300
+    return {"t300": a * t0 + 0.02 * (1 - a) / (1 - 0.99)}
+
+
 @case({"x": (2, 5, 6, 4)}, {"w": (4, 7, 6)})
 def einsum3(x, w):
     return {"y": torch.einsum("bijk,klj->lbi", x, w)}
@@ -281,6 +288,13 @@ def avgpool(x):
 def minmax(x):
     return {"mx": torch.amax(x, 1), "mn": torch.amin(x, 0),
             "top": x.max(), "low": x.min()}
+
+
+# extents 1 and 2 in turn: gcc unrolls loops of extent 2 completely, and
+# 2^17 copies take it long to compile
+@case({"x": (1, 2) * 8 + (1, 3), "u": (1, 2) * 9})
+def high_rank(x, u):
+    return {"y": x.sum(-1), "z": u.sum()}
 
 
 @case({"x": (7, 7)})

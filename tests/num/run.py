@@ -7,7 +7,9 @@ at small sizes) this
      writes them as safetensors files (stio.py),
   2. runs `einc CASE.ein -o CASE.c --main [-D NAME=VALUE ...]`,
   3. builds CASE.c with the command on its first line (`/* build: ... */`)
-     plus -Wall -Wextra; any diagnostic from the build is a failure,
+     plus -Wall -Wextra; any diagnostic from the build is a failure; where
+     clang is installed (CLANG, --clang) it builds it with clang too, the
+     same command with clang for cc, and no diagnostic is allowed either,
   4. runs `./CASE --inputs F --weights F --outputs F`,
   5. compares each output with the PyTorch reference, computed in float64
      from the same f32 values:
@@ -22,6 +24,12 @@ at small sizes) this
      one, and the two can land one unit apart.
 It prints one line per case and then `N passed, N failed`; the exit status
 is 0 when nothing failed, 1 otherwise, 2 on a usage error.
+
+Time limits are safety nets against hangs, never a judgement on speed:
+each command may use CPU_LIMIT seconds of CPU time (many times what the
+slowest takes: GCN's einc run, about 9 s), and WALL_LIMIT seconds of wall
+time for a command that waits instead of computing; a busy machine makes
+the suite slower, not red.
 
 With --precision=tf32|fp16|bf16 einc compiles with that precision (its
 library calls round their operands to the format), the reference rounds
@@ -66,7 +74,9 @@ ELEM = {torch.float16: "f16", torch.bfloat16: "bf16", torch.int8: "i8",
         torch.uint8: "u8", torch.bool: "bool"}   # else f32
 INT_KINDS = {"i8": torch.int8, "i16": torch.int16, "i32": torch.int32,
              "i64": torch.int64, "u8": torch.uint8, "bool": torch.bool}
-RUN_TIMEOUT = 120
+# seconds of CPU time per command (RLIMIT_CPU), and of wall time
+CPU_LIMIT = 600
+WALL_LIMIT = 3600
 # --precision: GEMM and convolution operands rounded to that format (f32
 # sums); the tolerance of every output grows to the format's
 PRECISION_TOL = {"fp32": TOL_DEFAULT, "tf32": 1e-3, "fp16": 1e-2, "bf16": 1e-2}
@@ -183,15 +193,25 @@ RUN_ENV = dict(os.environ)
 RUN_ENV.setdefault("OMP_NUM_THREADS", "1")
 
 
-def run_cmd(argv, cwd, timeout, shell=False):
+def limit_cpu():
+    import resource
+    resource.setrlimit(resource.RLIMIT_CPU, (CPU_LIMIT, CPU_LIMIT + 5))
+
+
+def run_cmd(argv, cwd, wall=None, shell=False):
+    what = argv if shell else " ".join(argv)
+    wall = wall or WALL_LIMIT
     try:
-        p = subprocess.run(argv, cwd=cwd, shell=shell, timeout=timeout,
-                           env=RUN_ENV,
+        p = subprocess.run(argv, cwd=cwd, shell=shell, timeout=wall,
+                           env=RUN_ENV, preexec_fn=limit_cpu,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            universal_newlines=True, errors="replace")
     except subprocess.TimeoutExpired:
-        raise Failure("timed out after %d s: %s"
-                      % (timeout, argv if shell else " ".join(argv)))
+        raise Failure("still running after %d s of wall time (hung?): %s"
+                      % (wall, what))
+    if p.returncode in (-24, -9, 128 + 24, 128 + 9):    # SIGXCPU, SIGKILL
+        raise Failure("stopped after %d s of CPU time (in a loop?): %s"
+                      % (CPU_LIMIT, what))
     return p
 
 
@@ -210,6 +230,16 @@ def build_command(csrc, cc):
     if "-o" in words and words.index("-o") + 1 < len(words):
         exe = words[words.index("-o") + 1]
     return cmd + " -Wall -Wextra", exe
+
+
+def clang_command(cmd, clang):
+    """The build command with clang for the C compiler, its program named
+    NAME.clang."""
+    words = shlex.split(cmd)
+    words[0] = clang
+    if "-o" in words and words.index("-o") + 1 < len(words):
+        words[words.index("-o") + 1] += ".clang"
+    return " ".join(shlex.quote(w) for w in words)
 
 
 def round_to(x, precision):
@@ -338,18 +368,25 @@ def run_case(spec, args, root):
             argv += ["-D", "%s=%d" % (k, v)]
         for d in spec.includes:
             argv += ["-I", d]
-        p = run_cmd(argv, wd, 120)
+        p = run_cmd(argv, wd)
         if p.returncode != 0:
             raise Failure("einc exited with %d: %s\n%s" % (
                 p.returncode, " ".join(argv[1:]), tail(p.stderr)))
         if p.stderr.strip():
             raise Failure("einc diagnostics:\n" + tail(p.stderr))
         cmd, exe = build_command(os.path.join(wd, safe + ".c"), args.cc)
-        p = run_cmd(cmd, wd, 300, shell=True)
+        p = run_cmd(cmd, wd, shell=True)
         if p.returncode != 0 or p.stderr.strip():
             raise Failure("build %s: %s\n%s" % (
                 "failed" if p.returncode else "warned", cmd,
                 tail(p.stderr + p.stdout)))
+        if args.clang:
+            ccmd = clang_command(cmd, args.clang)
+            p = run_cmd(ccmd, wd, shell=True)
+            if p.returncode != 0 or p.stderr.strip():
+                raise Failure("clang build %s: %s\n%s" % (
+                    "failed" if p.returncode else "warned", ccmd,
+                    tail(p.stderr + p.stdout)))
         exe = exe or safe
         if not os.path.isabs(exe):
             exe = os.path.join(wd, exe)
@@ -360,7 +397,7 @@ def run_case(spec, args, root):
         if wts:
             stio.save(wts, os.path.join(wd, "weights.safetensors"))
             run += ["--weights", "weights.safetensors"]
-        p = run_cmd(run, wd, RUN_TIMEOUT)
+        p = run_cmd(run, wd)
         if p.returncode != 0:
             raise Failure("%s exited with %d\n%s" % (
                 " ".join([os.path.basename(exe)] + run[1:]), p.returncode,
@@ -394,6 +431,8 @@ def main():
     ap.add_argument("--srcdir", default=os.environ.get("top_srcdir")
                     or os.path.dirname(os.path.dirname(HERE)))
     ap.add_argument("--cc", default=os.environ.get("CC"))
+    ap.add_argument("--clang", default=os.environ.get("CLANG"),
+                    help="also build each program with this clang ('' for none)")
     ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("-k", action="append", default=[],
                     help="run only cases whose name contains this")

@@ -8,19 +8,24 @@
 # grows as the fuzzer finds new paths, and crashes/ for whatever it finds.
 # A crasher, once fixed, goes into tests/fuzz/corpus-st/ as crash-NAME so
 # `make check` replays it for ever.  Without `make fuzz-st` it builds the
-# harness itself with clang.
+# harness itself with clang.  FUZZ_ST=file runs the harness of the reader
+# on the file system instead (tests/fuzz/fuzz_st_file.c: regular files,
+# truncated copies, pipes; make fuzz-st-file).
 set -e
 secs=${1:-60}
 [ $# -gt 0 ] && shift
 src=$(cd "$(dirname "$0")/../.." && pwd)
-bin=tests/runtime/fuzz_st
+if [ "${FUZZ_ST:-memory}" = file ]; then
+    bin=tests/runtime/fuzz_st_file harness=fuzz_st_file.c work=tests/runtime/fuzz-st-file.dir
+else
+    bin=tests/runtime/fuzz_st harness=fuzz_safetensors.c work=tests/runtime/fuzz-st.dir
+fi
 if [ ! -x "$bin" ]; then
     mkdir -p tests/runtime
     ${FUZZ_CC:-clang} -g -O1 -fsanitize=fuzzer,address,undefined \
         -fno-sanitize-recover=all -I"$src" -o "$bin" \
-        "$src/tests/fuzz/fuzz_safetensors.c" "$src/runtime/st.c"
+        "$src/tests/fuzz/$harness" "$src/runtime/st.c"
 fi
-work=tests/runtime/fuzz-st.dir
 mkdir -p "$work/corpus" "$work/crashes"
 cp "$src"/tests/fuzz/corpus-st/* "$work/corpus/"
 # words of the format, so the fuzzer need not guess them byte by byte

@@ -8,31 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "runtime/harness.h"
+#include "tests/check.h"
 
 /* scratch file, in the build folder */
 #define TMP "tests/runtime/test_harness.tmp"
-
-static int failures, checks;
-
-#define CHECK(c)                                                            \
-    do {                                                                    \
-        checks++;                                                           \
-        if (!(c)) {                                                         \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,          \
-                    __LINE__, #c);                                          \
-            failures++;                                                     \
-        }                                                                   \
-    } while (0)
-
-static void check_str(int line, const char *got, const char *want)
-{
-    checks++;
-    if (strcmp(got, want) != 0) {
-        fprintf(stderr, "%s:%d: got  \"%s\"\n%*s want \"%s\"\n", __FILE__,
-                line, got, (int)strlen(__FILE__) + 8, "", want);
-        failures++;
-    }
-}
 
 /* Parse a NULL-terminated argument list. */
 static int parse(RtArgs *a, char *err, const char *arg0, ...)
@@ -62,7 +41,7 @@ static void bad_args(int line, const char *msg, const char *a1,
         fprintf(stderr, "%s:%d: accepted\n", __FILE__, line);
         failures++;
     }
-    check_str(line, err, msg);
+    check_str_at(__FILE__, line, err, msg);
 }
 
 static void test_args(void)
@@ -210,17 +189,17 @@ static void test_tensor_lists(void)
     ts[0].shape = bad;
     CHECK(rt_load_or_fill("test_harness", "--weights", TMP,
                           ts, 1, 0, err, sizeof err) == ST_EMISMATCH);
-    check_str(__LINE__, err, TMP ": tensor 'w': shape [2, 3], "
+    check_str_at(__FILE__, __LINE__, err, TMP ": tensor 'w': shape [2, 3], "
               "expected [3, 2]");
     ts[0].shape = sw;
     ts[0].name = "v";
     CHECK(rt_load_or_fill("test_harness", "--weights", TMP,
                           ts, 1, 0, err, sizeof err) == ST_ENOTFOUND);
-    check_str(__LINE__, err, TMP ": tensor 'v' not found");
+    check_str_at(__FILE__, __LINE__, err, TMP ": tensor 'v' not found");
     remove(TMP);
     CHECK(rt_load_or_fill("test_harness", "--inputs", TMP,
                           ts, 1, 0, err, sizeof err) == ST_EIO);
-    check_str(__LINE__, err, TMP ": cannot open: No such file "
+    check_str_at(__FILE__, __LINE__, err, TMP ": cannot open: No such file "
               "or directory");
 }
 
@@ -230,10 +209,5 @@ int main(void)
     test_uniform();
     test_median();
     test_tensor_lists();
-    if (failures)
-        fprintf(stderr, "test_harness: %d of %d checks failed\n", failures,
-                checks);
-    else
-        printf("test_harness: %d checks passed\n", checks);
-    return failures ? 1 : 0;
+    return check_finish("test_harness");
 }

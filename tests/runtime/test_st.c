@@ -5,32 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "runtime/st.h"
+#include "tests/check.h"
 
 /* scratch file, in the build folder */
 #define TMP "tests/runtime/test_st.tmp"
-
-static int failures, checks;
-
-#define CHECK(c)                                                            \
-    do {                                                                    \
-        checks++;                                                           \
-        if (!(c)) {                                                         \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__,          \
-                    __LINE__, #c);                                          \
-            failures++;                                                     \
-        }                                                                   \
-    } while (0)
-
-static void check_str(int line, const char *got, const char *want)
-{
-    checks++;
-    if (strcmp(got, want) != 0) {
-        fprintf(stderr, "%s:%d: got  \"%s\"\n%*s want \"%s\"\n", __FILE__,
-                line, got, (int)strlen(__FILE__) + 8, "", want);
-        failures++;
-    }
-}
 
 /* A file image: the header's length, the header, then dlen data bytes. */
 static unsigned char *image(const char *header, size_t hlen, const void *data,
@@ -65,7 +46,7 @@ static void bad_n(int line, const char *header, size_t hlen, size_t dlen,
                 __FILE__, line, rc, code, (void *)f, err);
         failures++;
     }
-    check_str(line, err, msg);
+    check_str_at(__FILE__, line, err, msg);
     free(img);
 }
 
@@ -238,30 +219,30 @@ static void test_write_errors(void)
     ts[1] = ts[0];
     CHECK(st_write_memory(ts, 2, NULL, 0, 0, &img, &size, err, sizeof err)
           == ST_EINVAL && img == NULL);
-    check_str(__LINE__, err, "st_write_memory: duplicate tensor 'a'");
+    check_str_at(__FILE__, __LINE__, err, "st_write_memory: duplicate tensor 'a'");
     CHECK(st_write("x.tmp", ts, 2, NULL, 0, 0, err, sizeof err) == ST_EINVAL);
-    check_str(__LINE__, err, "x.tmp: duplicate tensor 'a'");
+    check_str_at(__FILE__, __LINE__, err, "x.tmp: duplicate tensor 'a'");
     ts[1].name = "__metadata__";
     CHECK(st_write_memory(ts, 2, NULL, 0, 0, &img, &size, err, sizeof err)
           == ST_EINVAL);
-    check_str(__LINE__, err, "st_write_memory: tensor 1: name is reserved");
+    check_str_at(__FILE__, __LINE__, err, "st_write_memory: tensor 1: name is reserved");
     ts[1].name = "b\xff";
     CHECK(st_write_memory(ts, 2, NULL, 0, 0, &img, &size, err, sizeof err)
           == ST_EINVAL);
-    check_str(__LINE__, err,
+    check_str_at(__FILE__, __LINE__, err,
               "st_write_memory: tensor 1: name is not valid UTF-8");
     ts[1].name = "b";
     ts[1].shape = sneg;
     CHECK(st_write_memory(ts, 2, NULL, 0, 0, &img, &size, err, sizeof err)
           == ST_EINVAL);
-    check_str(__LINE__, err, "st_write_memory: tensor 'b': shape [-1] has a "
+    check_str_at(__FILE__, __LINE__, err, "st_write_memory: tensor 'b': shape [-1] has a "
               "negative dimension");
     CHECK(st_write_memory(ts, 1, meta, 2, 0, &img, &size, err, sizeof err)
           == ST_EINVAL);
-    check_str(__LINE__, err, "st_write_memory: duplicate metadata key 'k'");
+    check_str_at(__FILE__, __LINE__, err, "st_write_memory: duplicate metadata key 'k'");
     CHECK(st_write("/nonexistent/dir/x.st", ts, 1, NULL, 0, 0, err,
                    sizeof err) == ST_EIO);
-    check_str(__LINE__, err, "/nonexistent/dir/x.st: cannot create: No such "
+    check_str_at(__FILE__, __LINE__, err, "/nonexistent/dir/x.st: cannot create: No such "
               "file or directory");
 }
 
@@ -294,13 +275,13 @@ static void test_truncated(void)
     }
     CHECK(all_fail);
     st_open_memory("t", img, 5, &f, err, sizeof err);
-    check_str(__LINE__, err, "t: file is 5 bytes, too short for a "
+    check_str_at(__FILE__, __LINE__, err, "t: file is 5 bytes, too short for a "
               "safetensors header (truncated?)");
     st_open_memory("t", img, 50, &f, err, sizeof err);
-    check_str(__LINE__, err, "t: header length 112 exceeds the 42 bytes "
+    check_str_at(__FILE__, __LINE__, err, "t: header length 112 exceeds the 42 bytes "
               "after the length field (truncated file?)");
     st_open_memory("t", img, size - 1, &f, err, sizeof err);
-    check_str(__LINE__, err, "t: tensor 'h': data_offsets [24, 30] reach "
+    check_str_at(__FILE__, __LINE__, err, "t: tensor 'h': data_offsets [24, 30] reach "
               "past the end of the data (29 bytes; truncated file?)");
     CHECK(st_open_memory("t", img, size, &f, err, sizeof err) == ST_OK);
     st_close(f);
@@ -310,9 +291,19 @@ static void test_truncated(void)
                                   0xff, '{', '}' };
         CHECK(st_open_memory("t", big, 16, &f, err, sizeof err) ==
               ST_EFORMAT);
-        check_str(__LINE__, err, "t: header length 18446744073709551615 "
-                  "exceeds the 8 bytes after the length field (truncated "
+        check_str_at(__FILE__, __LINE__, err, "t: header length 18446744073709551615 "
+                  "is more than the 100000000 bytes safetensors allows (not "
+                  "a safetensors file?)");
+        big[0] = 0x01; big[1] = 0xe1; big[2] = 0xf5; big[3] = 0x05;
+        big[4] = big[5] = big[6] = big[7] = 0;         /* 100000001 */
+        st_open_memory("t", big, 16, &f, err, sizeof err);
+        check_str_at(__FILE__, __LINE__, err, "t: header length 100000001 is more than "
+                  "the 100000000 bytes safetensors allows (not a safetensors "
                   "file?)");
+        big[0] = 0x00;                                 /* 100000000 */
+        st_open_memory("t", big, 16, &f, err, sizeof err);
+        check_str_at(__FILE__, __LINE__, err, "t: header length 100000000 exceeds the 8 "
+                  "bytes after the length field (truncated file?)");
     }
 }
 
@@ -528,7 +519,7 @@ static void test_schema(void)
         int64_t s2[1] = { 2 };
         CHECK(st_get(f, "n", ST_F32, 1, s2, NULL, err, sizeof err)
               == ST_EMISMATCH);
-        check_str(__LINE__, err, "t: tensor 'n': dtype I64, expected F32");
+        check_str_at(__FILE__, __LINE__, err, "t: tensor 'n': dtype I64, expected F32");
         st_close(f);
     }
     (void)e4;
@@ -552,15 +543,15 @@ static void test_lookup(void)
                          sizeof err) == ST_OK);
     CHECK(st_get(f, "w1", ST_F32, 4, want, &t, err, sizeof err)
           == ST_EMISMATCH && t == NULL);
-    check_str(__LINE__, err, "weights.safetensors: tensor 'w1': shape "
+    check_str_at(__FILE__, __LINE__, err, "weights.safetensors: tensor 'w1': shape "
               "[64, 3, 3, 3], expected [64, 64, 3, 3]");
     CHECK(st_get(f, "w1", ST_F32, 2, want, &t, err, sizeof err)
           == ST_EMISMATCH);
-    check_str(__LINE__, err, "weights.safetensors: tensor 'w1': shape "
+    check_str_at(__FILE__, __LINE__, err, "weights.safetensors: tensor 'w1': shape "
               "[64, 3, 3, 3], expected [64, 64]");
     CHECK(st_get(f, "w1", ST_F16, 4, have, &t, err, sizeof err)
           == ST_EMISMATCH);
-    check_str(__LINE__, err, "weights.safetensors: tensor 'w1': dtype F32, "
+    check_str_at(__FILE__, __LINE__, err, "weights.safetensors: tensor 'w1': dtype F32, "
               "expected F16");
     {
         /* long shapes are cut in messages */
@@ -570,19 +561,19 @@ static void test_lookup(void)
             longs[i] = 1000000 + i;
         CHECK(st_get(f, "w1", ST_F32, 40, longs, &t, err, sizeof err)
               == ST_EMISMATCH);
-        check_str(__LINE__, err, "weights.safetensors: tensor 'w1': shape "
+        check_str_at(__FILE__, __LINE__, err, "weights.safetensors: tensor 'w1': shape "
                   "[64, 3, 3, 3], expected [1000000, 1000001, 1000002, "
                   "1000003, 1000004, 1000005, 1000006, 1000007, 1000008, "
                   "1000009, 1000010, 1000011, 1000012, ...]");
     }
     CHECK(st_get(f, "w2", ST_F32, 4, have, &t, err, sizeof err)
           == ST_ENOTFOUND);
-    check_str(__LINE__, err, "weights.safetensors: tensor 'w2' not found");
+    check_str_at(__FILE__, __LINE__, err, "weights.safetensors: tensor 'w2' not found");
     CHECK(st_get(f, "w1", ST_F32, 4, have, &t, err, sizeof err) == ST_OK &&
           t == st_find(f, "w1"));
     CHECK(st_read(f, "w1", ST_F32, 4, have, buf, 6900, err, sizeof err)
           == ST_EINVAL);
-    check_str(__LINE__, err, "weights.safetensors: tensor 'w1': 6912 bytes, "
+    check_str_at(__FILE__, __LINE__, err, "weights.safetensors: tensor 'w1': 6912 bytes, "
               "but the buffer holds 6900");
     CHECK(st_read(f, "w1", ST_F32, 4, have, buf, 6912, err, sizeof err)
           == ST_OK);
@@ -593,13 +584,14 @@ static void test_lookup(void)
 
     CHECK(st_open("/nonexistent.safetensors", &f, err, sizeof err) == ST_EIO
           && f == NULL);
-    check_str(__LINE__, err, "/nonexistent.safetensors: cannot open: No such "
+    check_str_at(__FILE__, __LINE__, err, "/nonexistent.safetensors: cannot open: No such "
               "file or directory");
     CHECK(st_open(".", &f, err, sizeof err) == ST_EIO && f == NULL);
-    check_str(__LINE__, err, ".: read error: Is a directory");
+    check_str_at(__FILE__, __LINE__, err, ".: cannot read: it is a directory, not a "
+                 "regular file");
     /* messages survive tiny buffers, and no buffer at all */
     CHECK(st_open(".", &f, err, 4) == ST_EIO);
-    check_str(__LINE__, err, ".: ");
+    check_str_at(__FILE__, __LINE__, err, ".: ");
     CHECK(st_open(".", &f, NULL, 0) == ST_EIO);
 }
 
@@ -617,11 +609,11 @@ static void test_names(void)
     if (f) {
         CHECK(st_get(f, "a\nb", ST_F16, 1, s1, NULL, err, sizeof err)
               == ST_EMISMATCH);
-        check_str(__LINE__, err, "t: tensor 'a\\x0ab': dtype F32, expected "
+        check_str_at(__FILE__, __LINE__, err, "t: tensor 'a\\x0ab': dtype F32, expected "
                   "F16");
         CHECK(st_get(f, "w\xc3\xa9\xc3\xa9\xf0\x9f\x98\x80\"'\\", ST_F16, 1,
                      s1, NULL, err, sizeof err) == ST_EMISMATCH);
-        check_str(__LINE__, err, "t: tensor 'w\xc3\xa9\xc3\xa9\xf0\x9f\x98\x80"
+        check_str_at(__FILE__, __LINE__, err, "t: tensor 'w\xc3\xa9\xc3\xa9\xf0\x9f\x98\x80"
                   "\"\\'\\\\': dtype F32, expected F16");
         st_close(f);
     }
@@ -644,7 +636,7 @@ static void test_names(void)
         CHECK(st_get(f, name, ST_F32, 0, NULL, NULL, err, sizeof err)
               == ST_ENOTFOUND);
         snprintf(want, sizeof want, "t: tensor '%.123s...' not found", name);
-        check_str(__LINE__, err, want);
+        check_str_at(__FILE__, __LINE__, err, want);
         st_close(f);
     }
 }
@@ -670,7 +662,7 @@ static void json_bad(int line, const char *text, const char *msg)
         fprintf(stderr, "%s:%d: accepted %s\n", __FILE__, line, text);
         failures++;
     }
-    check_str(line, err, msg);
+    check_str_at(__FILE__, line, err, msg);
 }
 
 static void test_json(void)
@@ -838,8 +830,43 @@ static void test_dtypes(void)
     CHECK(strcmp(st_dtype_name(ST_NDTYPES), "?") == 0);
 }
 
+/* ---- files that are not regular files ----------------------------------
+ * A FIFO no one writes to would block fopen forever, a device is no file
+ * of tensors: both are refused at once (einc issue 16).  A FIFO that a
+ * process writes is read (tests/fuzz/fuzz_st_file.c). */
+static void test_not_regular(void)
+{
+    char err[ST_ERRLEN];
+    StFile *f = NULL;
+    const char *fifo = "tests/runtime/test_st.fifo";
+    float x = 1;
+    int64_t s1[1] = { 1 };
+    StOut t;
+
+    t.name = "a"; t.dtype = ST_F32; t.rank = 1; t.shape = s1; t.data = &x;
+    CHECK(st_open("/dev/zero", &f, err, sizeof err) == ST_EIO && f == NULL);
+    check_str_at(__FILE__, __LINE__, err, "/dev/zero: cannot read: it is a character device, "
+              "not a regular file");
+    unlink(fifo);
+    if (mkfifo(fifo, 0600) != 0) {
+        perror(fifo);
+        failures++;
+        return;
+    }
+    CHECK(st_open(fifo, &f, err, sizeof err) == ST_EIO && f == NULL);
+    check_str_at(__FILE__, __LINE__, err, "tests/runtime/test_st.fifo: cannot read: it is a "
+              "FIFO that no process writes");
+    CHECK(st_write(fifo, &t, 1, NULL, 0, 0, err, sizeof err) == ST_EIO);
+    check_str_at(__FILE__, __LINE__, err, "tests/runtime/test_st.fifo: cannot write: it is a "
+              "FIFO that no process reads");
+    unlink(fifo);
+    /* a device that takes writes is fine */
+    CHECK(st_write("/dev/null", &t, 1, NULL, 0, 0, err, sizeof err) == ST_OK);
+}
+
 int main(void)
 {
+    test_not_regular();
     test_round_trip();
     test_write_errors();
     test_truncated();
@@ -850,9 +877,5 @@ int main(void)
     test_json();
     test_half();
     test_dtypes();
-    if (failures)
-        fprintf(stderr, "test_st: %d of %d checks failed\n", failures, checks);
-    else
-        printf("test_st: %d checks passed\n", checks);
-    return failures ? 1 : 0;
+    return check_finish("test_st");
 }

@@ -8,25 +8,14 @@
 #include "lang/lang.h"
 #include "parser/parser.h"
 #include "sema/sema.h"
+#include "tests/check.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int failures, checks;
 static Arena *arena;
 static char diag_buf[1 << 16];
-
-#define CHECK(cond, ...)                                                    \
-    do {                                                                    \
-        checks++;                                                           \
-        if (!(cond)) {                                                      \
-            failures++;                                                     \
-            fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__);           \
-            fprintf(stderr, __VA_ARGS__);                                   \
-            fputc('\n', stderr);                                            \
-        }                                                                   \
-    } while (0)
 
 /* Parse and check `text`; diagnostics go to diag_buf. */
 static CProgram *run_defs(const char *text, const char *const *defs, int ndefs)
@@ -711,6 +700,5 @@ int main(int argc, char **argv)
     test_more();
     test_import();
     test_dump();
-    printf("test_sema: %d checks, %d failures\n", checks, failures);
-    return failures ? 1 : 0;
+    return check_finish("test_sema");
 }

@@ -1,10 +1,10 @@
-/* rule_impl.h - what the rule files share behind rules.h: the context with
+/* rules_int.h - what the rule files share behind rules.h: the context with
  * the ranges of the variables in scope, the focus, fresh variables, bounds,
  * walks over the direct parts of a stage, and the rebuild of the tree
  * around a rewritten focus (rule_util.c).  Rules use only the public
  * API of ir.h. */
-#ifndef EINC_RULE_IMPL_H
-#define EINC_RULE_IMPL_H
+#ifndef EINC_RULES_INT_H
+#define EINC_RULES_INT_H
 
 #include "rules.h"
 
@@ -40,8 +40,6 @@ void rc_bounds_at(RuleCtx *rc, const Ix *x, int v, int64_t lo, int64_t hi,
                   int64_t *mn, int64_t *mx);
 
 /* ---- stages, variables, expressions -------------------------------------- */
-int rc_loop_pos(const Stage *s, int var);              /* -1 if not a loop */
-int rc_sum_pos(const Stage *s, int var);               /* -1 if not a sum */
 const IExpr *rc_subst_all(RuleCtx *rc, const IExpr *e, int n, const int *vars,
                           const Ix *const *by);
 /* Appends lo <= x < hi to g as guards (with `prove`, only the sides not
@@ -63,12 +61,9 @@ typedef void (*RcAccessFn)(void *arg, const IExpr *acc, bool factor);
 void rc_each_access(const Stage *s, RcAccessFn fn, void *arg);
 typedef void (*RcIxFn)(void *arg, const Ix *x);
 void rc_each_ix(const Stage *s, RcIxFn fn, void *arg);
-/* Rebuilds e replacing the direct accesses for which fn returns non-NULL,
- * in the order rc_each_access visits them. */
-typedef const IExpr *(*RcMapFn)(RuleCtx *rc, void *arg, const IExpr *acc);
-const IExpr *rc_map_access(RuleCtx *rc, const IExpr *e, RcMapFn fn, void *arg);
-/* The same over a stage's body and guards; s itself when nothing changed. */
-const Stage *rc_map_stage(RuleCtx *rc, const Stage *s, RcMapFn fn, void *arg);
+/* ir_map_access over a stage's body, then its guards (the order
+ * rc_each_access visits them in); s itself when nothing changed. */
+const Stage *rc_map_stage(RuleCtx *rc, const Stage *s, IrAccessMap fn, void *arg);
 
 /* ---- the tree around the focus ------------------------------------------- */
 /* Replace the focus by `to` of the same interface (same value everywhere). */
@@ -91,6 +86,7 @@ int rc_reads(const Stage *root, const Stage *q);
  * that stays in the tree too must not share binders with it. */
 const IExpr *rc_freshen(RuleCtx *rc, const IExpr *e);
 
+/* Appends s unless the same site is there already. */
 void rc_push(RuleSites *out, RuleSite s);
 
 /* ---- the rules: one sites and one apply function each ------------------- */

@@ -1,44 +1,68 @@
-/* check.h - the few macros the derive/ unit tests share: checks that count
- * failures instead of stopping, a seeded generator, and printing an IR
- * node into a string. */
-#ifndef EINC_TEST_CHECK_H
-#define EINC_TEST_CHECK_H
+/* check.h - what the unit tests share: checks that count their failures
+ * and go on (CHECK, CHECK_STR, CHECK_NEAR), the summary that ends each
+ * test's main (check_finish), a seeded generator, and printing into a
+ * string. */
+#ifndef EINC_TESTS_CHECK_H
+#define EINC_TESTS_CHECK_H
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
+static int failures, checks;
 
-#define CHECK(cond)                                                          \
+/* CHECK(cond) or CHECK(cond, fmt, ...): a failure says where, the
+ * condition and, when given, the message (__VA_OPT__ is C23's, and gcc's
+ * and clang's in gnu11). */
+#define CHECK(cond, ...)                                                     \
     do {                                                                     \
+        checks++;                                                            \
         if (!(cond)) {                                                       \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
+            failures++;                                                      \
+            fprintf(stderr, "%s:%d: check failed: %s", __FILE__, __LINE__,   \
                     #cond);                                                  \
-            failures++;                                                      \
+            __VA_OPT__(fputs("\n    ", stderr); fprintf(stderr, __VA_ARGS__);) \
+            fputc('\n', stderr);                                             \
         }                                                                    \
     } while (0)
 
-#define CHECK_STR(got, want)                                                 \
-    do {                                                                     \
-        const char *g_ = (got), *w_ = (want);                                \
-        if (strcmp(g_, w_) != 0) {                                           \
-            fprintf(stderr, "%s:%d: got  \"%s\"\n%*s want \"%s\"\n", __FILE__, \
-                    __LINE__, g_, (int)strlen(__FILE__) + 6, "", w_);        \
-            failures++;                                                      \
-        }                                                                    \
-    } while (0)
+/* Two strings are equal (NULL is "(null)"); a failure shows both.  For
+ * helpers that check on behalf of a caller's line, check_str_at. */
+static inline void check_str_at(const char *file, int line, const char *got,
+                                const char *want)
+{
+    checks++;
+    if (got && want && strcmp(got, want) == 0)
+        return;
+    failures++;
+    fprintf(stderr, "%s:%d: got  \"%s\"\n%*s want \"%s\"\n", file, line,
+            got ? got : "(null)", (int)strlen(file) + 6, "", want ? want : "(null)");
+}
+#define CHECK_STR(got, want) check_str_at(__FILE__, __LINE__, (got), (want))
 
+/* |got - want| <= tol * (1 + |want|). */
 #define CHECK_NEAR(got, want, tol)                                           \
     do {                                                                     \
         double g_ = (got), w_ = (want);                                      \
+        checks++;                                                            \
         if (!(fabs(g_ - w_) <= (tol) * (1 + fabs(w_)))) {                    \
             fprintf(stderr, "%s:%d: got %.17g, want %.17g\n", __FILE__,      \
                     __LINE__, g_, w_);                                       \
             failures++;                                                      \
         }                                                                    \
     } while (0)
+
+/* The end of a test's main: a summary line, and its exit status. */
+static inline int check_finish(const char *name)
+{
+    if (failures)
+        fprintf(stderr, "%s: %d of %d checks failed\n", name, failures, checks);
+    else
+        printf("%s: all %d checks passed\n", name, checks);
+    return failures ? 1 : 0;
+}
 
 /* xorshift64*: fixed seeds make every run the same. */
 static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
@@ -73,14 +97,5 @@ static inline double rng_unit(void)            /* uniform in [-1, 1) */
         fclose(fp);                                                          \
         (const char *)buf_;                                                  \
     })
-
-static inline int finish(const char *name)
-{
-    if (failures)
-        fprintf(stderr, "%s: %d check(s) failed\n", name, failures);
-    else
-        printf("%s: all checks passed\n", name);
-    return failures ? 1 : 0;
-}
 
 #endif

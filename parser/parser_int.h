@@ -1,11 +1,11 @@
-/* internal.h - what the lexer (lexer.re), the grammar (grammar.y) and the
+/* parser_int.h - what the lexer (lexer.re), the grammar (grammar.y) and the
  * parse driver (parse.c) share; not part of the parser's public API.
  *
  * One Parse holds the state of parsing one file: the lexer's cursor and
  * bracket stack, the error-recovery flags the grammar and the lexer use to
  * talk to each other, and the statements parsed so far. */
-#ifndef EINC_PARSER_INTERNAL_H
-#define EINC_PARSER_INTERNAL_H
+#ifndef EINC_PARSER_INT_H
+#define EINC_PARSER_INT_H
 
 #include "lang/ast.h"
 
@@ -15,6 +15,9 @@
 /* Expression trees deeper than this are an error, so that sema, derive and
  * ast_dump may recurse over expressions without fear for the C stack. */
 #define PARSE_MAX_DEPTH 1000
+/* Imports nested deeper than this are an error (gcc's limit for
+ * #include): each level of the chain is a recursion of the parser. */
+#define PARSE_MAX_IMPORT_DEPTH 200
 
 typedef VEC(Expr *) ExprList;
 typedef VEC(Stmt *) StmtList;

@@ -1,9 +1,9 @@
-/* ir_impl.h - what the files of derive/ share behind ir.h: the context,
+/* ir_int.h - what the files of derive/ir/ share behind ir.h: the context,
  * the hash mixers, the total orders used to put commutative operands and
  * index atoms in canonical order, and the scalar function table.  Not for
- * use outside derive/. */
-#ifndef EINC_IR_IMPL_H
-#define EINC_IR_IMPL_H
+ * use outside derive/ir/. */
+#ifndef EINC_IR_INT_H
+#define EINC_IR_INT_H
 
 #include "ir.h"
 
@@ -88,7 +88,7 @@ int ir_stage_cmp(const Stage *a, const Stage *b);
 bool ir_is_bool_kind(const IExpr *e);
 const Ix *ix_icmp_normal(IrCtx *cx, BinOp op, const Ix *ix, bool *truth);
 
-/* ---- scalar functions ---------------------------------------------------- */
+/* ---- scalar functions (func.c) --------------------------------------------- */
 int ir_func_arity(Func fn);
 const char *ir_func_name(Func fn);
 double ir_func_apply(Func fn, const double *args);  /* not FN_SELECT */

@@ -1,0 +1,297 @@
+/* fuzz_compile.c - libFuzzer entry for the whole compile: the input bytes
+ * are turned into a well-formed .ein program (gen_ein.c), which goes
+ * through the parser, sema, lowering, derive (sibling merging, the search
+ * with its rules, instantiation, fusion) and every writer to memory: C
+ * and CUDA (with and without --main), the tuner's CUDA program, the
+ * program graph, the plan, the plan JSON, the explanations and the search
+ * trees.  A byte of the input chooses -O0/-O1/-O2, the device's cost
+ * model, the precision and the search depth.  Diagnostics go to
+ * /dev/null; what must not happen is a crash, a sanitizer report, an
+ * internal compiler error (diag_ice exits, which libFuzzer reports), or
+ * a program that sema accepted and a later phase then refused.
+ *
+ * The differential mode (FUZZ_COMPILE_DIFF, the fuzz-compile-diff
+ * target) generates small programs instead, compiles each at -O0 and at
+ * -O1 or -O2, evaluates both plans with the IR interpreter (double
+ * precision) on the same seeded inputs and weights, and aborts when an
+ * output differs by more than 1e-9 of its largest value (the tolerance of
+ * einc --verify; the generator keeps NaN and infinity out).
+ *
+ *   make fuzz-compile && make fuzz-compile-run FUZZ_COMPILE_TIME=SECONDS
+ *   EINC_FUZZ_PRINT=1 tests/fuzz/replay_compile FILE   # the program, and
+ *                                                      # its diagnostics
+ *
+ * `make check` replays tests/fuzz/corpus-compile/ through replay.c in both
+ * modes (replay-compile.test). */
+#include "config.h"
+#include "lang/lang.h"
+#include "parser/parser.h"
+#include "sema/sema.h"
+#include "derive/ir/ir.h"
+#include "derive/search/derive.h"
+#include "derive/search/tune.h"
+#include "emit/emit.h"
+#include "gen_ein.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
+
+#ifdef FUZZ_COMPILE_DIFF
+static const bool diff_mode = true;
+#else
+static const bool diff_mode = false;
+#endif
+
+/* The compile options one byte chooses. */
+typedef struct Choice {
+    int level;
+    SearchOptions search;
+    bool main;
+    bool views;                 /* the program graph and the plan */
+    bool extra;                 /* the tuner, JSON, explanations, trees */
+} Choice;
+
+static Choice choose(unsigned c)
+{
+    static const char *const devices[] = {"h200", "a100", "v100", "cpu"};
+    Choice ch;
+    search_default_options(&ch.search);
+    ch.level = (int)(c % 3);
+    ch.search.dev = cost_device(devices[c >> 2 & 3]);
+    ch.search.precision = (Precision)(c >> 4 & 3);
+    /* Bounded by counts, so that an input behaves the same on every run
+     * (the time budget stays a far-away safety net), and small, so that
+     * millions of inputs run in hours: depth 0 or 1 mostly, 2 at times,
+     * 48 states, 8 applications of a rule per state. */
+    ch.search.depth = (c >> 6 & 3) == 3 ? 2 : (int)(c >> 6 & 1);
+    ch.search.max_states = 48;
+    ch.search.per_rule = 8;
+    ch.main = c >> 8 & 1;
+    ch.views = c >> 9 & 1;
+    ch.extra = (c >> 10 & 3) == 3;
+    return ch;
+}
+
+static void die(const char *what, const char *text)
+{
+    fprintf(stderr, "fuzz_compile: %s\n--- the program ---\n%s", what, text);
+    abort();
+}
+
+/* Parse, check, lower and derive `text`; NULL when the front end
+ * refuses it (reported to /dev/null). */
+static Derived *compile(Arena *arena, const char *text, size_t len, const Choice *ch,
+                        IrCtx **cxp)
+{
+    static const ParseOptions popt = {0};     /* no -I folders, no library */
+    Ast *ast = parse_buffer("fuzz.ein", text, len, &popt, arena);
+    if (!ast || diag_error_count())
+        return NULL;
+    SemaOptions sopt = {NULL, 0, "fuzz"};
+    CProgram *cp = sema_check(ast, &sopt, arena);
+    if (!cp || diag_error_count())
+        return NULL;
+    IrCtx *cx = ir_ctx_new(arena);
+    IrProgram *p = ir_lower(cx, cp);
+    if (!p || diag_error_count())
+        die("sema accepted a program that lowering refused", text);
+    DeriveOptions dopt = {ch->level, ch->search};
+    Derived *d = derive_program(cx, p, &dopt);
+    if (diag_error_count())
+        die("derive reported an error", text);
+    *cxp = cx;
+    return d;
+}
+
+typedef void (*Writer)(IrCtx *cx, Derived *d, const Choice *ch, int which, FILE *fp);
+
+static void write_one(IrCtx *cx, Derived *d, const Choice *ch, int which, FILE *fp)
+{
+    EmitOptions eo = {
+        .target = which == 0 ? TARGET_C : TARGET_CUDA,
+        .main = ch->main,
+        .out_name = which == 0 ? "fuzz.c" : "fuzz.cu",
+        .src_name = "fuzz.ein",
+        .precision = ch->search.precision,
+    };
+    switch (which) {
+    case 0:
+    case 1:
+        if (emit_program(d->plan->prog, &eo, fp) != 0 || diag_error_count())
+            die(which ? "the CUDA writer refused a derived program"
+                      : "the C writer refused a derived program", "");
+        break;
+    case 2:
+        if (emit_dot(d->plan->prog, fp) != 0)
+            die("the Graphviz writer failed", "");
+        break;
+    case 3:
+        plan_print(d->plan, fp);
+        break;
+    case 4:
+        derive_print_json(cx, d, fp);
+        break;
+    case 5:
+        derive_explain(cx, d, fp);
+        break;
+    case 6:
+        derive_dot(cx, d, fp);
+        break;
+    case 7: {
+        CostModel cm = {ch->search.dev, ch->search.precision, NULL};
+        const char *const *keys;
+        IrProgram *tp = tune_program(cx, d, &cm, &keys);
+        eo.target = TARGET_CUDA;
+        eo.main = true;
+        eo.tune_keys = keys;
+        eo.tune_device = ch->search.dev->name;
+        if (emit_program(tp, &eo, fp) != 0)
+            die("the tuner's writer failed", "");
+        break;
+    }
+    }
+}
+
+/* C and CUDA every time; the views of the plan (graph, plan text) half
+ * the time and the rest (JSON, explanations, search trees, the tuner)
+ * one time in four, to spend the time where most of the code is. */
+static void write_all(IrCtx *cx, Derived *d, const Choice *ch)
+{
+    for (int which = 0; which < 8; which++) {
+        if ((which >= 2 && which < 4 && !ch->views) || (which >= 4 && !ch->extra))
+            continue;
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *fp = open_memstream(&buf, &len);
+        if (!fp)
+            abort();
+        write_one(cx, d, ch, which, fp);
+        fclose(fp);
+        free(buf);
+    }
+}
+
+/* ---- the differential mode ------------------------------------------------------ */
+
+static uint64_t mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+static uint64_t name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+/* Evaluate p with every input and weight filled by its name (the same
+ * values in both programs); returns the buffers, by tensor id. */
+static double **evaluate(const IrProgram *p)
+{
+    double **data = calloc((size_t)p->ntensors + 1, sizeof *data);
+    if (!data)
+        abort();
+    for (int i = 0; i < p->ntensors; i++) {
+        const IrTensor *t = p->tensors[i];
+        size_t n = ir_tensor_numel(t);
+        data[i] = calloc(n ? n : 1, sizeof **data);
+        if (!data[i])
+            abort();
+        if (t->kind != IT_STAGE) {
+            uint64_t h = name_hash(t->name);
+            for (size_t k = 0; k < n; k++)
+                data[i][k] = (double)(mix(h + k) >> 11) / 9007199254740992.0 * 2 - 1;
+        }
+    }
+    ir_eval_program(p, data);
+    return data;
+}
+
+static void free_data(const IrProgram *p, double **data)
+{
+    for (int i = 0; i < p->ntensors; i++)
+        free(data[i]);
+    free(data);
+}
+
+static void compare(const IrProgram *a, const IrProgram *b, const char *text, int level)
+{
+    if (a->noutputs != b->noutputs)
+        die("-O0 and the other level have different outputs", text);
+    double **da = evaluate(a), **db = evaluate(b);
+    for (int o = 0; o < a->noutputs; o++) {
+        const IrTensor *ta = a->tensors[a->outputs[o]], *tb = b->tensors[b->outputs[o]];
+        size_t n = ir_tensor_numel(ta);
+        if (strcmp(ta->name, tb->name) != 0 || n != ir_tensor_numel(tb))
+            die("an output changed its name or size", text);
+        const double *x = da[ta->id], *y = db[tb->id];
+        double scale = 0, err = 0;
+        for (size_t k = 0; k < n; k++) {
+            if (isnan(x[k]) != isnan(y[k]) || (isinf(x[k]) && x[k] != y[k]))
+                die("an output differs in NaN or infinity", text);
+            if (!isfinite(x[k]))
+                continue;
+            scale = fmax(scale, fabs(x[k]));
+            err = fmax(err, fabs(x[k] - y[k]));
+        }
+        if (err > 1e-9 * fmax(scale, 1e-300)) {
+            fprintf(stderr, "fuzz_compile: output '%s' at -O%d differs from -O0: max error "
+                    "%g, max value %g\n", ta->name, level, err, scale);
+            die("the derived program computes something else", text);
+        }
+    }
+    free_data(a, da);
+    free_data(b, db);
+}
+
+int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
+{
+    static FILE *devnull;
+    if (!devnull) {
+        devnull = fopen("/dev/null", "w");
+        diag_set_stream(getenv("EINC_FUZZ_PRINT") ? stderr : devnull);
+    }
+    GenOptions go = {diff_mode};
+    size_t len;
+    unsigned c;
+    char *text = gen_ein(data, size, &go, &len, &c);
+    if (getenv("EINC_FUZZ_PRINT"))
+        fprintf(stderr, "%s---\n", text);
+    Choice ch = choose(c);
+    src_reset();
+    diag_reset();
+    Arena *arena = arena_new();
+    IrCtx *cx;
+    if (!diff_mode) {
+        Derived *d = compile(arena, text, len, &ch, &cx);
+        if (d)
+            write_all(cx, d, &ch);
+    } else {
+        Choice c0 = ch;
+        c0.level = 0;
+        if (ch.level == 0)
+            ch.level = 2;
+        IrCtx *cx0;
+        Derived *d0 = compile(arena, text, len, &c0, &cx0);
+        if (d0) {
+            Derived *d = compile(arena, text, len, &ch, &cx);
+            if (!d)
+                die("a program accepted once was refused the second time", text);
+            compare(d0->plan->prog, d->plan->prog, text, ch.level);
+        }
+    }
+    if (getenv("EINC_FUZZ_PRINT"))
+        fprintf(stderr, "%s\n", diag_error_count() ? "(refused)" : "(compiled)");
+    arena_free(arena);
+    free(text);
+    return 0;
+}
