@@ -193,17 +193,22 @@ RUN_ENV = dict(os.environ)
 RUN_ENV.setdefault("OMP_NUM_THREADS", "1")
 
 
-def limit_cpu():
-    import resource
-    resource.setrlimit(resource.RLIMIT_CPU, (CPU_LIMIT, CPU_LIMIT + 5))
+def with_cpu_limit(argv, shell):
+    """The command under a CPU-time limit, set by the shell that then
+    execs it: not a preexec_fn, which Python documents as unsafe in a
+    program with threads (this runner has two), where it can deadlock."""
+    limit = "ulimit -t %d; " % CPU_LIMIT
+    if shell:
+        return limit + argv
+    return ["/bin/sh", "-c", limit + 'exec "$@"', "sh"] + list(argv)
 
 
 def run_cmd(argv, cwd, wall=None, shell=False):
     what = argv if shell else " ".join(argv)
     wall = wall or WALL_LIMIT
     try:
-        p = subprocess.run(argv, cwd=cwd, shell=shell, timeout=wall,
-                           env=RUN_ENV, preexec_fn=limit_cpu,
+        p = subprocess.run(with_cpu_limit(argv, shell), cwd=cwd, shell=shell,
+                           timeout=wall, env=RUN_ENV,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            universal_newlines=True, errors="replace")
     except subprocess.TimeoutExpired:
