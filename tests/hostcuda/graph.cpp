@@ -30,34 +30,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+#include "driver.h"
 
-static int checks, failed;
-
-#define CHECK(cond, ...)                                                   \
-    do {                                                                   \
-        checks++;                                                          \
-        if (!(cond)) {                                                     \
-            failed++;                                                      \
-            fprintf(stderr, "graph.cpp:%d: FAIL: ", __LINE__);             \
-            fprintf(stderr, __VA_ARGS__);                                  \
-            fputc('\n', stderr);                                           \
-        }                                                                  \
-    } while (0)
 
 static const int n = 96;
 static const size_t bytes = sizeof(float) * n * n;
 
 static std::vector<float> seeded(size_t count, unsigned seed)
 {
-    std::vector<float> v(count);
-    uint64_t s = 0x9e3779b97f4a7c15ull * (seed + 1);
-    for (float &x : v) {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        x = (float)((double)(s >> 11) / (double)(1ull << 53) * 2 - 1);
-    }
-    return v;
+    return seeded_values(count, seed);
 }
 
 /* max |y - relu(x (2 w + 1) + b)| / max |relu(...)| */

@@ -14,21 +14,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
+#include "driver.h"
 
 long hc_misuses(bool reset);     /* cudart.cpp: the count of forbidden uses */
 
-static int checks, failed;
-
-#define CHECK(cond, ...)                                                   \
-    do {                                                                   \
-        checks++;                                                          \
-        if (!(cond)) {                                                     \
-            failed++;                                                      \
-            fprintf(stderr, "selftest.cpp:%d: FAIL: ", __LINE__);          \
-            fprintf(stderr, __VA_ARGS__);                                  \
-            fputc('\n', stderr);                                           \
-        }                                                                  \
-    } while (0)
 
 /* a forbidden use was reported (and forget it) */
 static bool reported()

@@ -18,33 +18,14 @@
 #include <cmath>
 #include <cstdio>
 #include <vector>
+#include "driver.h"
 
-static int checks, failed;
-
-#define CHECK(cond, ...)                                                   \
-    do {                                                                   \
-        checks++;                                                          \
-        if (!(cond)) {                                                     \
-            failed++;                                                      \
-            fprintf(stderr, "streams.cpp:%d: FAIL: ", __LINE__);           \
-            fprintf(stderr, __VA_ARGS__);                                  \
-            fputc('\n', stderr);                                           \
-        }                                                                  \
-    } while (0)
 
 static const int n = 160;
 
 static std::vector<float> seeded(unsigned seed)
 {
-    std::vector<float> v((size_t)n * n);
-    uint64_t s = 0x9e3779b97f4a7c15ull * (seed + 1);
-    for (float &x : v) {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        x = (float)((double)(s >> 11) / (double)(1ull << 53) * 2 - 1);
-    }
-    return v;
+    return seeded_values((size_t)n * n, seed);
 }
 
 /* max |y - x (2 w + 1)| / max |x (2 w + 1)| */
