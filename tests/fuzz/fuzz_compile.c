@@ -73,6 +73,8 @@ static Choice choose(unsigned c)
     ch.main = c >> 8 & 1;
     ch.views = c >> 9 & 1;
     ch.extra = (c >> 10 & 3) == 3;
+    /* the plan is made for one target: the C file or the C+CUDA file */
+    ch.search.target = c >> 12 & 1 ? TARGET_C : TARGET_CUDA;
     return ch;
 }
 
@@ -112,21 +114,22 @@ typedef void (*Writer)(IrCtx *cx, Derived *d, const Choice *ch, int which, FILE 
 static void write_one(IrCtx *cx, Derived *d, const Choice *ch, int which, FILE *fp)
 {
     EmitOptions eo = {
-        .target = which == 0 ? TARGET_C : TARGET_CUDA,
         .main = ch->main,
         .out_name = which == 0 ? "fuzz.c" : "fuzz.cu",
         .src_name = "fuzz.ein",
-        .precision = ch->search.precision,
     };
     switch (which) {
     case 0:
     case 1:
-        if (emit_program(d->plan->prog, &eo, fp) != 0 || diag_error_count())
+        /* the file of the plan's target (0: C, 1: CUDA) */
+        if ((which == 0) != (d->plan->target == TARGET_C))
+            break;
+        if (emit_program(d->plan, &eo, fp) != 0 || diag_error_count())
             die(which ? "the CUDA writer refused a derived program"
                       : "the C writer refused a derived program", "");
         break;
     case 2:
-        if (emit_dot(d->plan->prog, fp) != 0)
+        if (emit_dot(d->plan, fp) != 0)
             die("the Graphviz writer failed", "");
         break;
     case 3:
@@ -142,10 +145,11 @@ static void write_one(IrCtx *cx, Derived *d, const Choice *ch, int which, FILE *
         derive_dot(cx, d, fp);
         break;
     case 7: {
-        CostModel cm = {ch->search.dev, ch->search.precision, NULL};
+        if (d->plan->target != TARGET_CUDA)
+            break;              /* the tuner is a CUDA program */
+        CostModel cm = {ch->search.dev, ch->search.precision, NULL, TARGET_CUDA};
         const char *const *keys;
-        IrProgram *tp = tune_program(cx, d, &cm, &keys);
-        eo.target = TARGET_CUDA;
+        const Plan *tp = tune_program(cx, d, &cm, &keys);
         eo.main = true;
         eo.tune_keys = keys;
         eo.tune_device = ch->search.dev->name;
