@@ -46,6 +46,7 @@ from concurrent.futures import ThreadPoolExecutor
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(TOP, "tests", "num"))
+sys.path.insert(0, os.path.join(TOP, "tests", "models"))
 
 import torch                                  # noqa: E402
 import eindecl                                # noqa: E402
