@@ -61,3 +61,15 @@ fuzz-st: $(srcdir)/tests/fuzz/fuzz_safetensors.c $(srcdir)/runtime/st.c
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -I$(top_srcdir) -o tests/runtime/fuzz_st \
 	  $(srcdir)/tests/fuzz/fuzz_safetensors.c $(srcdir)/runtime/st.c
 .PHONY: fuzz-st clean-local-runtime
+
+# The oneDNN operators (dnnl_types.h, dnnl.c) against plain loops, where
+# configure found oneDNN.
+EXTRA_DIST += runtime/dnnl_types.h runtime/dnnl.c
+if HAVE_DNNL
+check_PROGRAMS += tests/runtime/test_dnnl
+tests_runtime_test_dnnl_SOURCES = tests/runtime/test_dnnl.c runtime/dnnl.c \
+	runtime/dnnl_types.h runtime/rt.h
+tests_runtime_test_dnnl_CFLAGS = $(AM_CFLAGS) $(DNNL_CFLAGS)
+tests_runtime_test_dnnl_LDADD = $(DNNL_LIBS) -lm
+TESTS += tests/runtime/test_dnnl
+endif
