@@ -22,6 +22,9 @@
 #include "derive/search/derive.h"
 #include "derive/search/tune.h"
 #include "emit/emit.h"
+#ifdef HAVE_ONNX
+#include "onnx/onnx.h"
+#endif
 
 typedef enum {
     EMIT_DEFAULT, EMIT_IR, EMIT_C, EMIT_CUDA, EMIT_DOT, EMIT_PLAN, EMIT_PLAN_JSON,
@@ -43,7 +46,9 @@ typedef struct Options {
     const char *input;
     const char *output;             /* -o; NULL: derived from the input */
     EmitKind emit;
+    const char *target;             /* --target; NULL: from the output kind */
     bool main;
+    bool shared;                    /* --shared */
     const char *tune_db;            /* --tune-db */
     int verify;                     /* 0 no, 1 chosen plans, 2 every candidate */
     DeriveOptions derive;
@@ -54,6 +59,10 @@ typedef struct Options {
     bool dep_phony;                 /* -MP */
     const char *dep_file;           /* -MF */
     VEC(const char *) dep_targets;  /* -MT */
+    bool from_onnx;                 /* --from=onnx */
+    const char *weights_out;        /* --weights-out */
+    const char *bind;               /* --bind */
+    bool emit_given;                /* --emit, --target, --dot, --explain */
 } Options;
 
 static Arena *arena;
@@ -74,9 +83,15 @@ static void usage(FILE *fp)
 "                        candidate and writes a --tune-db file); default:\n"
 "                        from -o's extension (.ir .c .cu .dot .plan\n"
 "                        .json), else cuda\n"
-"      --target=T      same as --emit=T for T in c, cuda\n"
+"      --target=T      the target the plan is made for: c (the C file:\n"
+"                        CBLAS) or cuda (the C+CUDA file: cuBLAS, cuDNN);\n"
+"                        alone, the same as --emit=T; default: that of\n"
+"                        the output kind, and for plan, plan-json, dot and\n"
+"                        explain c with --device=cpu, else cuda\n"
 "      --dot           same as --emit=dot (--dot=program)\n"
 "      --main          add a main() harness to C and CUDA output\n"
+"      --shared        make line 1 of C and CUDA output build a shared\n"
+"                        library (FILE.so) rather than an object\n"
 "      --explain       write each chosen derivation step by step\n"
 "                        (to standard output unless -o is given)\n"
 "      --dot=derivation  write the search trees as Graphviz (standard\n"
@@ -100,6 +115,14 @@ static void usage(FILE *fp)
 "                        data before writing anything\n"
 "\n"
 "Input:\n"
+"      --from=FORMAT   what FILE is: ein (the default) or onnx, an ONNX\n"
+"                        model to translate into an ein program (-o,\n"
+"                        default FILE's stem with .ein) and its weights\n"
+"                        (a safetensors file under the ONNX names)\n"
+"      --weights-out=FILE  with --from=onnx: the weights file (default:\n"
+"                        the output's name with .safetensors)\n"
+"      --bind=FILE     with --from=onnx: the graph inputs found in FILE (a\n"
+"                        safetensors file, by ONNX name) become constants\n"
 "  -D NAME=VALUE       override the integer constant NAME\n"
 "  -I DIR              search DIR for imported files (after the\n"
 "                        importing file's folder; before the standard\n"
@@ -191,7 +214,7 @@ static const struct { const char *name; int has_arg; int id; } long_opts[] = {
     {"output", 1, 'o'}, {"define", 1, 'D'}, {"include", 1, 'I'},
     {"explain", 0, 'X'}, {"search-depth", 1, 'S'}, {"search-budget", 1, 'B'},
     {"device", 1, 'E'}, {"verify", 2, 'v'}, {"precision", 1, 'P'},
-    {"tune-db", 1, 'T'},
+    {"tune-db", 1, 'T'}, {"from", 1, 'F'}, {"shared", 0, 'L'}, {"bind", 1, 'Y'}, {"weights-out", 1, 'U'},
 };
 #define NLONG (sizeof long_opts / sizeof *long_opts)
 
@@ -236,19 +259,22 @@ static void handle(Options *o, int id, const char *val, const char *spelled)
         vec_push(arena, &o->includes, val);
         break;
     case 'e':
+        o->emit_given = true;
         set_emit(o, val, "unknown output kind '%s' (ir, c, cuda, dot, plan, plan-json, tuner)");
         break;
     case 't':
+        o->emit_given = true;
         if (strcmp(val, "c") != 0 && strcmp(val, "cuda") != 0)
             usage_error("unknown target '%s' (c, cuda)", val);
-        set_emit(o, val, "%s");
+        o->target = val;
         break;
     case 'g':
+        o->emit_given = true;
         if (val && strcmp(val, "derivation") != 0 && strcmp(val, "program") != 0)
             usage_error("unknown --dot kind '%s' (program, derivation)", val);
         o->emit = val && strcmp(val, "derivation") == 0 ? EMIT_DOT_DERIVATION : EMIT_DOT;
         break;
-    case 'X': o->emit = EMIT_EXPLAIN; break;
+    case 'X': o->emit = EMIT_EXPLAIN; o->emit_given = true; break;
     case 'v':
         if (val && strcmp(val, "all") != 0)
             usage_error("unknown --verify kind '%s' (all)", val);
@@ -261,11 +287,19 @@ static void handle(Options *o, int id, const char *val, const char *spelled)
             usage_error("unknown device '%s' (h200, a100, v100, cpu)", val);
         break;
     case 'T': o->tune_db = val; break;
+    case 'F':
+        if (strcmp(val, "onnx") != 0 && strcmp(val, "ein") != 0)
+            usage_error("unknown input format '%s' (ein, onnx)", val);
+        o->from_onnx = strcmp(val, "onnx") == 0;
+        break;
+    case 'U': o->weights_out = val; break;
+    case 'Y': o->bind = val; break;
     case 'P':
         if (!cost_precision_parse(val, &o->derive.search.precision))
             usage_error("unknown precision '%s' (fp32, tf32, fp16, bf16)", val);
         break;
     case 'm': o->main = true; break;
+    case 'L': o->shared = true; break;
     case 'x':
         diag_set_max_errors((int)number(val, 0, 1000000, "--max-errors"));
         break;
@@ -372,8 +406,23 @@ static char *model_name(const char *path)
     return s;
 }
 
+/* The target the plan is made for (see --help). */
+static void resolve_target(Options *o)
+{
+    bool c = o->target ? strcmp(o->target, "c") == 0 : o->emit == EMIT_C;
+    if (!o->target && o->emit != EMIT_C && o->emit != EMIT_CUDA && o->emit != EMIT_TUNER)
+        c = strcmp(o->derive.search.dev->name, "cpu") == 0;
+    if (o->target && ((o->emit == EMIT_C && !c) || ((o->emit == EMIT_CUDA ||
+                                                     o->emit == EMIT_TUNER) && c)))
+        usage_error("--target=%s does not write that output kind", o->target);
+    o->derive.search.target = c ? TARGET_C : TARGET_CUDA;
+}
+
 static void resolve_outputs(Options *o)
 {
+    /* --target alone says what to write */
+    if (o->emit == EMIT_DEFAULT && o->target)
+        set_emit(o, o->target, "%s");
     if (o->emit == EMIT_DEFAULT && o->output && strcmp(o->output, "-") != 0) {
         for (size_t i = 0; i < NKINDS; i++)
             if (has_suffix(o->output, emit_kinds[i].ext))
@@ -397,6 +446,9 @@ static void resolve_outputs(Options *o)
     }
     if (o->main && o->emit != EMIT_C && o->emit != EMIT_CUDA)
         usage_error("%s", "--main needs C or CUDA output");
+    if (o->shared && (o->main || (o->emit != EMIT_C && o->emit != EMIT_CUDA)))
+        usage_error("%s", "--shared needs C or CUDA output without --main");
+    resolve_target(o);
 }
 
 /* ---- writing files all-or-nothing ---------------------------------------- */
@@ -563,7 +615,6 @@ static char *compile(const Options *o, size_t *len)
         d = derive_program(cx, p, &dopt);
         if (o->verify && !derive_verify(cx, d, o->verify == 2))
             return NULL;
-        p = d->plan->prog;
     }
 
     char *buf = NULL;
@@ -574,30 +625,29 @@ static char *compile(const Options *o, size_t *len)
     }
     int rc = 0;
     EmitOptions eo = {
-        .target = o->emit == EMIT_C ? TARGET_C : TARGET_CUDA,
         .main = o->main,
+        .shared = o->shared,
         .out_name = strcmp(o->output, "-") == 0 ? NULL : o->output,
         .src_name = o->input,
-        .precision = o->derive.search.precision,
     };
     switch (o->emit) {
     case EMIT_IR: ir_print_program(p, fp); break;
-    case EMIT_DOT: rc = emit_dot(p, fp); break;
+    case EMIT_DOT: rc = emit_dot(d->plan, fp); break;
     case EMIT_PLAN: plan_print(d->plan, fp); break;
     case EMIT_PLAN_JSON: derive_print_json(cx, d, fp); break;
     case EMIT_EXPLAIN: derive_explain(cx, d, fp); break;
     case EMIT_DOT_DERIVATION: derive_dot(cx, d, fp); break;
     case EMIT_TUNER: {
-        CostModel cm = {dopt.search.dev, dopt.search.precision, NULL};
+        CostModel cm = {dopt.search.dev, dopt.search.precision, NULL, dopt.search.target};
         const char *const *keys;
-        IrProgram *tp = tune_program(cx, d, &cm, &keys);
+        const Plan *tp = tune_program(cx, d, &cm, &keys);
         eo.main = true;
         eo.tune_keys = keys;
         eo.tune_device = dopt.search.dev->name;
         rc = emit_program(tp, &eo, fp);
         break;
     }
-    default: rc = emit_program(p, &eo, fp); break;
+    default: rc = emit_program(d->plan, &eo, fp); break;
     }
     fclose(fp);
     if (rc != 0 || diag_error_count()) {
@@ -607,6 +657,58 @@ static char *compile(const Options *o, size_t *len)
     return buf;
 }
 
+/* ---- --from=onnx ------------------------------------------------------------ */
+
+/* The output's name with its extension replaced by `ext`. */
+static const char *with_ext(const char *path, const char *ext)
+{
+    const char *slash = strrchr(path, '/');
+    const char *dot = strrchr(path, '.');
+    size_t n = dot && (!slash || dot > slash) && dot != (slash ? slash + 1 : path)
+                   ? (size_t)(dot - path) : strlen(path);
+    return arena_printf(arena, "%.*s%s", (int)n, path, ext);
+}
+
+static int import_onnx(Options *o, int argc, char **argv)
+{
+    if (o->emit_given || o->main || o->shared || o->dep_only || o->dep_side || o->defines.len)
+        usage_error("%s", "--from=onnx writes an ein program: --emit, --target, --dot, "
+                    "--explain, --main, --shared, -M, -MD and -D do not apply");
+    if (!o->output)
+        o->output = arena_printf(arena, "%s.ein", stem(strcmp(o->input, "-") == 0
+                                                      ? "stdin" : o->input));
+    if (strcmp(o->output, "-") != 0 && !has_suffix(o->output, ".ein"))
+        usage_error("with --from=onnx the output is an ein program: '%s' does not end "
+                    "in .ein", o->output);
+    const char *wpath = o->weights_out ? o->weights_out
+                        : strcmp(o->output, "-") == 0
+                            ? arena_printf(arena, "%s.safetensors",
+                                           stem(strcmp(o->input, "-") == 0 ? "stdin"
+                                                                            : o->input))
+                            : with_ext(o->output, ".safetensors");
+#ifdef HAVE_ONNX
+    const char *wbase = strrchr(wpath, '/');
+    OnnxOptions io = {o->input, wbase ? wbase + 1 : wpath, NULL, o->bind};
+    OnnxResult r;
+    (void)argc, (void)argv;
+    if (!onnx_import(&io, &r))
+        return 1;
+    /* The weights first: a program is never left naming a file that
+     * was not written. */
+    bool ok = write_all(wpath, (const char *)r.weights, r.weights_len) &&
+              write_all(o->output, r.ein, r.ein_len);
+    free(r.weights);
+    free(r.ein);
+    arena_free(arena);
+    return ok ? 0 : 1;
+#else
+    (void)argc, (void)argv, (void)wpath;
+    fprintf(stderr, "einc: error: this einc was built without the ONNX importer "
+            "(configure found no protoc-c, onnx.proto or libprotobuf-c)\n");
+    return 1;
+#endif
+}
+
 int main(int argc, char **argv)
 {
     arena = arena_new();
@@ -614,6 +716,10 @@ int main(int argc, char **argv)
     o.derive.level = 2;
     search_default_options(&o.derive.search);
     parse_args(&o, argc, argv);
+    if (o.from_onnx)
+        return import_onnx(&o, argc, argv);
+    if (o.weights_out || o.bind)
+        usage_error("%s", "--weights-out and --bind are for --from=onnx");
     resolve_outputs(&o);
 
     size_t len = 0;

@@ -52,10 +52,16 @@ void emit_tpl(Emit *em, const char *text)
     tpl(em, text);
 }
 
-/* Is tensor t computed by the run-time kernels (not at weight load)? */
-static bool runtime_stage(const IrTensor *t)
+/* Does the plan compute t at weight load? */
+static bool at_load(const Emit *em, const IrTensor *t)
 {
-    return t->kind == IT_STAGE && !t->weight_only;
+    return t->kind == IT_STAGE && emit_op(em, t)->at_load;
+}
+
+/* Is tensor t computed by the run-time kernels (not at weight load)? */
+static bool runtime_stage(const Emit *em, const IrTensor *t)
+{
+    return t->kind == IT_STAGE && !at_load(em, t);
 }
 
 /* The C parameter name of an output in M_run: its name, or name_out when
@@ -95,6 +101,28 @@ static void write_run_params(Emit *em, bool names)
         sb_puts(o, ",\n        cudaStream_t stream");
 }
 
+/* `s` as a C string literal: quotes, backslashes, '?' (trigraphs) and
+ * bytes outside printable ASCII escaped in octal. */
+static void c_string(Sb *b, const char *s)
+{
+    sb_putc(b, '"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\' || *p == '?')
+            sb_printf(b, "\\%c", *p);
+        else if (*p < 0x20 || *p > 0x7e)
+            sb_printf(b, "\\%03o", *p);
+        else
+            sb_putc(b, (char)*p);
+    }
+    sb_putc(b, '"');
+}
+
+/* The name a tensor is loaded and set by: its external name, else its own. */
+static const char *load_name(const IrTensor *t)
+{
+    return t->ext ? t->ext : t->name;
+}
+
 static void shape_text(Sb *b, const IrTensor *t)
 {
     sb_puts(b, "[");
@@ -126,14 +154,17 @@ void api_write_header_comment(Emit *em)
 " *       the message from and to destroy, or NULL when even that failed\n"
 " *       ($m_last_error(NULL) then says so).\n"
 " *   int $m_load_weights($m_ctx *ctx, const char *path);\n"
-" *       Load every weight found in a safetensors file (by its .ein name,\n");
+" *       Load every weight found in a safetensors file (by its external\n"
+" *       name if it has one, else by its .ein name,\n");
     sb_puts(o, h16 ? " *       its element type as dtype: F32, F16, BF16, I32 ..., matching\n"
                      " *       shape);\n"
                      " *       other entries of the file are ignored.\n"
                    : " *       F32, matching shape); other entries of the file are ignored.\n");
     tpl(em,
 " *   int $m_set_tensor($m_ctx *ctx, const char *name, const void *data,\n"
-" *                     size_t nbytes);\n");
+" *                     size_t nbytes);\n"
+" *       (Here and in $m_get_tensor a tensor is named by its .ein name\n"
+" *       or its external name.)\n");
     sb_puts(o, h16 ? " *       Set a weight or an input from host memory (row-major, in\n"
                      " *       its element type; nbytes exactly the tensor's size).\n"
                    : " *       Set a weight or an input from host memory (row-major f32,\n"
@@ -196,6 +227,9 @@ void api_write_header_comment(Emit *em)
 " *       Free the context and its buffers.\n"
 " *   int $m_tensor_count(void);  const $m_tensor_info *$m_tensor_at(int i);\n"
 " *       Every tensor of the model: name, kind, shape, element type, size.\n"
+" *   const $m_tensor_info *$m_output_at(int k);\n"
+" *       The k-th output, in the order of $m_run's parameters (NULL past\n"
+" *       the last).\n"
 " * Error codes: $M_EINVAL bad argument, $M_EIO file error, $M_EFORMAT bad\n"
 " * safetensors file or tensor, $M_ENOMEM out of memory, $M_ECUDA a CUDA\n"
 " * call failed, $M_EMISSING a weight or input was never set.  A context is\n"
@@ -218,10 +252,19 @@ void api_write_header_comment(Emit *em)
     for (int i = 0; i < p->ntensors; i++) {
         const IrTensor *t = p->tensors[i];
         const char *kind = t->kind == IT_INPUT ? "input" : t->kind == IT_WEIGHT ? "weight"
-                           : t->weight_only ? "computed at load" : "computed";
+                           : at_load(em, t) ? "computed at load" : "computed";
         sb_printf(o, " *   %-12s %s %s", t->name, kind, elem_name(t->elem));
         shape_text(o, t);
-        sb_printf(o, "%s\n", t->is_output ? ", output" : "");
+        sb_printf(o, "%s", t->is_output ? ", output" : "");
+        if (t->ext) {
+            /* in a comment: printable ASCII, and no end of the comment */
+            sb_puts(o, ", external name \"");
+            for (const char *c = t->ext; *c; c++)
+                sb_putc(o, *c >= 0x20 && *c <= 0x7e && !(c[0] == '*' && c[1] == '/')
+                               ? *c : '?');
+            sb_puts(o, "\"");
+        }
+        sb_puts(o, "\n");
     }
 }
 
@@ -264,6 +307,7 @@ static void write_decls(Emit *em)
 "\n"
 "typedef struct $m_tensor_info {\n"
 "    const char *name;           /* as in the .ein file */\n"
+"    const char *ext_name;       /* loaded and set by: the external name, else name */\n"
 "    int kind;                   /* $M_INPUT, $M_WEIGHT, $M_COMPUTED */\n"
 "    int is_output;\n"
 "    int rank;\n"
@@ -286,6 +330,7 @@ static void write_decls(Emit *em)
 "int $m_destroy($m_ctx *ctx);\n"
 "int $m_tensor_count(void);\n"
 "const $m_tensor_info *$m_tensor_at(int i);\n"
+"const $m_tensor_info *$m_output_at(int k);\n"
 "\n"
 "#ifdef __cplusplus\n"
 "}\n"
@@ -319,7 +364,9 @@ static void write_tables(Emit *em)
         int64_t n = 1;
         for (int d = 0; d < t->rank; d++)
             n *= t->shape[d];
-        sb_printf(o, "    {\"%s\", %s_%s, %d, %d, ", t->name, em->upper,
+        sb_printf(o, "    {\"%s\", ", t->name);
+        c_string(o, load_name(t));
+        sb_printf(o, ", %s_%s, %d, %d, ", em->upper,
                   t->kind == IT_INPUT ? "INPUT" : t->kind == IT_WEIGHT ? "WEIGHT"
                                                                     : "COMPUTED",
                   t->is_output, t->rank);
@@ -332,7 +379,7 @@ static void write_tables(Emit *em)
                   n * (int64_t)emit_elem_size(t->elem));
     }
     if (nt == 0)
-        sb_puts(o, "    {\"\", 0, 0, 0, NULL, 0, 0, 0},\n");
+        sb_puts(o, "    {\"\", \"\", 0, 0, 0, NULL, 0, 0, 0},\n");
     sb_puts(o, "};\n\n");
 
     lib_write_types(em);
@@ -406,7 +453,8 @@ static void write_tables(Emit *em)
 "    if (!name)\n"
 "        return ein_fail(ctx, $M_EINVAL, \"tensor name is a null pointer\"), -1;\n"
 "    for (int i = 0; i < EIN_NT; i++)\n"
-"        if (strcmp(ein_tensors[i].name, name) == 0)\n"
+"        if (strcmp(ein_tensors[i].name, name) == 0 ||\n"
+"            strcmp(ein_tensors[i].ext_name, name) == 0)\n"
 "            return i;\n"
 "    ein_fail(ctx, $M_EINVAL, \"the model has no tensor named '%s'\", name);\n"
 "    return -1;\n"
@@ -423,11 +471,11 @@ static void write_op(Emit *em, const IrTensor *t)
     Sb *o = &em->out;
     bool cuda = emit_is_cuda(em);
     bool lib = lib_is_call(em, t);
-    OpKind kind = em->op[t->id].kind;
+    OpImpl impl = emit_op(em, t)->impl;
     /* CUDA launches and convolutions check through rc; cuBLAS calls and
      * C code need none. */
-    bool rc = cuda && (!lib || kind == OPK_CONV2D || kind == OPK_CONV_TRANSPOSE2D ||
-                       kind == OPK_G2BMM || kind == OPK_GBMM);
+    bool rc = cuda && (!lib || impl == IMPL_CUDNN_CONV || impl == IMPL_CUDA_BAND ||
+                       em->pass_of[t->id] >= 0);
     sb_printf(o, "/* %s: %s */\nstatic int ein_op_%d(", t->name, lib_call_name(em, t), t->id);
     tpl(em, "$m_ctx *ctx, void *const *p$S)\n{\n");
     if (rc)
@@ -453,7 +501,7 @@ static void write_stage_runner(Emit *em, const char *fn, bool weight_only)
     bool cuda = emit_is_cuda(em);
     bool any = false;
     for (int i = 0; i < p->ntensors; i++)
-        any |= p->tensors[i]->kind == IT_STAGE && p->tensors[i]->weight_only == weight_only;
+        any |= p->tensors[i]->kind == IT_STAGE && at_load(em, p->tensors[i]) == weight_only;
     sb_printf(o, "static int %s(", fn);
     tpl(em, "$m_ctx *ctx, void *const *p$S)\n{\n");
     if (!any) {
@@ -464,7 +512,7 @@ static void write_stage_runner(Emit *em, const char *fn, bool weight_only)
     sb_puts(o, "    int rc;\n");
     for (int i = 0; i < p->ntensors; i++) {
         const IrTensor *t = p->tensors[i];
-        if (t->kind != IT_STAGE || t->weight_only != weight_only)
+        if (t->kind != IT_STAGE || at_load(em, t) != weight_only)
             continue;
         sb_printf(o, "    if ((rc = ein_op_%d(ctx, p", t->id);
         tpl(em, "$s)) != 0)\n        return rc;\n");
@@ -483,6 +531,7 @@ static void write_ops(Emit *em)
 
 static void write_create_destroy(Emit *em)
 {
+    const IrProgram *p = em->p;
     bool cuda = emit_is_cuda(em);
     tpl(em,
 "int $m_create($m_ctx **out)\n"
@@ -557,6 +606,15 @@ static void write_create_destroy(Emit *em)
 "    return i >= 0 && i < EIN_NT ? &ein_tensors[i] : NULL;\n"
 "}\n"
 "\n");
+    sb_printf(&em->out, "static const int ein_output_ids[%d] = {", p->noutputs > 0 ? p->noutputs : 1);
+    for (int i = 0; i < p->noutputs; i++)
+        sb_printf(&em->out, "%s%d", i ? ", " : "", p->outputs[i]);
+    sb_puts(&em->out, p->noutputs ? "};\n\n" : "-1};\n\n");
+    sb_printf(&em->out, "const %s_tensor_info *%s_output_at(int k)\n"
+              "{\n"
+              "    return k >= 0 && k < %d ? &ein_tensors[ein_output_ids[k]] : NULL;\n"
+              "}\n"
+              "\n", em->model, em->model, p->noutputs);
 }
 
 static void write_load_set_get(Emit *em)
@@ -589,7 +647,7 @@ static void write_load_set_get(Emit *em)
 "    for (int i = 0; i < EIN_NT; i++) {\n"
 "        const $m_tensor_info *t = &ein_tensors[i];\n"
 "        size_t bytes = t->nbytes;\n"
-"        if (t->kind != $M_WEIGHT || !st_find(f, t->name))\n"
+"        if (t->kind != $M_WEIGHT || !st_find(f, t->ext_name))\n"
 "            continue;\n");
     if (cuda)
         tpl(em,
@@ -600,7 +658,7 @@ static void write_load_set_get(Emit *em)
 "            return ein_fail(ctx, $M_ENOMEM, \"out of host memory for weight '%s'\",\n"
 "                            t->name);\n"
 "        }\n"
-"        st = st_read(f, t->name, ein_st_dtype(t->elem), t->rank, t->shape, host,\n"
+"        st = st_read(f, t->ext_name, ein_st_dtype(t->elem), t->rank, t->shape, host,\n"
 "                     bytes, msg, sizeof msg);\n"
 "        cudaError_t e = st == ST_OK ? cudaMemcpy(ctx->buf[i], host, bytes,\n"
 "                                                 cudaMemcpyHostToDevice)\n"
@@ -614,7 +672,7 @@ static void write_load_set_get(Emit *em)
 "        }\n");
     else
         tpl(em,
-"        st = st_read(f, t->name, ein_st_dtype(t->elem), t->rank, t->shape,\n"
+"        st = st_read(f, t->ext_name, ein_st_dtype(t->elem), t->rank, t->shape,\n"
 "                     ctx->buf[i], bytes, msg, sizeof msg);\n"
 "        if (st != ST_OK) {\n"
 "            st_close(f);\n"
@@ -714,7 +772,7 @@ static void write_run(Emit *em)
 "            if (ein_tensors[i].kind == $M_COMPUTED)\n"
 "                ctx->valid[i] = 0;\n");
     for (int i = 0; i < p->ntensors; i++)
-        if (p->tensors[i]->weight_only && p->tensors[i]->kind == IT_STAGE)
+        if (at_load(em, p->tensors[i]))
             sb_printf(o, "        ctx->valid[%d] = 1;\n", i);
     tpl(em,
 "        ctx->weights_changed = 0;\n"
@@ -754,7 +812,7 @@ static void write_run(Emit *em)
     /* Outputs the run-time kernels compute are written in place. */
     for (int i = 0; i < p->noutputs; i++) {
         const IrTensor *t = p->tensors[p->outputs[i]];
-        if (runtime_stage(t))
+        if (runtime_stage(em, t))
             sb_printf(o, "    ein_p[%d] = %s;\n", t->id, out_param(em, t));
     }
     tpl(em,
@@ -763,7 +821,7 @@ static void write_run(Emit *em)
     /* The others are copies of a weight, an input or a load-time stage. */
     for (int i = 0; i < p->noutputs; i++) {
         const IrTensor *t = p->tensors[p->outputs[i]];
-        if (runtime_stage(t))
+        if (runtime_stage(em, t))
             continue;
         if (cuda)
             sb_printf(o, "    EIN_CUDA(cudaMemcpyAsync(%s, ein_p[%d], %zu, "
@@ -776,7 +834,7 @@ static void write_run(Emit *em)
     sb_puts(o, "    /* The context's output buffers were not written. */\n");
     for (int i = 0; i < p->noutputs; i++) {
         const IrTensor *t = p->tensors[p->outputs[i]];
-        if (runtime_stage(t))
+        if (runtime_stage(em, t))
             sb_printf(o, "    ctx->valid[%d] = 0;\n", t->id);
     }
     sb_puts(o, "    for (int ein_i = 0; ein_i < EIN_NT; ein_i++)\n"

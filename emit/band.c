@@ -37,11 +37,6 @@
 #include <inttypes.h>
 #include <string.h>
 
-/* Sizes above this are left to the generic kernel: every int the kernel
- * computes (rows, entries, tile numbers, i0 + j0 - w + row) then stays
- * below 2^31. */
-#define BAND_LIMIT (INT64_C(1) << 29)
-
 typedef struct BandGeo {
     bool g2;                        /* G2BMM, else GBMM */
     int64_t nb, m, w2, k, dil, w;   /* batches, rows, band 2w+1, inner size */
@@ -73,55 +68,23 @@ static int64_t tile_cols(int64_t n)
     return best;
 }
 
-static bool is_f32(const IrTensor *x)
-{
-    return x && x->elem == ELEM_F32;
-}
-
-/* The sizes, checked against the tensors themselves: the operands are
- * [batch..., m, k] (G2BMM), [batch..., m, 2w+1] and [batch..., m, k]
- * (GBMM), the output [batch..., m, 2w+1] or [batch..., m, k], and every
- * loop of the stage covers its dimension from 0. */
-static bool band_geometry(const IrTensor *t, const OpMatch *mt, BandGeo *g)
+/* The geometry of the kernel for t, matched as mt: the plan runs it as
+ * IMPL_CUDA_BAND, which derive/pricing/libs.c grants only to shapes the
+ * kernel indexes with in an int (operands [batch..., m, k] for G2BMM,
+ * [batch..., m, 2w+1] and [batch..., m, k] for GBMM, all f32, the stage
+ * covering its output). */
+static void band_geometry(const IrTensor *t, const OpMatch *mt, BandGeo *g)
 {
     memset(g, 0, sizeof *g);
-    if (!t || !mt || !t->stage || (mt->kind != OPK_G2BMM && mt->kind != OPK_GBMM))
-        return false;
-    const IrTensor *a = mt->in[0], *b = mt->in[1];
-    if (!is_f32(t) || !is_f32(a) || !is_f32(b))
-        return false;
-    const Stage *st = t->stage;
-    int r = t->rank;
-    if (r < 2 || st->nloops != r || a->rank != r || b->rank != r)
-        return false;
-    for (int i = 0; i < r; i++)
-        if (st->loops[i].lo != 0 || st->loops[i].hi != t->shape[i])
-            return false;
+    if (!t || !mt || (mt->kind != OPK_G2BMM && mt->kind != OPK_GBMM))
+        ICE("the band kernel of '%s' is for no band", t ? t->name : "?");
     g->g2 = mt->kind == OPK_G2BMM;
-    g->nb = 1;
-    for (int i = 0; i < r - 2; i++) {
-        if (a->shape[i] != t->shape[i] || b->shape[i] != t->shape[i])
-            return false;
-        if (t->shape[i] > BAND_LIMIT || (g->nb *= t->shape[i]) > BAND_LIMIT)
-            return false;
-    }
+    g->nb = mt->gb;
     g->m = mt->gm;
     g->w = mt->gw;
     g->w2 = 2 * mt->gw + 1;
     g->k = mt->gk;
     g->dil = mt->gdil;
-    if (g->nb != mt->gb || g->m < 1 || g->w < 0 || g->k < 1 || g->dil < 1 ||
-        g->m > BAND_LIMIT || g->w2 > BAND_LIMIT || g->k > BAND_LIMIT || g->dil > BAND_LIMIT)
-        return false;
-    /* the shapes the kernel indexes with */
-    int64_t am = a->shape[r - 2], an = a->shape[r - 1];
-    int64_t bm = b->shape[r - 2], bn = b->shape[r - 1];
-    int64_t om = t->shape[r - 2], on = t->shape[r - 1];
-    if (am != g->m || bm != g->m || om != g->m)
-        return false;
-    if (g->g2 ? (an != g->k || bn != g->k || on != g->w2)
-              : (an != g->w2 || bn != g->k || on != g->k))
-        return false;
     g->mr = cdiv(g->m, g->dil);
     g->nit = cdiv(g->mr, 64);
     if (g->g2) {
@@ -133,18 +96,7 @@ static bool band_geometry(const IrTensor *t, const OpMatch *mt, BandGeo *g)
         g->jc = g->w2 < 32 ? g->w2 : 32;
     }
     /* one block a tile, numbered in an int */
-    int64_t n = g->nb;
-    if (!i64_mul(n, g->dil, &n) || !i64_mul(n, g->nit, &n) || !i64_mul(n, g->ncol, &n) ||
-        n > INT32_MAX || n < 1)
-        return false;
-    g->tiles = n;
-    return true;
-}
-
-bool band_supported(const IrTensor *t, const OpMatch *m)
-{
-    BandGeo g;
-    return band_geometry(t, m, &g);
+    g->tiles = g->nb * g->dil * g->nit * g->ncol;
 }
 
 /* The name and comment of the generic kernel built for t (emit.c builds
@@ -339,15 +291,14 @@ static void write_gbmm(Sb *o, const BandGeo *g, const char *sname, const char *v
 void band_write_kernel(Emit *em, const IrTensor *t, const OpMatch *m)
 {
     BandGeo g;
-    if (!band_geometry(t, m, &g))
-        ICE("band_write_kernel: the stage of '%s' is no supported band", t->name);
+    band_geometry(t, m, &g);
     Sb *o = &em->out;
     const Kernel *k = find_kernel(em, t);
     if (k) {
         emit_block_comment(o, k->comment, 0);
     } else {
         Sb c = {0};
-        emit_source_comment(em, t, &c);
+        emit_source_comment(em->arena, em->p->cx, t, emit_op(em, t)->stage, NULL, &c);
         emit_block_comment(o, sb_str(&c), 0);
         sb_free(&c);
     }
@@ -361,7 +312,7 @@ void band_write_kernel(Emit *em, const IrTensor *t, const OpMatch *m)
     /* --precision below fp32: operands rounded as they are loaded (ein_rnd,
      * which lib.c asked emit.c to write), as every summed product rounds
      * them; else a plain parenthesis */
-    const char *rf = em->opt->precision != PREC_FP32 ? "ein_rnd" : "";
+    const char *rf = em->precision != PREC_FP32 ? "ein_rnd" : "";
     sb_printf(o, "/* %s, b %" PRId64 ", m %" PRId64 ", w %" PRId64 ", k %" PRId64
               ", dilation %" PRId64 ": tiled band kernel, %" PRId64 " blocks */\n",
               g.g2 ? "G2BMM" : "GBMM", g.nb, g.m, g.w, g.k, g.dil, g.tiles);
@@ -377,8 +328,7 @@ void band_write_kernel(Emit *em, const IrTensor *t, const OpMatch *m)
 void band_write_launch(Emit *em, const IrTensor *t, const OpMatch *m, const char *indent)
 {
     BandGeo g;
-    if (!band_geometry(t, m, &g))
-        ICE("band_write_launch: the stage of '%s' is no supported band", t->name);
+    band_geometry(t, m, &g);
     const char *name = band_name(em, t);
     sb_printf(&em->out, "%s%s<<<%" PRId64 ", 256, 0, stream>>>((const float *)p[%d], "
               "(const float *)p[%d], (float *)p[%d]);\n", indent, name, g.tiles,

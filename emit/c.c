@@ -69,7 +69,7 @@ void c_write_kernel(Emit *em, const Kernel *k)
     sb_printf(o, "%*st_%s[", ind + 4, "", em->cname[k->out->id]);
     emit_store_offset(o, k);
     sb_puts(o, "] = ");
-    emit_store_value(em, o, k->out->elem, "acc");
+    emit_store_value(em, o, k->out->elem, k->store);
     sb_printf(o, ";\n%*s}\n}\n\n", ind, "");
 }
 

@@ -114,7 +114,7 @@ static void write_combine(Sb *o, const Kernel *k, int ind, int first)
 static void write_store(Emit *em, Sb *o, const Kernel *k, int ind)
 {
     sb_printf(o, "%*st_%s[e] = ", ind, "", em->cname[k->out->id]);
-    emit_store_value(em, o, k->out->elem, "acc");
+    emit_store_value(em, o, k->out->elem, k->store);
     sb_puts(o, ";\n");
 }
 

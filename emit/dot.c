@@ -1,12 +1,13 @@
-/* dot.c - emit_dot: the program graph as Graphviz.  Tensors are nodes
- * with their kind and shape (inputs green, weights orange, outputs with a
- * double border); each stage is a box naming the kernel that computes it
- * (the same name as in the C and CUDA output), its .ein location and its
- * statement; edges run from the tensors a kernel reads to the kernel and
- * from the kernel to the tensor it writes.  `dot -Tsvg` draws it. */
+/* dot.c - emit_dot: the plan's program graph as Graphviz.  Tensors are
+ * nodes with their kind and shape (inputs green, weights orange, outputs
+ * with a double border); each operator of the plan is a box naming what
+ * computes it as the C or CUDA file of the plan's target names it (its
+ * generated kernel, or its ein_op_N function and library call), what it
+ * fused in, its .ein location and its statement; edges run from the
+ * tensors an operator reads to it and from it to the tensor it writes.
+ * `dot -Tsvg` draws it. */
 #include "config.h"
 #include "emit_int.h"
-#include "../derive/pricing/match.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -79,78 +80,102 @@ static void stage_label(Emit *em, const IrTensor *t, Sb *b)
         }
         sb_free(&flat);
     } else {
-        char *ir = NULL;
-        size_t len = 0;
-        FILE *fp = open_memstream(&ir, &len);
-        if (!fp)
-            ICE("open_memstream failed");
-        ir_print_stage(em->p->cx, t->stage, fp);
-        fclose(fp);
-        dot_text(b, ir, len, "\\l");
-        if (len == 0 || ir[len - 1] != '\n')
-            sb_puts(b, "\\l");
-        free(ir);
+        const char *ir = emit_ir_text(em->arena, em->p->cx, emit_op(em, t)->stage, NULL);
+        dot_text(b, ir, strlen(ir), "\\l");
+        sb_puts(b, "\\l");
     }
 }
 
-static bool reads_tensor(const IExpr *e, int id);
+static bool reads_tensor(const IExpr *e, const IrTensor *t);
 
-static bool stage_reads(const Stage *st, int id)
+static bool stage_reads(const Stage *st, const IrTensor *t)
 {
-    if (reads_tensor(st->body, id))
+    if (reads_tensor(st->body, t))
         return true;
     for (int i = 0; i < st->nguards; i++)
-        if (reads_tensor(st->guards[i], id))
+        if (reads_tensor(st->guards[i], t))
             return true;
     return false;
 }
 
-static bool ix_reads_tensor(const Ix *x, int id)
+static bool ix_reads_tensor(const Ix *x, const IrTensor *t)
 {
     const IExpr *g[16];
     int n = ix_gathers(x, g, 16);
     for (int i = 0; i < n && i < 16; i++)
-        if (reads_tensor(g[i], id))
+        if (reads_tensor(g[i], t))
             return true;
     return false;
 }
 
-static bool reads_tensor(const IExpr *e, int id)
+static bool reads_tensor(const IExpr *e, const IrTensor *t)
 {
     switch (e->kind) {
     case IE_CONST:
         return false;
     case IE_INDEX:
-        return ix_reads_tensor(e->ix, id);
+        return ix_reads_tensor(e->ix, t);
     case IE_ICMP:
-        return ix_reads_tensor(e->icmp.ix, id);
+        return ix_reads_tensor(e->icmp.ix, t);
     case IE_ACCESS:
         for (int k = 0; k < e->access.nidx; k++)
-            if (ix_reads_tensor(e->access.idx[k], id))
+            if (ix_reads_tensor(e->access.idx[k], t))
                 return true;
         if (e->access.tensor)
-            return e->access.tensor->id == id;
-        return stage_reads(e->access.stage, id);
+            return e->access.tensor == t;
+        return stage_reads(e->access.stage, t);
     case IE_CALL:
         for (int i = 0; i < e->call.nargs; i++)
-            if (reads_tensor(e->call.args[i], id))
+            if (reads_tensor(e->call.args[i], t))
                 return true;
         return false;
     case IE_NEG: case IE_NOT:
-        return reads_tensor(e->bin.a, id);
+        return reads_tensor(e->bin.a, t);
     default:
-        return reads_tensor(e->bin.a, id) || reads_tensor(e->bin.b, id);
+        return reads_tensor(e->bin.a, t) || reads_tensor(e->bin.b, t);
     }
 }
 
-int emit_dot(const IrProgram *p, FILE *out)
+/* Does the operator read tensor t: its stage, or its epilogue. */
+static bool op_reads(const PlanOp *op, const IrTensor *t)
 {
-    if (emit_check_program(p) < 0)
-        return -1;
-    EmitOptions opt = {.target = TARGET_C};
+    return stage_reads(op->stage, t) || (op->epi.value && reads_tensor(op->epi.value, t));
+}
+
+static void names_line(Sb *b, const char *what, const IrTensor *const *t, int n)
+{
+    if (n == 0)
+        return;
+    sb_printf(b, "%s ", what);
+    for (int i = 0; i < n; i++) {
+        sb_puts(b, i ? ", " : "");
+        dot_text(b, t[i]->name, strlen(t[i]->name), " ");
+    }
+    sb_puts(b, "\\l");
+}
+
+/* The box of t's operator: what computes it, then what it took in. */
+static void op_label(Emit *em, const IrTensor *t, Sb *o)
+{
+    const PlanOp *op = emit_op(em, t);
+    bool call = op->impl != IMPL_KERNEL;
+    const char *name = em->kname[t->id] ? em->kname[t->id]
+                                        : arena_printf(em->arena, "ein_op_%d", t->id);
+    sb_printf(o, "%s: %s", name, call ? op_kind_name(op->op.kind) : "generated kernel");
+    if (call)
+        sb_printf(o, ", %s", lib_call_name(em, t));
+    sb_printf(o, "%s\\l", op->at_load ? ", run at weight load" : "");
+    names_line(o, "fused:", op->prologue, op->nprologue);
+    if (op->epi.value)
+        names_line(o, "epilogue of:", op->epi.absorbed, op->epi.nabsorbed);
+}
+
+int emit_dot(const Plan *pl, FILE *out)
+{
+    EmitOptions opt = {0};
     Emit em;
-    emit_setup(&em, p, &opt);
-    emit_name_tensors(&em);
+    emit_setup(&em, pl, &opt);
+    const IrProgram *p = pl->prog;
     Sb *o = &em.out;
 
     sb_puts(o, "digraph \"");
@@ -158,10 +183,9 @@ int emit_dot(const IrProgram *p, FILE *out)
     sb_puts(o, "\" {\n"
                "    graph [rankdir=TB, fontname=\"Helvetica\", fontsize=12, label=\"model ");
     dot_text(o, p->model ? p->model : em.model, strlen(p->model ? p->model : em.model), " ");
-    sb_puts(o, "\", labelloc=t];\n"
+    sb_printf(o, " (%s)\", labelloc=t];\n"
                "    node [fontname=\"Helvetica\", fontsize=10];\n"
-               "    edge [color=\"#555555\"];\n\n");
-    int nk = 0;
+               "    edge [color=\"#555555\"];\n\n", cost_target_name(pl->target));
     for (int i = 0; i < p->ntensors; i++) {
         const IrTensor *t = p->tensors[i];
         const char *kind = t->kind == IT_INPUT ? "input" : t->kind == IT_WEIGHT ? "weight"
@@ -176,20 +200,14 @@ int emit_dot(const IrProgram *p, FILE *out)
         sb_puts(o, "\"];\n");
         if (t->kind != IT_STAGE)
             continue;
-        const char *kname = arena_printf(em.arena, "k%d_%s", nk++, em.cname[i]);
-        /* The operator the plan matched (a library call in the C and
-         * CUDA output, where the library takes it: lib.c), or a plain
-         * generated kernel. */
-        OpMatch m;
-        bool op = match_stage(t->stage, &m);
-        sb_printf(o, "    k%d [shape=box, style=\"rounded,filled\", fillcolor=\"%s\", "
-                  "label=\"%s: %s%s\\l", i, op ? "#f8e0f0" : "#dde8f8", kname,
-                  op ? op_kind_name(m.kind) : "generated kernel",
-                  t->weight_only ? ", run at weight load" : "");
+        const PlanOp *op = emit_op(&em, t);
+        sb_printf(o, "    k%d [shape=box, style=\"rounded,filled\", fillcolor=\"%s\", label=\"",
+                  i, op->impl != IMPL_KERNEL ? "#f8e0f0" : "#dde8f8");
+        op_label(&em, t, o);
         stage_label(&em, t, o);
         sb_puts(o, "\"];\n");
         for (int j = 0; j < p->ntensors; j++) {
-            if (stage_reads(t->stage, j))
+            if (op_reads(op, p->tensors[j]))
                 sb_printf(o, "    t%d -> k%d;\n", j, i);
         }
         sb_printf(o, "    k%d -> t%d;\n", i, i);

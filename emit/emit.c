@@ -62,14 +62,20 @@ static void write_build_line(Emit *em)
     char *dot = strrchr(exe, '.');
     if (dot && dot != exe)
         *dot = 0;
-    /* Without main() the file is a library: the command makes an object. */
-    bool link = em->opt->main;
-    if (!link)
+    /* Without main() the file is a library: the command makes an object,
+     * or with --shared a shared library (what python/einc loads). */
+    bool shared = em->opt->shared && !em->opt->main;
+    bool link = em->opt->main || shared;
+    if (shared)
+        exe = arena_printf(em->arena, "%s.so", exe);
+    else if (!link)
         exe = arena_printf(em->arena, "%s.o", exe);
     else if (strcmp(exe, src) == 0)
         exe = arena_printf(em->arena, "%s.out", src);
     Sb cmd = {0};
     sb_puts(&cmd, cuda ? "nvcc -O3 -arch=sm_90 " : "cc -O2 -fopenmp ");
+    if (shared)
+        sb_puts(&cmd, cuda ? "-Xcompiler -fPIC -shared " : "-fPIC -shared ");
     if (!link)
         sb_puts(&cmd, "-c ");
     if (!has_suffix(src, ext))
@@ -117,48 +123,6 @@ static void write_head_comment(Emit *em)
     }
     api_write_header_comment(em);
     sb_puts(o, " */\n");
-}
-
-const char *emit_ctype(ElemType e)
-{
-    static const char *const t[ELEM_COUNT] = {
-        [ELEM_F32] = "float", [ELEM_F16] = "uint16_t", [ELEM_BF16] = "uint16_t",
-        [ELEM_I8] = "int8_t", [ELEM_I16] = "int16_t", [ELEM_I32] = "int32_t",
-        [ELEM_I64] = "int64_t", [ELEM_U8] = "uint8_t", [ELEM_BOOL] = "uint8_t",
-    };
-    return (unsigned)e < ELEM_COUNT ? t[e] : "float";
-}
-
-size_t emit_elem_size(ElemType e)
-{
-    static const size_t n[ELEM_COUNT] = {
-        [ELEM_F32] = 4, [ELEM_F16] = 2, [ELEM_BF16] = 2, [ELEM_I8] = 1, [ELEM_I16] = 2,
-        [ELEM_I32] = 4, [ELEM_I64] = 8, [ELEM_U8] = 1, [ELEM_BOOL] = 1,
-    };
-    return (unsigned)e < ELEM_COUNT ? n[e] : 4;
-}
-
-bool emit_has_16bit(const IrProgram *p)
-{
-    for (int i = 0; i < p->ntensors; i++)
-        if (p->tensors[i]->elem != ELEM_F32)
-            return true;
-    return false;
-}
-
-void emit_store_value(Emit *em, Sb *b, ElemType e, const char *value)
-{
-    if (e == ELEM_F32) {
-        sb_puts(b, value);
-        return;
-    }
-    if (elem_is_int(e)) {
-        em->helpers |= HELP_TO(e);
-        sb_printf(b, "ein_to_%s(%s)", elem_name(e), value);
-        return;
-    }
-    em->helpers |= e == ELEM_F16 ? HELP_ST_F16 : HELP_ST_BF16;
-    sb_printf(b, "ein_st_%s(%s)", e == ELEM_F16 ? "f16" : "bf16", value);
 }
 
 /* f16 and bf16 elements are uint16_t bit patterns.  A read widens one to
@@ -209,7 +173,7 @@ static void write_rnd_helper(Emit *em)
 {
     Sb *o = &em->out;
     bool cuda = emit_is_cuda(em);
-    Precision pr = em->opt->precision;
+    Precision pr = em->precision;
     if (!(em->helpers & HELP_RND) || pr == PREC_FP32)
         return;
     const char *fn = cuda ? "static __device__ __forceinline__" : "static inline";
@@ -321,83 +285,93 @@ void emit_write_helpers(Emit *em)
     write_rnd_helper(em);
 }
 
-static int paste_piece(Emit *em, const char *name)
+static void paste_piece(Emit *em, const char *name)
 {
     const char *text = runtime_piece(name);
-    if (!text) {
-        diag_error(LOC_NONE, "internal error: the runtime piece '%s' is missing "
-                   "from this einc (please report)", name);
-        return -1;
-    }
+    if (!text)
+        ICE("the runtime piece '%s' is missing from this einc", name);
     sb_printf(&em->out, "/* ---- runtime/%s ---- */\n", name);
     sb_puts(&em->out, text);
     if (em->out.len && em->out.s[em->out.len - 1] != '\n')
         sb_putc(&em->out, '\n');
     sb_putc(&em->out, '\n');
-    return 0;
 }
 
-/* Unique C identifiers for the tensors, in tensor order. */
-void emit_name_tensors(Emit *em)
+/* The plan's program and record as emit/ needs them; anything else is a
+ * bug of einc's, not of the input. */
+static void check_plan(const Plan *pl)
 {
-    const IrProgram *p = em->p;
-    for (int i = 0; i < p->ntensors; i++) {
-        const char *base = emit_sanitize(em->arena, p->tensors[i]->name);
-        const char *n = emit_is_reserved(base) ? arena_printf(em->arena, "%s_", base)
-                                               : base;
-        for (int k = 2;; k++) {
-            bool taken = false;
-            for (int j = 0; j < i && !taken; j++)
-                taken = strcmp(em->cname[j], n) == 0;
-            /* M_run names an output that is also an input NAME_out. */
-            for (int j = 0; j < i && !taken; j++)
-                taken = p->tensors[j]->kind == IT_INPUT && p->tensors[j]->is_output &&
-                        strlen(n) == strlen(em->cname[j]) + 4 &&
-                        strncmp(n, em->cname[j], strlen(em->cname[j])) == 0 &&
-                        strcmp(n + strlen(em->cname[j]), "_out") == 0;
-            if (!taken)
-                break;
-            n = arena_printf(em->arena, "%s_%d", base, k);
-        }
-        em->cname[i] = n;
-    }
-}
-
-int emit_check_program(const IrProgram *p)
-{
-    int errors = 0;
+    const IrProgram *p = pl->prog;
+    if (pl->target != TARGET_CUDA && pl->target != TARGET_C)
+        ICE("a plan for target %d", (int)pl->target);
     for (int i = 0; i < p->ntensors; i++) {
         const IrTensor *t = p->tensors[i];
-        if (t->id != i) {
-            diag_error(t->loc, "internal error: tensor '%s' has id %d at position %d "
-                       "(please report)", t->name, t->id, i);
-            return -1;
-        }
-        if ((unsigned)t->elem >= ELEM_COUNT) {
-            diag_error(t->loc, "internal error: tensor '%s' has element type %d "
-                       "(please report)", t->name, (int)t->elem);
-            errors++;
-        }
-        if ((t->kind == IT_STAGE) != (t->stage != NULL)) {
-            diag_error(t->loc, "internal error: tensor '%s' %s a stage (please report)",
-                       t->name, t->stage ? "has" : "lacks");
-            errors++;
-        }
+        if (t->id != i)
+            ICE_AT(t->loc, "tensor '%s' has id %d at position %d", t->name, t->id, i);
+        if ((unsigned)t->elem >= ELEM_COUNT)
+            ICE_AT(t->loc, "tensor '%s' has element type %d", t->name, (int)t->elem);
+        if ((t->kind == IT_STAGE) != (t->stage != NULL))
+            ICE_AT(t->loc, "tensor '%s' %s a stage", t->name, t->stage ? "has" : "lacks");
+        if (t->kind != IT_STAGE)
+            continue;
+        const PlanOp *op = &pl->ops[i];
+        bool cuda_impl = op->impl == IMPL_CUBLAS_GEMM || op->impl == IMPL_CUDNN_CONV ||
+                         op->impl == IMPL_CUDA_BAND;
+        if (op->out != t || !op->stage)
+            ICE_AT(t->loc, "the plan has no operator for '%s'", t->name);
+        if ((op->impl == IMPL_KERNEL) != (op->op.kind == OPK_KERNEL) ||
+            (op->impl != IMPL_KERNEL && cuda_impl != (pl->target == TARGET_CUDA)))
+            ICE_AT(t->loc, "the plan runs '%s' as %s %s on target %s", t->name,
+                   op_kind_name(op->op.kind), cost_impl_name(op->impl),
+                   cost_target_name(pl->target));
+        if (op->rows)
+            ICE_AT(t->loc, "the plan computes '%s' in a fused row group, which the "
+                   "emitter does not generate yet", t->name);
+        if (op->buf.kind != BUF_OWN)
+            ICE_AT(t->loc, "the plan makes '%s' a view of another buffer, which the "
+                   "emitter does not generate yet", t->name);
+        const PlanEpilogue *e = &op->epi;
+        if (e->value && (!e->self || e->self->elem != ELEM_F32 ||
+                         e->self->rank != t->rank ||
+                         (op->impl != IMPL_KERNEL && t->elem != ELEM_F32)))
+            ICE_AT(t->loc, "the epilogue of '%s' is not over an f32 value of its shape",
+                   t->name);
     }
-    for (int i = 0; i < p->noutputs; i++) {
-        if (p->outputs[i] < 0 || p->outputs[i] >= p->ntensors) {
-            diag_error(LOC_NONE, "internal error: output %d is no tensor (please report)",
-                       p->outputs[i]);
-            errors++;
-        }
-    }
-    return errors ? -1 : 0;
+    for (int i = 0; i < p->noutputs; i++)
+        if (p->outputs[i] < 0 || p->outputs[i] >= p->ntensors)
+            ICE("output %d is no tensor", p->outputs[i]);
 }
 
-void emit_setup(Emit *em, const IrProgram *p, const EmitOptions *opt)
+/* The names of the kernels, in tensor order: each operator's generated
+ * kernel, then a library call's epilogue pass (dot.c names them too). */
+static void name_kernels(Emit *em)
 {
+    const IrProgram *p = em->p;
+    size_t n = (size_t)(p->ntensors + 1);
+    em->kname = arena_alloc(em->arena, sizeof *em->kname * n);
+    em->pname = arena_alloc(em->arena, sizeof *em->pname * n);
+    int k = 0;
+    for (int i = 0; i < p->ntensors; i++) {
+        const IrTensor *t = p->tensors[i];
+        if (t->kind != IT_STAGE)
+            continue;
+        const PlanOp *op = emit_op(em, t);
+        if (plan_has_kernel(op))
+            em->kname[i] = arena_printf(em->arena, "k%d_%s", k++, em->cname[i]);
+        if (op->impl != IMPL_KERNEL && op->epi.value)
+            em->pname[i] = arena_printf(em->arena, "k%d_%s_epilogue", k++, em->cname[i]);
+    }
+}
+
+void emit_setup(Emit *em, const Plan *pl, const EmitOptions *opt)
+{
+    check_plan(pl);
+    const IrProgram *p = pl->prog;
     memset(em, 0, sizeof *em);
+    em->plan = pl;
     em->p = p;
+    em->target = pl->target;
+    em->precision = pl->precision;
     em->opt = opt;
     em->arena = arena_new();
     em->model = emit_sanitize(em->arena, p->model && p->model[0] ? p->model : "model");
@@ -424,35 +398,51 @@ void emit_setup(Emit *em, const IrProgram *p, const EmitOptions *opt)
         em->file_base = arena_strdup(em->arena, base_name(opt->out_name));
     else
         em->file_base = arena_printf(em->arena, "%s%s", em->model,
-                                     opt->target == TARGET_CUDA ? ".cu" : ".c");
+                                     pl->target == TARGET_CUDA ? ".cu" : ".c");
+    emit_name_tensors(em);
+    name_kernels(em);
 }
 
-int emit_program(const IrProgram *p, const EmitOptions *opt, FILE *out)
+/* Every kernel the file holds (Emit.kernels), in tensor order. */
+static int build_kernels(Emit *em)
 {
-    if (emit_check_program(p) < 0)
-        return -1;
+    const IrProgram *p = em->p;
+    size_t n = (size_t)(2 * p->ntensors + 1);
+    int rc = 0;
+    em->kernels = arena_alloc(em->arena, sizeof *em->kernels * n);
+    em->kernel_of = arena_alloc(em->arena, sizeof *em->kernel_of * n);
+    em->pass_of = arena_alloc(em->arena, sizeof *em->pass_of * n);
+    for (int i = 0; i < p->ntensors; i++) {
+        em->kernel_of[i] = em->pass_of[i] = -1;
+        const PlanOp *op = emit_op(em, p->tensors[i]);
+        if (em->kname[i]) {
+            if (kernel_build(em, op, false, em->kname[i], &em->kernels[em->nkernels]) < 0)
+                rc = -1;
+            em->kernel_of[i] = em->nkernels++;
+        }
+        if (em->pname[i]) {
+            if (kernel_build(em, op, true, em->pname[i], &em->kernels[em->nkernels]) < 0)
+                rc = -1;
+            em->pass_of[i] = em->nkernels++;
+        }
+    }
+    return rc;
+}
+
+int emit_program(const Plan *pl, const EmitOptions *opt, FILE *out)
+{
     Emit em;
-    emit_setup(&em, p, opt);
-    emit_name_tensors(&em);
+    emit_setup(&em, pl, opt);
     bool cuda = emit_is_cuda(&em);
     int rc = 0;
 
-    /* Library calls first: a stage they compute needs no kernel (whose
-     * helpers would be unused). */
-    lib_plan(&em);
-    em.kernels = arena_alloc(em.arena, sizeof *em.kernels * (size_t)(p->ntensors + 1));
-    em.kernel_of = arena_alloc(em.arena, sizeof *em.kernel_of * (size_t)(p->ntensors + 1));
-    for (int i = 0; i < p->ntensors; i++) {
-        const IrTensor *t = p->tensors[i];
-        em.kernel_of[i] = -1;
-        if (t->kind != IT_STAGE || (lib_is_call(&em, t) && !lib_needs_kernel(&em, t)))
-            continue;
-        if (kernel_build(&em, t, em.nkernels, &em.kernels[em.nkernels]) < 0)
-            rc = -1;
-        em.kernel_of[i] = em.nkernels++;
-    }
-    if (rc < 0)
+    /* Library calls first: what they need around them decides the
+     * helpers, which are written before the kernels. */
+    lib_setup(&em);
+    if (build_kernels(&em) < 0) {
+        rc = -1;
         goto done;
+    }
 
     write_build_line(&em);
     write_head_comment(&em);
@@ -468,10 +458,8 @@ int emit_program(const IrProgram *p, const EmitOptions *opt, FILE *out)
                                               "harness.c"};
     const char *const *list = opt->main ? main_pieces : pieces;
     int n = opt->main ? 5 : 3;
-    for (int i = 0; i < n && rc == 0; i++)
-        rc = paste_piece(&em, list[i]);
-    if (rc < 0)
-        goto done;
+    for (int i = 0; i < n; i++)
+        paste_piece(&em, list[i]);
     emit_write_helpers(&em);
     sb_puts(&em.out, "/* ---- kernels ------------------------------------------------------------- */\n\n");
     for (int i = 0; i < em.nkernels; i++) {

@@ -1,6 +1,7 @@
 /* emit_int.h - what the files of emit/ share and nobody else sees: a
- * string builder, the per-run emitter state, and the kernel description
- * that kernel.c builds from a stage and c.c / cuda.c write out. */
+ * string builder, the per-run emitter state, the kernel description that
+ * kernel.c builds from a plan's operator and c.c / cuda.c write out, and
+ * the text helpers of text.c that every writer uses. */
 #ifndef EINC_EMIT_INT_H
 #define EINC_EMIT_INT_H
 
@@ -26,11 +27,16 @@ void sb_indent(Sb *b, const char *text, int indent);
  * the tensors through `const float *` (f32) or `const uint16_t *` (f16,
  * bf16: bit patterns, widened by ein_ld_f16/ein_ld_bf16) parameters named
  * t_<cname>, and leaves the element's value in `float acc`.  Each dialect
- * adds the iteration (grid-stride loop / loop nest) and the store, which
- * rounds acc to the output's element type (emit_store_value). */
+ * adds the iteration (grid-stride loop / loop nest) and the store of
+ * `store` (acc, or the operator's epilogue of it), rounded to the
+ * output's element type (emit_store_value).  An epilogue pass after a
+ * library call is a kernel too: a map that reads the output's own element
+ * through the output's pointer and stores its epilogue there. */
 typedef struct Kernel {
     const IrTensor *out;
     const Stage *st;
+    const char *store;              /* the float expression stored: "acc", or
+                                       the epilogue of acc */
     const char *name;               /* C function name, e.g. "k2_z1_a" */
     const char *ity;                /* index type: "int" or "int64_t" */
     int64_t total;                  /* output elements (shape product) */
@@ -58,14 +64,21 @@ typedef struct Kernel {
 
 /* ---- emitter state ---------------------------------------------------- */
 typedef struct Emit {
-    const IrProgram *p;
+    const Plan *plan;               /* what to write */
+    const IrProgram *p;             /* plan->prog */
+    Target target;                  /* plan->target */
+    Precision precision;            /* plan->precision */
     const EmitOptions *opt;
     Arena *arena;
     const char *model;              /* C identifier for the API prefix */
     const char *upper;              /* the same in upper case (enum constants) */
     const char **cname;             /* per tensor id: unique C identifier */
-    Kernel *kernels;                /* one per IT_STAGE tensor, in tensor order */
+    Kernel *kernels;                /* in tensor order: each operator's generated
+                                       kernel (plan_has_kernel), then its
+                                       epilogue pass (a library call's) */
     int nkernels;
+    const char **kname;             /* per tensor id: its kernel's name, or NULL */
+    const char **pname;             /* per tensor id: its epilogue pass's, or NULL */
     int64_t *count;                 /* per tensor id: elements */
     const char *file_base;          /* output file name without folders */
     const char *build_cmd;          /* the command of line 1 */
@@ -78,11 +91,11 @@ typedef struct Emit {
     const char **var_name;
     bool *var_used;
     int nvars;
-    /* Vendor operators (lib.c), per tensor id: what computes a stage
-     * (OPK_KERNEL: its generated kernel) and its convolution slot. */
-    OpMatch *op;
+    /* Vendor operators (lib.c), per tensor id: the convolution slot of a
+     * cuDNN convolution, and where the kernels are. */
     int *slot;
     int *kernel_of;                 /* per tensor id: index in kernels, or -1 */
+    int *pass_of;                   /* per tensor id: its epilogue pass, or -1 */
     int nconv, nlib;
     unsigned libs;                  /* LIB_* bits */
     int64_t col_elems;              /* C: im2col buffer, elements */
@@ -114,6 +127,7 @@ enum {
 /* The conversion helper of an integer type. */
 #define HELP_TO(e) (1u << (17 + (int)(e) - (int)ELEM_I8))
 
+/* ---- text.c: what every writer uses ------------------------------------ */
 /* The C type of a tensor's elements in buffers and kernel parameters:
  * "float" for f32, "uint16_t" (the IEEE binary16 or bfloat16 bit
  * pattern) for f16 and bf16. */
@@ -126,27 +140,39 @@ bool emit_has_16bit(const IrProgram *p);
  * element of type e: the text itself for f32, ein_st_f16(value) or
  * ein_st_bf16(value) otherwise (marking the helper used). */
 void emit_store_value(Emit *em, Sb *b, ElemType e, const char *value);
+/* A C identifier for `name` ('.' and other characters become '_'). */
+char *emit_sanitize(Arena *a, const char *name);
+/* C and C++ keywords, names the generated code uses, C library names. */
+bool emit_is_reserved(const char *id);
+/* Unique C identifiers for the tensors (em->cname), in tensor order. */
+void emit_name_tensors(Emit *em);
+/* Text of a float constant that reads back as exactly (float)v. */
+void emit_float(Sb *b, double v);
+/* The IR text of a stage (st) or else of an expression, one line. */
+char *emit_ir_text(Arena *a, const IrCtx *cx, const Stage *st, const IExpr *e);
+/* The comment text for the operator computing t: the statement's
+ * location and source, the IR of st (when not NULL) and what is stored
+ * (an epilogue, when not NULL). */
+void emit_source_comment(Arena *a, const IrCtx *cx, const IrTensor *t, const Stage *st,
+                         const IExpr *epi, Sb *b);
+/* A block comment of text's lines, indented. */
+void emit_block_comment(Sb *b, const char *text, int indent);
 
 /* emit.c: the helper functions the kernels called (em->helpers), written
  * to em->out; state shared with dot.c */
 void emit_write_helpers(Emit *em);
-int emit_check_program(const IrProgram *p);
-void emit_setup(Emit *em, const IrProgram *p, const EmitOptions *opt);
-void emit_name_tensors(Emit *em);
+/* Check the plan's program and record (internal errors are ICEs), set up
+ * the state and the names: tensors, and the kernels each operator has. */
+void emit_setup(Emit *em, const Plan *pl, const EmitOptions *opt);
 
-/* kernel.c */
-int kernel_build(Emit *em, const IrTensor *t, int index, Kernel *k);
-/* A C identifier for `name` ('.' and other characters become '_'); the
- * result is unique among the names already in `used` (checked by the
- * caller through emit_name_taken). */
-char *emit_sanitize(Arena *a, const char *name);
-bool emit_is_reserved(const char *id);
-/* Text of a float constant that reads back as exactly (float)v. */
-void emit_float(Sb *b, double v);
-/* The comment text for a tensor's statement: location and source. */
-void emit_source_comment(Emit *em, const IrTensor *t, Sb *b);
-/* A block comment of text's lines, indented. */
-void emit_block_comment(Sb *b, const char *text, int indent);
+static inline const PlanOp *emit_op(const Emit *em, const IrTensor *t)
+{
+    return &em->plan->ops[t->id];
+}
+
+/* kernel.c: the kernel of op (its stage, the epilogue fused into its
+ * store), or (pass) its epilogue pass after a library call, named `name`. */
+int kernel_build(Emit *em, const PlanOp *op, bool pass, const char *name, Kernel *k);
 /* Row-major offset of the output element from the loop variables. */
 void emit_store_offset(Sb *b, const Kernel *k);
 
@@ -156,12 +182,9 @@ void c_write_launch(Emit *em, const Kernel *k, const char *indent);
 void cuda_write_kernel(Emit *em, const Kernel *k);
 void cuda_write_launch(Emit *em, const Kernel *k, const char *indent);
 
-/* lib.c: library calls for the stages the plan matched (see its header) */
-void lib_plan(Emit *em);                         /* fills op, slot, libs, ... */
+/* lib.c: library calls for the operators the plan says are (see its header) */
+void lib_setup(Emit *em);                       /* slot, libs, scratch sizes */
 bool lib_is_call(const Emit *em, const IrTensor *t);
-/* A library call that keeps its generated kernel as a fallback (CUDA
- * convolutions: cuDNN may have no plan for one on the GPU at hand). */
-bool lib_needs_kernel(const Emit *em, const IrTensor *t);
 void lib_write_main_notes(Emit *em, const char *prog);   /* after M_create */
 const char *lib_call_name(const Emit *em, const IrTensor *t);
 void lib_write_link_flags(const Emit *em, Sb *cmd);
@@ -186,19 +209,15 @@ void main_write(Emit *em);
 
 static inline bool emit_is_cuda(const Emit *em)
 {
-    return em->opt->target == TARGET_CUDA;
+    return em->target == TARGET_CUDA;
 }
 
 /* ---- band.c: tiled kernels for G2BMM and GBMM (CUDA only) ---------------
- * band_supported: the stage of t matched as m (OPK_G2BMM or OPK_GBMM) is
- * f32 throughout, its loops cover its shape from 0 and its sizes fit the
- * kernel; otherwise the generic kernel is the one to write.  Then
- * band_write_kernel writes the kernel (named as the generic kernel that
- * emit.c built for t, when there is one) and band_write_launch its launch
- * inside a function where ctx, p (void *const *, buffers by tensor id),
- * stream and int rc exist, checked with ein_launched. */
-#include "../derive/pricing/match.h"
-bool band_supported(const IrTensor *t, const OpMatch *m);
+ * For an operator the plan runs as IMPL_CUDA_BAND (derive/pricing/libs.c
+ * says which shapes the kernel takes): band_write_kernel writes the
+ * kernel and band_write_launch its launch inside a function where ctx,
+ * p (void *const *, buffers by tensor id), stream and int rc exist,
+ * checked with ein_launched. */
 void band_write_kernel(Emit *em, const IrTensor *t, const OpMatch *m);
 void band_write_launch(Emit *em, const IrTensor *t, const OpMatch *m, const char *indent);
 

@@ -1,8 +1,11 @@
-/* kernel.c - the one description of a generated kernel, built from a
- * stage: which tensors it reads, the index type, and a dialect-neutral C
- * body that computes one output element into `acc`.  c.c and cuda.c wrap
- * the same body in a loop nest or a grid-stride loop, so the CPU tests
- * run exactly the arithmetic the GPU runs.
+/* kernel.c - the one description of a generated kernel, built from an
+ * operator of the plan: which tensors it reads, the index type, a
+ * dialect-neutral C body that computes one output element into `acc`, and
+ * what is stored (acc, or the operator's epilogue of it).  c.c and cuda.c
+ * wrap the same body in a loop nest or a grid-stride loop, so the CPU
+ * tests run exactly the arithmetic the GPU runs.  A library call's
+ * epilogue is a kernel of its own, run after the call over the output in
+ * place.
  *
  * Exactness rules carried out here: reads outside a tensor's shape are 0
  * (a check is written only where ix_bounds says the index can leave the
@@ -11,9 +14,9 @@
  * elements outside the loop ranges (output padding) and elements whose
  * loop-level guards fail are 0; a max=/min= with no term is 0.  Reads of
  * f16 and bf16 tensors widen the element to float (ein_ld_f16,
- * ein_ld_bf16); all arithmetic is in float.  Nested
- * stages in a body are not generated yet: they are reported as an
- * internal error. */
+ * ein_ld_bf16); all arithmetic is in float.  Nested stages in a body are
+ * not generated yet: they are an internal error (ICE), as is anything
+ * else a well-formed plan does not hold. */
 #include "config.h"
 #include "emit_int.h"
 
@@ -90,221 +93,6 @@ void sb_indent(Sb *b, const char *text, int indent)
     }
 }
 
-/* ---- names and literals --------------------------------------------------- */
-
-/* C and C++ keywords, names the generated code uses where tensor names
- * are parameters (M_run), and macros of the C library: a tensor called
- * one of these gets a '_' appended. */
-static const char *const reserved[] = {
-    "EOF", "FILE", "HUGE_VAL", "HUGE_VALF", "INFINITY", "NAN", "NULL",
-    "assert", "calloc", "cudaError_t", "cudaMemcpyAsync",
-    "cudaMemcpyDeviceToDevice", "cudaStream_t", "cudaSuccess", "errno",
-    "free", "int16_t", "int32_t", "int64_t", "int8_t", "isfinite", "isinf",
-    "isnan", "malloc", "memcpy", "memset", "offsetof", "ptrdiff_t",
-    "signbit", "size_t", "stderr", "stdin", "stdout", "strcmp", "uint16_t",
-    "uint32_t", "uint64_t", "uint8_t", "va_arg", "va_end", "va_list",
-    "va_start",
-    "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor",
-    "bool", "break", "case", "catch", "char", "char16_t", "char32_t",
-    "char8_t", "class", "compl", "concept", "const", "const_cast",
-    "consteval", "constexpr", "constinit", "continue", "co_await",
-    "co_return", "co_yield", "ctx", "decltype", "default", "delete", "do",
-    "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern",
-    "false", "float", "for", "friend", "goto", "if", "inline", "int", "long",
-    "main", "mutable", "namespace", "new", "noexcept", "not", "not_eq",
-    "nullptr", "operator", "or", "or_eq", "private", "protected", "public",
-    "register", "reinterpret_cast", "requires", "restrict", "return",
-    "short", "signed", "sizeof", "static", "static_assert", "static_cast",
-    "stream", "struct", "switch", "template", "this", "thread_local",
-    "throw", "true", "try", "typedef", "typeid", "typename", "union",
-    "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while",
-    "xor", "xor_eq",
-    /* macros, types and predefined names of the headers the output
-       includes (glibc, OpenBLAS's cblas.h with <complex.h>, oneDNN,
-       CUDA, cuBLAS, cuDNN), beyond the families emit_is_reserved
-       matches; tests/emit/reserved.test checks them all */
-    "ADJ_ESTERROR", "ADJ_FREQUENCY", "ADJ_MAXERROR", "ADJ_MICRO", "ADJ_NANO",
-    "ADJ_OFFSET", "ADJ_OFFSET_SINGLESHOT", "ADJ_OFFSET_SS_READ",
-    "ADJ_SETOFFSET", "ADJ_STATUS", "ADJ_TAI", "ADJ_TICK", "ADJ_TIMECONST",
-    "BIG_ENDIAN", "BLASFUNC", "BUFSIZ", "BYTE_ORDER", "CHAR_BIT",
-    "CLOCKS_PER_SEC", "CLOCK_BOOTTIME", "CLOCK_BOOTTIME_ALARM",
-    "CLOCK_MONOTONIC", "CLOCK_MONOTONIC_COARSE", "CLOCK_MONOTONIC_RAW",
-    "CLOCK_PROCESS_CPUTIME_ID", "CLOCK_REALTIME", "CLOCK_REALTIME_ALARM",
-    "CLOCK_REALTIME_COARSE", "CLOCK_TAI", "CLOCK_THREAD_CPUTIME_ID", "CMPLX",
-    "CMPLXF", "CMPLXL", "EXIT_FAILURE", "EXIT_SUCCESS", "FD_CLR", "FD_ISSET",
-    "FD_SET", "FD_SETSIZE", "FD_ZERO", "FILENAME_MAX", "FLOATRET",
-    "FOPEN_MAX", "HUGE_VALL", "HUGE_VAL_F32", "HUGE_VAL_F32X", "HUGE_VAL_F64",
-    "HUGE_VAL_F64X", "I", "IF_DEVICE_OR_CUDACC", "LITTLE_ENDIAN", "LONG_BIT",
-    "L_ctermid", "L_cuserid", "L_tmpnam", "MATH_ERREXCEPT", "MATH_ERRNO",
-    "MAXFLOAT", "MAX_CANON", "MAX_INPUT", "MB_CUR_MAX", "MOD_CLKA",
-    "MOD_CLKB", "MOD_ESTERROR", "MOD_FREQUENCY", "MOD_MAXERROR", "MOD_MICRO",
-    "MOD_NANO", "MOD_OFFSET", "MOD_STATUS", "MOD_TAI", "MOD_TIMECONST",
-    "NFDBITS", "NL_ARGMAX", "NL_LANGMAX", "NL_MSGMAX", "NL_NMAX", "NL_SETMAX",
-    "NL_TEXTMAX", "NZERO", "PDP_ENDIAN", "PIPE_BUF",
-    "PTHREAD_DESTRUCTOR_ITERATIONS", "P_tmpdir", "RAND_MAX",
-    "RENAME_EXCHANGE", "RENAME_NOREPLACE", "RENAME_WHITEOUT", "SCHED_FIFO",
-    "SCHED_OTHER", "SCHED_RR", "SEEK_CUR", "SEEK_DATA", "SEEK_END",
-    "SEEK_HOLE", "SEEK_SET", "SNAN", "SNANF", "SNANF32", "SNANF32X",
-    "SNANF64", "SNANF64X", "SNANL", "STA_CLK", "STA_CLOCKERR", "STA_DEL",
-    "STA_FLL", "STA_FREQHOLD", "STA_INS", "STA_MODE", "STA_NANO", "STA_PLL",
-    "STA_PPSERROR", "STA_PPSFREQ", "STA_PPSJITTER", "STA_PPSSIGNAL",
-    "STA_PPSTIME", "STA_PPSWANDER", "STA_RONLY", "STA_UNSYNC",
-    "TIMER_ABSTIME", "TIME_UTC", "TMP_MAX", "WCONTINUED", "WEXITED",
-    "WEXITSTATUS", "WIFCONTINUED", "WIFEXITED", "WIFSIGNALED", "WIFSTOPPED",
-    "WNOHANG", "WNOWAIT", "WORD_BIT", "WSTOPPED", "WSTOPSIG", "WTERMSIG",
-    "WUNTRACED", "alloca", "assert_perror", "be16toh", "be32toh", "be64toh",
-    "blockDim", "blockIdx", "clock_t", "complex", "dim3", "div_t", "double_t",
-    "float_t", "fpclassify", "fpos_t", "gridDim", "half", "half2", "htobe16",
-    "htobe32", "htobe64", "htole16", "htole32", "htole64", "imaginary",
-    "isalnum_l", "isalpha_l", "isascii", "isascii_l", "isblank_l",
-    "iscntrl_l", "isdigit_l", "isgraph_l", "isgreater", "isgreaterequal",
-    "isless", "islessequal", "islessgreater", "islower_l", "isnormal",
-    "isprint_l", "ispunct_l", "isspace_l", "issubnormal", "isunordered",
-    "isupper_l", "isxdigit_l", "ldiv_t", "le16toh", "le32toh", "le64toh",
-    "linux", "lldiv_t", "math_errhandling", "max_align_t", "nv_bfloat16",
-    "nv_bfloat162", "off_t", "sched_priority", "ssize_t", "std", "strdupa",
-    "strndupa", "threadIdx", "time_t", "toascii", "toascii_l", "unix",
-    "va_copy", "warpSize", "xdouble",
-};
-
-bool emit_is_reserved(const char *id)
-{
-    for (size_t i = 0; i < sizeof reserved / sizeof *reserved; i++)
-        if (strcmp(reserved[i], id) == 0)
-            return true;
-    /* Names of the C implementation and of the generated helpers. */
-    if ((id[0] == '_' && (id[1] == '_' || (id[1] >= 'A' && id[1] <= 'Z'))) ||
-        strncmp(id, "ein_", 4) == 0 || strncmp(id, "EIN_", 4) == 0)
-        return true;
-    /* Families of the headers' names: libraries' prefixes, <stdint.h>,
-     * <inttypes.h>, <math.h>, <signal.h> and <errno.h> macros, limits,
-     * CUDA's vector types; and the kernels einc writes, k0_name. */
-    static const char *const prefixes[] = {
-        "CBLAS", "Cblas", "cblas", "OPENBLAS", "openblas", "LAPACK", "lapack",
-        "DNNL", "dnnl", "CUDA", "cuda", "CUDNN", "cudnn", "CUBLAS", "cublas",
-        "CU_", "CUB", "NV_", "nv_", "FP_", "M_", "PRI", "SCN", "SIG", "INT", "UINT",
-        "SIZE_", "PTRDIFF_", "WCHAR_", "WINT_", "int_", "uint_", "kband_",
-    };
-    for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
-        if (strncmp(id, prefixes[i], strlen(prefixes[i])) == 0)
-            return true;
-    size_t n = strlen(id);
-    bool upper = true;
-    for (size_t i = 0; i < n; i++)
-        upper &= (id[i] >= 'A' && id[i] <= 'Z') || (id[i] >= '0' && id[i] <= '9') || id[i] == '_';
-    if (upper && id[0] == 'E' && n >= 2 && !strchr(id, '_'))
-        return true;                            /* errno's E2BIG .. EXDEV */
-    if (upper && n > 4 && (strcmp(id + n - 4, "_MAX") == 0 || strcmp(id + n - 4, "_MIN") == 0 ||
-                           (n > 6 && strcmp(id + n - 6, "_WIDTH") == 0)))
-        return true;                            /* limits */
-    if (id[0] == 'k' && id[1] >= '0' && id[1] <= '9') {
-        size_t i = 1;
-        while (id[i] >= '0' && id[i] <= '9')
-            i++;
-        if (id[i] == '_')
-            return true;                        /* a generated kernel's name */
-    }
-    static const char *const vec[] = {"char", "uchar", "short", "ushort", "int", "uint",
-                                      "long", "ulong", "longlong", "ulonglong", "float",
-                                      "double"};
-    for (size_t i = 0; i < sizeof vec / sizeof *vec; i++) {
-        size_t m = strlen(vec[i]);
-        if (n == m + 1 && strncmp(id, vec[i], m) == 0 && id[m] >= '1' && id[m] <= '4')
-            return true;                        /* CUDA's float4, int2, ... */
-    }
-    return false;
-}
-
-char *emit_sanitize(Arena *a, const char *name)
-{
-    bool digit = name[0] >= '0' && name[0] <= '9';
-    char *s = arena_printf(a, "%s%s", digit || !name[0] ? "_" : "", name);
-    for (char *p = s; *p; p++)
-        if (!(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-              (*p >= '0' && *p <= '9')))
-            *p = '_';
-    return s;
-}
-
-void emit_float(Sb *b, double v)
-{
-    float f = (float)v;
-    if (isnan(f)) {
-        sb_puts(b, "NAN");
-        return;
-    }
-    if (isinf(f)) {
-        sb_puts(b, f < 0 ? "(-INFINITY)" : "INFINITY");
-        return;
-    }
-    /* The shortest %g form that reads back as the same float. */
-    char buf[64];
-    for (int prec = 1; prec <= 9; prec++) {
-        snprintf(buf, sizeof buf, "%.*g", prec, (double)f);
-        if (strtof(buf, NULL) == f)
-            break;
-    }
-    if (!strpbrk(buf, ".e"))
-        strcat(buf, ".0");
-    sb_printf(b, buf[0] == '-' ? "(%sf)" : "%sf", buf);
-}
-
-/* The comment that precedes a kernel: the statement as written in the
- * .ein file with its location, then the stage in IR form. */
-void emit_source_comment(Emit *em, const IrTensor *t, Sb *b)
-{
-    Sb raw = {0};
-    const SrcFile *f = t->loc.file >= 0 && t->loc.file < src_count()
-                           ? src_get(t->loc.file) : NULL;
-    if (f && t->loc.end >= t->loc.begin && (size_t)t->loc.end <= f->len) {
-        int line, col;
-        src_line_col(t->loc, &line, &col);
-        sb_printf(&raw, "%s:%d:%d:\n", f->path, line, col);
-        const char *s = f->text + t->loc.begin, *end = f->text + t->loc.end;
-        /* Start at the beginning of the line, so continuation lines keep
-         * their indentation relative to the first. */
-        int skip = col - 1;
-        sb_puts(&raw, "    ");
-        for (; s < end; s++) {
-            if (*s == '\n') {
-                while (raw.len && raw.s[raw.len - 1] == ' ')
-                    raw.s[--raw.len] = 0;
-                sb_puts(&raw, "\n    ");
-                for (int i = 0; i < skip && s + 1 < end && s[1] == ' '; i++)
-                    s++;
-            } else if (*s != '\r') {
-                sb_putc(&raw, *s == '\t' ? ' ' : *s);
-            }
-        }
-        sb_putc(&raw, '\n');
-    } else {
-        sb_printf(&raw, "%s (no source location)\n", t->name);
-    }
-    if (t->stage) {
-        char *ir = NULL;
-        size_t len = 0;
-        FILE *fp = open_memstream(&ir, &len);
-        if (!fp)
-            ICE("open_memstream failed");
-        ir_print_stage(em->p->cx, t->stage, fp);
-        fclose(fp);
-        sb_puts(&raw, "IR: ");
-        sb_puts(&raw, ir);
-        if (len == 0 || ir[len - 1] != '\n')
-            sb_putc(&raw, '\n');
-        free(ir);
-    }
-    /* Nothing in the text may end the comment early or form a trigraph. */
-    for (const char *s = sb_str(&raw); *s; s++) {
-        sb_putc(b, *s);
-        if ((s[0] == '*' && s[1] == '/') || (s[0] == '?' && s[1] == '?') ||
-            (s[0] == '/' && s[1] == '*'))
-            sb_putc(b, ' ');
-    }
-    sb_free(&raw);
-}
-
-/* ---- kernel generation ------------------------------------------------------ */
 
 typedef struct KGen {
     Emit *em;
@@ -316,11 +104,15 @@ typedef struct KGen {
     bool wide;                      /* index arithmetic in int64_t */
     bool *reads;                    /* by tensor id */
     bool *used;                     /* by var id: appears in the body */
-    int errors;
     /* --precision below fp32 and a summed body: the tensor operands of
      * its products are rounded to the format (ein_rnd), as library calls
      * round theirs, so a contraction computes the same wherever it runs */
     bool rnd;
+    /* An epilogue's reads of the operator's own value (plan.h): written
+     * as self_text where it is fused into the store, else (NULL) read from
+     * the output's own element, in place, after a library call. */
+    const IrTensor *self;
+    const char *self_text;
 } KGen;
 
 /* Largest magnitude an index expression or any partial sum of it can
@@ -392,13 +184,9 @@ static void gen_atom(KGen *g, const IxTerm *t, Sb *b)
 {
     if (t->kind == IX_VAR) {
         const char *n = t->var >= 0 && t->var < g->nvars ? g->vname[t->var] : NULL;
-        if (!n) {
-            diag_error(g->out->loc, "internal error: variable %d is not bound "
-                       "in the stage of '%s' (please report)", t->var, g->out->name);
-            g->errors++;
-            sb_puts(b, "0");
-            return;
-        }
+        if (!n)
+            ICE_AT(g->out->loc, "variable %d is not bound in the stage of '%s'", t->var,
+                   g->out->name);
         g->used[t->var] = true;
         sb_puts(b, n);
         return;
@@ -475,6 +263,22 @@ static void gen_offset(KGen *g, const IrTensor *t, const Ix **idx, int k, Sb *b)
     gen_ix(g, idx[k], b);
 }
 
+/* Whether the read e is of the element being computed: the loop
+ * variables of the stage, in order. */
+static bool at_element(const KGen *g, const IExpr *e)
+{
+    const Stage *st = g->k->st;
+    if (e->access.nidx != st->nloops)
+        return false;
+    for (int d = 0; d < st->nloops; d++) {
+        const Ix *x = e->access.idx[d];
+        if (x->n != 1 || x->c != 0 || x->t[0].kind != IX_VAR || x->t[0].coef != 1 ||
+            x->t[0].var != st->loops[d].id)
+            return false;
+    }
+    return true;
+}
+
 /* The bounds checks of a read: "" when it cannot leave its tensor, else
  * a condition; false when it never reads inside. */
 static bool read_conds(KGen *g, const IExpr *e, Sb *cond, int *nconds)
@@ -536,22 +340,25 @@ static void gen_gather(KGen *g, const IExpr *e, Sb *b)
 
 static void gen_access(KGen *g, const IExpr *e, Sb *b)
 {
-    if (e->access.stage) {
-        diag_error(g->out->loc, "internal error: the stage of '%s' reads a nested "
-                   "stage, which the emitter does not generate yet (please report)",
-                   g->out->name);
-        g->errors++;
-        sb_puts(b, "0.0f");
-        return;
-    }
+    if (e->access.stage)
+        ICE_AT(g->out->loc, "the stage of '%s' reads a nested stage, which the emitter "
+               "does not generate yet", g->out->name);
     const IrTensor *t = e->access.tensor;
-    if (e->access.nidx != t->rank) {
-        diag_error(g->out->loc, "internal error: '%s' is read with %d subscripts "
-                   "but has rank %d (please report)", t->name, e->access.nidx, t->rank);
-        g->errors++;
-        sb_puts(b, "0.0f");
-        return;
+    if (t == g->self || t == g->out) {
+        /* the operator's value (an epilogue), or the output's element (its
+         * pass): nothing else of either may be read */
+        if (!g->self || !at_element(g, e) || (t == g->out && g->self_text))
+            ICE_AT(g->out->loc, "the stage of '%s' reads %s other than at the element "
+                   "it computes", g->out->name, t == g->out ? "its own output" : "its value");
+        if (g->self_text) {
+            sb_puts(b, g->self_text);
+            return;
+        }
+        t = g->out;             /* in place: through the output's pointer */
     }
+    if (e->access.nidx != t->rank)
+        ICE_AT(g->out->loc, "'%s' is read with %d subscripts but has rank %d", t->name,
+               e->access.nidx, t->rank);
     Sb cond = {0};
     int nconds = 0;
     for (int k = 0; k < t->rank; k++) {
@@ -580,7 +387,8 @@ static void gen_access(KGen *g, const IExpr *e, Sb *b)
                 sb_printf(&cond, " < %" PRId64, S);
         }
     }
-    g->reads[t->id] = true;
+    if (t != g->out)
+        g->reads[t->id] = true;
     const char *name = g->em->cname[t->id];
     if (nconds)
         sb_printf(b, "(%s ? ", sb_str(&cond));
@@ -691,11 +499,8 @@ static void gen_call(KGen *g, const IExpr *e, Sb *b)
         return;
     }
 bad:
-    diag_error(g->out->loc, "internal error: function %d with %d arguments in the "
-               "stage of '%s' (please report)", (int)e->call.fn, e->call.nargs,
-               g->out->name);
-    g->errors++;
-    sb_puts(b, "0.0f");
+    ICE_AT(g->out->loc, "function %d with %d arguments in the stage of '%s'",
+           (int)e->call.fn, e->call.nargs, g->out->name);
 }
 
 static void gen_f(KGen *g, const IExpr *e, Sb *b);
@@ -806,10 +611,8 @@ static void gen_b(KGen *g, const IExpr *e, Sb *b)
         sb_puts(b, " != 0.0f)");
         return;
     }
-    diag_error(g->out->loc, "internal error: bad condition (kind %d) in the stage "
-               "of '%s' (please report)", (int)e->kind, g->out->name);
-    g->errors++;
-    sb_puts(b, "0");
+    ICE_AT(g->out->loc, "bad condition (kind %d) in the stage of '%s'", (int)e->kind,
+           g->out->name);
 }
 
 /* ---- walking expressions for facts ---------------------------------------- */
@@ -876,9 +679,6 @@ static void line(Sb *b, int depth, const char *fmt, ...)
     free(s);
 }
 
-static int kernel_build_with(KGen *gp, Emit *em, Kernel *k, const IrTensor *t,
-                             const Stage *st, int index);
-
 /* ---- a reduction split across lanes ------------------------------------------
  * For the CUDA dialect's warp and block reductions: the terms of one
  * output element flattened into one counter (the last sum variable the
@@ -913,7 +713,7 @@ static void build_part(KGen *g, Kernel *k, const char *cond, const int *level)
         sb_free(&gc);
     }
     Sb body = {0};
-    g->rnd = st->red == RED_SUM && g->em->opt->precision != PREC_FP32;
+    g->rnd = st->red == RED_SUM && g->em->precision != PREC_FP32;
     gen_f(g, st->body, &body);
     g->rnd = false;
     if (st->red == RED_SUM) {
@@ -1072,22 +872,265 @@ static int innermost(const IrVar *v, int n)
     return -1;
 }
 
-int kernel_build(Emit *em, const IrTensor *t, int index, Kernel *k)
-{
-    const Stage *st = t->stage;
-    Arena *a = em->arena;
-    memset(k, 0, sizeof *k);
-    k->out = t;
-    k->st = st;
-    k->name = arena_printf(a, "k%d_%s", index, em->cname[t->id]);
-    /* The dialects round the element to its type as they store it; the
-     * helpers are written before the kernels, so say so now. */
-    if (elem_is_int(t->elem))
-        em->helpers |= HELP_TO(t->elem);
-    else if (t->elem != ELEM_F32)
-        em->helpers |= t->elem == ELEM_F16 ? HELP_ST_F16 : HELP_ST_BF16;
+/* ---- building a kernel, step by step ----------------------------------------- */
 
-    KGen g = {.em = em, .k = k, .out = t};
+/* A C name for every variable the stage binds. */
+static void bind_names(KGen *g, const Stage *st, const IrTensor *t)
+{
+    if (st->nloops != t->rank)
+        ICE_AT(t->loc, "the stage of '%s' has %d loop variables for rank %d", t->name,
+               st->nloops, t->rank);
+    for (int i = 0; i < st->nloops + st->nsums; i++) {
+        const IrVar *v = i < st->nloops ? &st->loops[i] : &st->sums[i - st->nloops];
+        if (v->id < 0 || v->id >= g->nvars || g->vname[v->id])
+            ICE_AT(t->loc, "variable '%s' (id %d) is bound twice or unknown in the stage "
+                   "of '%s'", v->name, v->id, t->name);
+        g->vname[v->id] = var_cname(g, v);
+    }
+}
+
+/* Largest magnitude any loop or sum bound, and (exprs) any index or
+ * offset of the kernel can take (the epilogue `epi` included). */
+static int64_t kernel_mag(const KGen *g, const Stage *st, bool exprs, const IExpr *epi)
+{
+    int64_t mag = 0, m;
+    for (int i = 0; i < st->nloops; i++)
+        if (g->out->shape[i] > mag)
+            mag = g->out->shape[i];
+    for (int i = 0; i < st->nsums; i++) {
+        const IrVar *v = &st->sums[i];
+        if ((m = v->lo < 0 ? -v->lo : v->lo) > mag)
+            mag = m;
+        if ((m = v->hi < 0 ? -v->hi : v->hi) > mag)
+            mag = m;
+    }
+    if (!exprs)
+        return mag;
+    for (int i = 0; i < st->nguards; i++)
+        if ((m = expr_mag(g, st->guards[i])) > mag)
+            mag = m;
+    if ((m = expr_mag(g, st->body)) > mag)
+        mag = m;
+    if (epi && (m = expr_mag(g, epi)) > mag)
+        mag = m;
+    return mag;
+}
+
+/* The loop variables, the ranges the body sees, the element count, the
+ * work (OpenMP and launch sizing) and the index type.  Returns whether the
+ * ranges are empty (every element 0), or -1 for a tensor too big. */
+static int size_kernel(KGen *g, Kernel *k, const IExpr *epi)
+{
+    const Stage *st = k->st;
+    const IrTensor *t = k->out;
+    /* The loop variables run over the full shape in the dialects; the body
+     * works only inside the loop ranges, which is what ix_bounds sees. */
+    k->total = 1;
+    bool empty = false;
+    double inside = 1, terms = 1;
+    k->loopvar = arena_alloc(g->em->arena, sizeof *k->loopvar * (size_t)(t->rank + 1));
+    for (int i = 0; i < st->nloops; i++) {
+        const IrVar *v = &st->loops[i];
+        k->loopvar[i] = g->vname[v->id];
+        g->lo[v->id] = v->lo;
+        g->hi[v->id] = v->hi;
+        if (v->lo < 0 || v->hi > t->shape[i])
+            ICE_AT(t->loc, "loop %d of '%s' ranges over [%" PRId64 ", %" PRId64 ") outside "
+                   "its shape", i, t->name, v->lo, v->hi);
+        if (!i64_mul(k->total, t->shape[i], &k->total)) {
+            diag_error(t->loc, "tensor '%s' has too many elements", t->name);
+            return -1;
+        }
+        empty |= v->lo >= v->hi;
+        inside *= (double)(v->hi - v->lo);
+    }
+    for (int i = 0; i < st->nsums; i++) {
+        const IrVar *v = &st->sums[i];
+        g->lo[v->id] = v->lo;
+        g->hi[v->id] = v->hi;
+        empty |= v->lo >= v->hi;
+        terms *= (double)(v->hi - v->lo);
+    }
+    k->work = empty ? 0 : inside * terms;
+
+    /* int unless an index, an offset or the grid-stride counter could
+     * leave it (the counter overshoots the total by up to one grid). */
+    const int64_t limit = INT32_MAX - (INT64_C(1) << 25);
+    g->wide = k->total > limit || kernel_mag(g, st, !empty, epi) > limit;
+    for (int i = 0; i < g->em->p->ntensors && !g->wide; i++)
+        g->wide = g->em->count[i] > limit;
+    k->ity = g->wide ? "int64_t" : "int";
+    return empty;
+}
+
+/* A plain map: the element is the body. */
+static void map_body(KGen *g, Kernel *k, const IExpr *epi, Sb *b)
+{
+    k->simd = k->out->elem == ELEM_F32 && vec_expr(g, k->st->body) &&
+              (!epi || vec_expr(g, epi));
+    Sb body = {0};
+    gen_f(g, k->st->body, &body);
+    line(b, 0, "const float acc = %s;", sb_str(&body));
+    sb_free(&body);
+}
+
+/* The condition of an element that has terms at all: inside the loop
+ * ranges (output padding) and the guards that do not depend on a sum
+ * variable; level[i] receives the innermost sum variable guard i depends
+ * on (-1: none, it is in the condition).  Returns how many conditions
+ * there are. */
+static int outer_condition(KGen *g, Kernel *k, Sb *cond, int *level)
+{
+    const Stage *st = k->st;
+    const IrTensor *t = k->out;
+    int nc = 0;
+    for (int i = 0; i < st->nloops; i++) {
+        const IrVar *v = &st->loops[i];
+        if (v->lo > 0 || v->hi < t->shape[i])
+            g->used[v->id] = true;
+        if (v->lo > 0)
+            sb_printf(cond, "%s%s >= %" PRId64, nc++ ? " && " : "", k->loopvar[i], v->lo);
+        if (v->hi < t->shape[i])
+            sb_printf(cond, "%s%s < %" PRId64, nc++ ? " && " : "", k->loopvar[i], v->hi);
+    }
+    for (int i = 0; i < st->nguards; i++) {
+        level[i] = -1;
+        for (int j = 0; j < st->nsums; j++)
+            if (ir_expr_uses(st->guards[i], st->sums[j].id))
+                level[i] = j;
+        if (level[i] < 0) {
+            sb_puts(cond, nc++ ? " && " : "");
+            gen_b(g, st->guards[i], cond);
+        }
+    }
+    return nc;
+}
+
+/* A reduction, or a map with output padding or guards: the outer
+ * condition, a loop per sum variable with the guards that depend on it,
+ * and the accumulation; then the lanes' part (build_part). */
+static void reduce_body(KGen *g, Kernel *k, Sb *b)
+{
+    const Stage *st = k->st;
+    line(b, 0, "float acc = 0.0f;");
+    /* max, min and product keep `any`: no term at all gives 0 */
+    if (st->red == RED_MAX || st->red == RED_MIN || st->red == RED_PROD)
+        line(b, 0, "int any = 0;     /* no term at all gives 0 */");
+    Sb cond = {0};
+    int *level = arena_alloc(g->em->arena, sizeof *level * (size_t)(st->nguards + 1));
+    int nc = outer_condition(g, k, &cond, level);
+    int depth = 0;
+    if (nc)
+        line(b, depth++, "if (%s) {", sb_str(&cond));
+    const char *part_cond = arena_strdup(g->em->arena, sb_str(&cond));
+    sb_free(&cond);
+    for (int j = 0; j < st->nsums; j++) {
+        const IrVar *v = &st->sums[j];
+        const char *n = g->vname[v->id];
+        line(b, depth++, "for (%s %s = %" PRId64 "; %s < %" PRId64 "; ++%s) {",
+             k->ity, n, v->lo, n, v->hi, n);
+        for (int i = 0; i < st->nguards; i++) {
+            if (level[i] != j)
+                continue;
+            Sb gc = {0};
+            gen_b(g, st->guards[i], &gc);
+            line(b, depth, "if (!%s)", sb_str(&gc));
+            line(b, depth + 1, "continue;");
+            sb_free(&gc);
+        }
+    }
+    Sb body = {0};
+    g->rnd = st->red == RED_SUM && g->em->precision != PREC_FP32;
+    gen_f(g, st->body, &body);
+    g->rnd = false;
+    switch (st->red) {
+    case RED_NONE:
+        line(b, depth, "acc = %s;", sb_str(&body));
+        break;
+    case RED_SUM:
+        line(b, depth, "acc += %s;", sb_str(&body));
+        break;
+    case RED_PROD:
+        line(b, depth, "float v = %s;", sb_str(&body));
+        line(b, depth, "acc = any ? acc * v : v;");
+        line(b, depth, "any = 1;");
+        break;
+    case RED_MAX:
+    case RED_MIN:
+        /* NaN propagates, as in PyTorch's amax/amin. */
+        line(b, depth, "float v = %s;", sb_str(&body));
+        line(b, depth, "if (!any || v %c acc || isnan(v))", st->red == RED_MAX ? '>' : '<');
+        line(b, depth + 1, "acc = v;");
+        line(b, depth, "any = 1;");
+        break;
+    }
+    sb_free(&body);
+    while (depth > 0)
+        line(b, --depth, "}");
+    if (st->red != RED_NONE)
+        build_part(g, k, part_cond, level);
+}
+
+/* What the dialects store: acc, or the epilogue of acc (the operator's
+ * value) fused into the store. */
+static void build_store(KGen *g, Kernel *k, const PlanEpilogue *epi)
+{
+    if (!epi) {
+        k->store = "acc";
+        return;
+    }
+    Sb b = {0};
+    g->self = epi->self;
+    g->self_text = "acc";
+    gen_f(g, epi->value, &b);
+    g->self = NULL;
+    g->self_text = NULL;
+    k->store = arena_strdup(g->em->arena, sb_str(&b));
+    sb_free(&b);
+}
+
+/* How the reads walk memory along the output and along the sum (the CUDA
+ * layouts, cuda.c). */
+static void count_scatter(Kernel *k)
+{
+    const Stage *st = k->st;
+    int vo = innermost(st->loops, st->nloops), vs = innermost(st->sums, st->nsums);
+    k->scatter_out = scattered(st->body, vo);
+    k->scatter_sum = scattered(st->body, vs);
+    for (int i = 0; i < st->nguards; i++) {
+        k->scatter_out += scattered(st->guards[i], vo);
+        k->scatter_sum += scattered(st->guards[i], vs);
+    }
+}
+
+/* The loop variables read, the distinct tensors read, the comment. */
+static void finish_kernel(KGen *g, Kernel *k, const PlanOp *op, bool pass)
+{
+    Emit *em = g->em;
+    const Stage *st = k->st;
+    k->loopused = arena_alloc(em->arena, sizeof *k->loopused * (size_t)(k->out->rank + 1));
+    for (int i = 0; i < st->nloops; i++)
+        k->loopused[i] = g->used[st->loops[i].id];
+    Sb c = {0};
+    if (pass)
+        sb_printf(&c, "the epilogue of %s, after it:\n",
+                  cost_impl_call(op->impl, op->op.kind, op->op.batch > 1));
+    emit_source_comment(em->arena, em->p->cx, k->out, st, pass ? NULL : op->epi.value, &c);
+    k->comment = arena_strdup(em->arena, sb_str(&c));
+    sb_free(&c);
+    int n = 0;
+    for (int i = 0; i < em->p->ntensors; i++)
+        n += g->reads[i];
+    k->reads = arena_alloc(em->arena, sizeof *k->reads * (size_t)(n + 1));
+    for (int i = 0; i < em->p->ntensors; i++)
+        if (g->reads[i])
+            k->reads[k->nreads++] = em->p->tensors[i];
+}
+
+/* The per-variable tables of the emitter, made once per file. */
+static void kgen_init(KGen *g, Emit *em, Kernel *k)
+{
+    Arena *a = em->arena;
     if (!em->var_lo) {
         em->nvars = ir_var_count(em->p->cx);
         em->var_lo = arena_alloc(a, sizeof *em->var_lo * (size_t)(em->nvars + 1));
@@ -1095,13 +1138,53 @@ int kernel_build(Emit *em, const IrTensor *t, int index, Kernel *k)
         em->var_name = arena_alloc(a, sizeof *em->var_name * (size_t)(em->nvars + 1));
         em->var_used = arena_alloc(a, sizeof *em->var_used * (size_t)(em->nvars + 1));
     }
-    g.nvars = em->nvars;
-    g.lo = em->var_lo;
-    g.hi = em->var_hi;
-    g.vname = em->var_name;
-    g.used = em->var_used;
-    g.reads = arena_alloc(a, sizeof *g.reads * (size_t)(em->p->ntensors + 1));
-    int rc = kernel_build_with(&g, em, k, t, st, index);
+    *g = (KGen){.em = em, .k = k, .out = k->out, .nvars = em->nvars, .lo = em->var_lo,
+                .hi = em->var_hi, .vname = em->var_name, .used = em->var_used};
+    g->reads = arena_alloc(a, sizeof *g->reads * (size_t)(em->p->ntensors + 1));
+}
+
+int kernel_build(Emit *em, const PlanOp *op, bool pass, const char *name, Kernel *k)
+{
+    const IrTensor *t = op->out;
+    const Stage *st = pass ? plan_epilogue_stage(em->p->cx, op) : op->stage;
+    const PlanEpilogue *epi = !pass && op->epi.value ? &op->epi : NULL;
+    memset(k, 0, sizeof *k);
+    k->out = t;
+    k->st = st;
+    k->name = name;
+    /* The dialects round the element to its type as they store it; the
+     * helpers are written before the kernels, so say so now. */
+    if (elem_is_int(t->elem))
+        em->helpers |= HELP_TO(t->elem);
+    else if (t->elem != ELEM_F32)
+        em->helpers |= t->elem == ELEM_F16 ? HELP_ST_F16 : HELP_ST_BF16;
+    KGen g;
+    kgen_init(&g, em, k);
+    if (pass)
+        g.self = op->epi.self;  /* its reads: the output's element, in place */
+    bind_names(&g, st, t);
+    int empty = size_kernel(&g, k, epi ? epi->value : NULL);
+    if (empty >= 0) {
+        Sb b = {0};
+        bool plain = st->red == RED_NONE && st->nguards == 0;
+        for (int i = 0; i < st->nloops && plain; i++)
+            plain = st->loops[i].lo == 0 && st->loops[i].hi == t->shape[i];
+        if (empty) {
+            line(&b, 0, "float acc = 0.0f;");
+            line(&b, 0, "/* empty range: every element is 0 */");
+        } else if (plain) {
+            map_body(&g, k, epi ? epi->value : NULL, &b);
+        } else {
+            reduce_body(&g, k, &b);
+        }
+        k->body = arena_strdup(em->arena, sb_str(&b));
+        sb_free(&b);
+        g.self = NULL;
+        build_store(&g, k, epi);
+        if (!empty)
+            count_scatter(k);
+        finish_kernel(&g, k, op, pass);
+    }
     /* leave the per-variable tables clean for the next kernel */
     for (int i = 0; i < st->nloops + st->nsums; i++) {
         const IrVar *v = i < st->nloops ? &st->loops[i] : &st->sums[i - st->nloops];
@@ -1110,253 +1193,7 @@ int kernel_build(Emit *em, const IrTensor *t, int index, Kernel *k)
             em->var_used[v->id] = false;
         }
     }
-    return rc;
-}
-
-static int kernel_build_with(KGen *gp, Emit *em, Kernel *k, const IrTensor *t,
-                             const Stage *st, int index)
-{
-    KGen g = *gp;
-    Arena *a = em->arena;
-    (void)index;
-
-    if (st->nloops != t->rank) {
-        diag_error(t->loc, "internal error: the stage of '%s' has %d loop variables "
-                   "for rank %d (please report)", t->name, st->nloops, t->rank);
-        return -1;
-    }
-    const IrVar *bad = NULL;
-    for (int i = 0; i < st->nloops + st->nsums; i++) {
-        const IrVar *v = i < st->nloops ? &st->loops[i] : &st->sums[i - st->nloops];
-        if (v->id < 0 || v->id >= g.nvars || g.vname[v->id])
-            bad = v;
-        else
-            g.vname[v->id] = var_cname(&g, v);
-    }
-    if (bad) {
-        diag_error(t->loc, "internal error: variable '%s' (id %d) is bound twice or "
-                   "unknown in the stage of '%s' (please report)", bad->name, bad->id,
-                   t->name);
-        return -1;
-    }
-
-    /* The loop variables run over the full shape in the dialects; the body
-     * works only inside the loop ranges, which is what ix_bounds sees. */
-    k->total = 1;
-    bool empty = false;
-    double inside = 1, terms = 1;
-    k->loopvar = arena_alloc(a, sizeof *k->loopvar * (size_t)(t->rank + 1));
-    int64_t mag = 0;
-    for (int i = 0; i < st->nloops; i++) {
-        const IrVar *v = &st->loops[i];
-        k->loopvar[i] = g.vname[v->id];
-        g.lo[v->id] = v->lo;
-        g.hi[v->id] = v->hi;
-        if (v->lo < 0 || v->hi > t->shape[i]) {
-            diag_error(t->loc, "internal error: loop %d of '%s' ranges over [%" PRId64
-                       ", %" PRId64 ") outside its shape (please report)", i, t->name,
-                       v->lo, v->hi);
-            return -1;
-        }
-        if (!i64_mul(k->total, t->shape[i], &k->total)) {
-            diag_error(t->loc, "tensor '%s' has too many elements", t->name);
-            return -1;
-        }
-        empty |= v->lo >= v->hi;
-        inside *= (double)(v->hi - v->lo);
-        if (t->shape[i] > mag)
-            mag = t->shape[i];
-    }
-    for (int i = 0; i < st->nsums; i++) {
-        const IrVar *v = &st->sums[i];
-        g.lo[v->id] = v->lo;
-        g.hi[v->id] = v->hi;
-        empty |= v->lo >= v->hi;
-        terms *= (double)(v->hi - v->lo);
-        int64_t m = v->lo < 0 ? -v->lo : v->lo;
-        if (m > mag)
-            mag = m;
-        m = v->hi < 0 ? -v->hi : v->hi;
-        if (m > mag)
-            mag = m;
-    }
-    k->work = empty ? 0 : inside * terms;
-
-    /* int unless an index, an offset or the grid-stride counter could
-     * leave it (the counter overshoots the total by up to one grid). */
-    const int64_t limit = INT32_MAX - (INT64_C(1) << 25);
-    if (!empty) {
-        int64_t m;
-        for (int i = 0; i < st->nguards; i++)
-            if ((m = expr_mag(&g, st->guards[i])) > mag)
-                mag = m;
-        if ((m = expr_mag(&g, st->body)) > mag)
-            mag = m;
-    }
-    g.wide = mag > limit || k->total > limit;
-    for (int i = 0; i < em->p->ntensors && !g.wide; i++) {
-        const IrTensor *u = em->p->tensors[i];
-        int64_t n = 1;
-        for (int d = 0; d < u->rank; d++)
-            if (!i64_mul(n, u->shape[d], &n))
-                n = INT64_MAX;
-        if (n > limit)
-            g.wide = true;
-    }
-    k->ity = g.wide ? "int64_t" : "int";
-
-    Sb b = {0};
-    const char *part_cond = NULL;
-    bool maxmin = st->red == RED_MAX || st->red == RED_MIN || st->red == RED_PROD;
-    bool padded = false;
-    for (int i = 0; i < st->nloops; i++)
-        padded |= st->loops[i].lo > 0 || st->loops[i].hi < t->shape[i];
-    if (!empty && st->red == RED_NONE && !padded && st->nguards == 0) {
-        /* A plain map: the element is the body. */
-        k->simd = t->elem == ELEM_F32 && vec_expr(&g, st->body);
-        Sb body = {0};
-        gen_f(&g, st->body, &body);
-        line(&b, 0, "const float acc = %s;", sb_str(&body));
-        sb_free(&body);
-    } else {
-        line(&b, 0, "float acc = 0.0f;");
-    }
-    if (!empty && st->red == RED_NONE && !padded && st->nguards == 0) {
-        /* done */
-    } else if (empty) {
-        line(&b, 0, "/* empty range: every element is 0 */");
-    } else {
-        if (maxmin)
-            line(&b, 0, "int any = 0;     /* no term at all gives 0 */");
-        /* Output padding and the guards that do not depend on the sum. */
-        Sb cond = {0};
-        int nc = 0;
-        for (int i = 0; i < st->nloops; i++) {
-            const IrVar *v = &st->loops[i];
-            if (v->lo > 0 || v->hi < t->shape[i])
-                g.used[v->id] = true;
-            if (v->lo > 0)
-                sb_printf(&cond, "%s%s >= %" PRId64, nc++ ? " && " : "",
-                          k->loopvar[i], v->lo);
-            if (v->hi < t->shape[i])
-                sb_printf(&cond, "%s%s < %" PRId64, nc++ ? " && " : "",
-                          k->loopvar[i], v->hi);
-        }
-        int *level = arena_alloc(a, sizeof *level * (size_t)(st->nguards + 1));
-        for (int i = 0; i < st->nguards; i++) {
-            level[i] = -1;
-            for (int j = 0; j < st->nsums; j++)
-                if (ir_expr_uses(st->guards[i], st->sums[j].id))
-                    level[i] = j;
-            if (level[i] < 0) {
-                sb_puts(&cond, nc++ ? " && " : "");
-                gen_b(&g, st->guards[i], &cond);
-            }
-        }
-        int depth = 0;
-        if (nc) {
-            line(&b, depth++, "if (%s) {", sb_str(&cond));
-        }
-        if (st->red != RED_NONE)
-            part_cond = arena_strdup(a, sb_str(&cond));
-        sb_free(&cond);
-        for (int j = 0; j < st->nsums; j++) {
-            const IrVar *v = &st->sums[j];
-            const char *n = g.vname[v->id];
-            line(&b, depth++, "for (%s %s = %" PRId64 "; %s < %" PRId64 "; ++%s) {",
-                 k->ity, n, v->lo, n, v->hi, n);
-            for (int i = 0; i < st->nguards; i++) {
-                if (level[i] != j)
-                    continue;
-                Sb gc = {0};
-                gen_b(&g, st->guards[i], &gc);
-                line(&b, depth, "if (!%s)", sb_str(&gc));
-                line(&b, depth + 1, "continue;");
-                sb_free(&gc);
-            }
-        }
-        Sb body = {0};
-        g.rnd = st->red == RED_SUM && em->opt->precision != PREC_FP32;
-        gen_f(&g, st->body, &body);
-        g.rnd = false;
-        switch (st->red) {
-        case RED_NONE:
-            line(&b, depth, "acc = %s;", sb_str(&body));
-            break;
-        case RED_SUM:
-            line(&b, depth, "acc += %s;", sb_str(&body));
-            break;
-        case RED_PROD:
-            line(&b, depth, "float v = %s;", sb_str(&body));
-            line(&b, depth, "acc = any ? acc * v : v;");
-            line(&b, depth, "any = 1;");
-            break;
-        case RED_MAX:
-        case RED_MIN:
-            /* NaN propagates, as in PyTorch's amax/amin. */
-            line(&b, depth, "float v = %s;", sb_str(&body));
-            line(&b, depth, "if (!any || v %c acc || isnan(v))",
-                 st->red == RED_MAX ? '>' : '<');
-            line(&b, depth + 1, "acc = v;");
-            line(&b, depth, "any = 1;");
-            break;
-        }
-        sb_free(&body);
-        while (depth > 0)
-            line(&b, --depth, "}");
-        if (st->red != RED_NONE)
-            build_part(&g, k, part_cond, level);
-    }
-    k->body = arena_strdup(a, sb_str(&b));
-    if (!empty) {
-        int vo = innermost(st->loops, st->nloops), vs = innermost(st->sums, st->nsums);
-        k->scatter_out = scattered(st->body, vo);
-        k->scatter_sum = scattered(st->body, vs);
-        for (int i = 0; i < st->nguards; i++) {
-            k->scatter_out += scattered(st->guards[i], vo);
-            k->scatter_sum += scattered(st->guards[i], vs);
-        }
-    }
-    k->loopused = arena_alloc(a, sizeof *k->loopused * (size_t)(t->rank + 1));
-    for (int i = 0; i < st->nloops; i++)
-        k->loopused[i] = g.used[st->loops[i].id];
-    sb_free(&b);
-
-    Sb c = {0};
-    emit_source_comment(em, t, &c);
-    k->comment = arena_strdup(a, sb_str(&c));
-    sb_free(&c);
-
-    int n = 0;
-    for (int i = 0; i < em->p->ntensors; i++)
-        n += g.reads[i];
-    k->reads = arena_alloc(a, sizeof *k->reads * (size_t)(n + 1));
-    for (int i = 0; i < em->p->ntensors; i++)
-        if (g.reads[i])
-            k->reads[k->nreads++] = em->p->tensors[i];
-    return g.errors ? -1 : 0;
-}
-
-/* A block comment of `text`'s lines, indented by `indent`. */
-void emit_block_comment(Sb *b, const char *text, int indent)
-{
-    sb_printf(b, "%*s/*", indent, "");
-    bool first = true;
-    while (*text) {
-        const char *nl = strchr(text, '\n');
-        size_t n = nl ? (size_t)(nl - text) : strlen(text);
-        if (first)
-            sb_printf(b, " %.*s\n", (int)n, text);
-        else if (n)
-            sb_printf(b, "%*s * %.*s\n", indent, "", (int)n, text);
-        else
-            sb_printf(b, "%*s *\n", indent, "");
-        first = false;
-        text += n + (nl != NULL);
-    }
-    if (first)
-        sb_putc(b, '\n');
-    sb_printf(b, "%*s */\n", indent, "");
+    return empty < 0 ? -1 : 0;
 }
 
 /* Row-major offset of an element from the loop variables. */

@@ -1,5 +1,6 @@
-/* lib.c - vendor operators.  A stage the plan matched to a library
- * operator (derive/pricing/match.h) becomes a call instead of a generated kernel:
+/* lib.c - vendor operators.  An operator the plan runs as a library call
+ * (derive/search/plan.h, chosen by derive/pricing/libs.c) is written as
+ * one:
  *
  *   CUDA  GEMMs         cublasGemmEx / cublasGemmStridedBatchedEx; row-major
  *                       through the column-major identity C^T = B^T A^T, so
@@ -17,9 +18,8 @@
  *         G2BMM, GBMM   cblas_sgemm per block of rows of one residue class
  *                       against the key rows its band covers
  *
- * What a library cannot take as it is stays a generated kernel: mixed
- * element types, sizes beyond int, an output the stage does not cover
- * entirely, grouped convolutions and 16-bit tensors on the C target.
+ * A call with an epilogue is followed by the epilogue's pass over its
+ * output (a generated kernel, kernel.c).
  *
  * --precision: fp32 is IEEE single precision throughout (cuBLAS compute
  * type 32F, cuDNN engines without tensor cores).  tf32, fp16 and bf16 let
@@ -35,55 +35,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-/* ---- the choice ----------------------------------------------------------- */
-
-static bool fits_int(int64_t v)
-{
-    return v >= 0 && v <= INT32_MAX;
-}
-
-/* The stage's loops are the output tensor's full shape: the library writes
- * every element, so none may be left to the zero fill of a padded stage. */
-static bool covers_output(const IrTensor *t)
-{
-    const Stage *s = t->stage;
-    if (s->nloops != t->rank)
-        return false;
-    for (int d = 0; d < t->rank; d++)
-        if (s->loops[d].lo != 0 || s->loops[d].hi != t->shape[d])
-            return false;
-    return true;
-}
-
-/* The leading dimension of a stored rows x cols row-major matrix. */
-static bool lead_ok(int64_t ld, int64_t cols)
-{
-    return fits_int(ld) && ld >= (cols > 1 ? cols : 1);
-}
-
-static bool gemm_ok(const Emit *em, const IrTensor *t, const OpMatch *m)
-{
-    if (!fits_int(m->m) || !fits_int(m->n) || !fits_int(m->k) || !fits_int(m->batch) ||
-        !lead_ok(m->lda, m->trans_a ? m->m : m->k) ||
-        !lead_ok(m->ldb, m->trans_b ? m->k : m->n) ||
-        !lead_ok(m->ldc, m->out_nm ? m->m : m->n))
-        return false;
-    return emit_is_cuda(em) || t->elem == ELEM_F32;
-}
-
-static bool conv_ok(const Emit *em, const IrTensor *t, const OpMatch *m)
-{
-    int64_t v[] = {m->cn, m->c, m->h, m->w, m->f, m->r, m->s, m->stride, m->dilation,
-                   m->pad, m->pad_w, m->groups};
-    for (size_t i = 0; i < sizeof v / sizeof *v; i++)
-        if (!fits_int(v[i]))
-            return false;
-    if (emit_is_cuda(em))
-        return true;
-    /* C: im2col serves one group; a transposed convolution pads the same
-     * on both axes (match.c makes it so). */
-    return t->elem == ELEM_F32 && m->groups == 1;
-}
+/* ---- what the plan's calls need ------------------------------------------- */
 
 /* The output's spatial sizes: its last two dims (the output channels may
  * be several dims, as the filter stores them). */
@@ -97,97 +49,63 @@ static int64_t out_w(const IrTensor *t)
     return t->shape[t->rank - 1];
 }
 
-/* C: a banded product runs as dense products of BAND_C_ROWS rows of one
- * residue class against the key rows their band covers. */
-#define BAND_C_ROWS 64
-
-static bool band_c_ok(const OpMatch *m)
-{
-    int64_t v[] = {m->gb, m->gm, m->gw, m->gk, m->gdil, m->gk * m->gdil,
-                   BAND_C_ROWS + 2 * m->gw, BAND_C_ROWS * (BAND_C_ROWS + 2 * m->gw)};
-    for (size_t i = 0; i < sizeof v / sizeof *v; i++)
-        if (!fits_int(v[i]))
-            return false;
-    return m->gdil >= 1;
-}
-
-/* What computes each stage: a library operator, or OPK_KERNEL. */
-void lib_plan(Emit *em)
+/* The libraries, helpers, cuDNN slots and scratch buffers that the plan's
+ * library calls need (the plan says which operators are calls: plan.h). */
+void lib_setup(Emit *em)
 {
     const IrProgram *p = em->p;
-    em->op = arena_alloc(em->arena, sizeof *em->op * (size_t)(p->ntensors + 1));
     em->slot = arena_alloc(em->arena, sizeof *em->slot * (size_t)(p->ntensors + 1));
     for (int i = 0; i < p->ntensors; i++) {
         const IrTensor *t = p->tensors[i];
-        OpMatch *m = &em->op[i];
-        memset(m, 0, sizeof *m);
-        m->kind = OPK_KERNEL;
         em->slot[i] = -1;
-        if (t->kind != IT_STAGE || !match_stage(t->stage, m) || !covers_output(t)) {
-            m->kind = OPK_KERNEL;
+        if (!lib_is_call(em, t))
             continue;
-        }
-        bool same = m->in[0]->elem == t->elem && m->in[1]->elem == t->elem;
-        bool ok = false;
-        switch (m->kind) {
-        case OPK_MATMUL: case OPK_BATCH_MATMUL:
-            ok = same && gemm_ok(em, t, m);
-            if (ok)
-                em->libs |= emit_is_cuda(em) ? LIB_CUBLAS : LIB_CBLAS | LIB_GEMM_C;
+        const PlanOp *op = emit_op(em, t);
+        const OpMatch *m = &op->op;
+        switch (op->impl) {
+        case IMPL_CUBLAS_GEMM:
+            em->libs |= LIB_CUBLAS;
             break;
-        case OPK_CONV2D: case OPK_CONV_TRANSPOSE2D:
-            ok = same && conv_ok(em, t, m);
-            if (ok && emit_is_cuda(em)) {
-                em->libs |= LIB_CUDNN;
-                em->slot[i] = em->nconv++;
-            } else if (ok) {
-                em->libs |= LIB_CBLAS | (m->kind == OPK_CONV2D ? LIB_CONV_C : LIB_CONVT_C);
-                int64_t col = m->kind == OPK_CONV2D
-                                  ? m->c * m->r * m->s * out_h(t) * out_w(t)
-                                  : m->f * m->r * m->s * m->h * m->w;
-                if (col > em->col_elems)
-                    em->col_elems = col;
-            }
+        case IMPL_CBLAS_GEMM:
+            em->libs |= LIB_CBLAS | LIB_GEMM_C;
             break;
-        case OPK_G2BMM: case OPK_GBMM:
-            if (emit_is_cuda(em)) {
-                ok = band_supported(t, m);
-                if (ok)
-                    em->libs |= LIB_BAND;
-                if (ok && em->opt->precision != PREC_FP32)
-                    em->helpers |= HELP_RND;       /* band.c rounds its loads */
-            } else {
-                ok = same && t->elem == ELEM_F32 && band_c_ok(m);
-                if (ok) {
-                    em->libs |= LIB_CBLAS | (m->kind == OPK_G2BMM ? LIB_G2BMM_C : LIB_GBMM_C);
-                    int64_t tile = BAND_C_ROWS * (BAND_C_ROWS + 2 * m->gw);
-                    if (tile > em->col_elems)
-                        em->col_elems = tile;
-                }
-            }
+        case IMPL_CUDNN_CONV:
+            em->libs |= LIB_CUDNN;
+            em->slot[i] = em->nconv++;
             break;
-        case OPK_KERNEL:
+        case IMPL_CBLAS_IM2COL: case IMPL_CBLAS_COL2IM: {
+            em->libs |= LIB_CBLAS | (op->impl == IMPL_CBLAS_IM2COL ? LIB_CONV_C : LIB_CONVT_C);
+            int64_t col = op->impl == IMPL_CBLAS_IM2COL
+                              ? m->c * m->r * m->s * out_h(t) * out_w(t)
+                              : m->f * m->r * m->s * m->h * m->w;
+            if (col > em->col_elems)
+                em->col_elems = col;
             break;
         }
-        if (!ok) {
-            m->kind = OPK_KERNEL;
-            continue;
+        case IMPL_CUDA_BAND:
+            em->libs |= LIB_BAND;
+            if (em->precision != PREC_FP32)
+                em->helpers |= HELP_RND;       /* band.c rounds its loads */
+            break;
+        case IMPL_CBLAS_BAND: {
+            em->libs |= LIB_CBLAS | (m->kind == OPK_G2BMM ? LIB_G2BMM_C : LIB_GBMM_C);
+            int64_t tile = BAND_C_ROWS * (BAND_C_ROWS + 2 * m->gw);
+            if (tile > em->col_elems)
+                em->col_elems = tile;
+            break;
+        }
+        case IMPL_KERNEL:
+            break;
         }
         em->nlib++;
         /* C with reduced precision: scratch for the rounded operands */
-        if (!emit_is_cuda(em) && em->opt->precision != PREC_FP32) {
+        if (!emit_is_cuda(em) && em->precision != PREC_FP32) {
             em->helpers |= HELP_RND;
             for (int j = 0; j < 2; j++)
                 if ((int64_t)ir_tensor_numel(m->in[j]) > em->rnd_elems[j])
                     em->rnd_elems[j] = (int64_t)ir_tensor_numel(m->in[j]);
         }
     }
-}
-
-bool lib_needs_kernel(const Emit *em, const IrTensor *t)
-{
-    OpKind k = em->op[t->id].kind;
-    return emit_is_cuda(em) && (k == OPK_CONV2D || k == OPK_CONV_TRANSPOSE2D);
 }
 
 /* The harness prints why a convolution fell back (after M_create). */
@@ -200,7 +118,7 @@ void lib_write_main_notes(Emit *em, const char *prog)
 
 bool lib_is_call(const Emit *em, const IrTensor *t)
 {
-    return t->kind == IT_STAGE && em->op[t->id].kind != OPK_KERNEL;
+    return t->kind == IT_STAGE && emit_op(em, t)->impl != IMPL_KERNEL;
 }
 
 /* ---- what the file needs around the calls ------------------------------------ */
@@ -263,7 +181,7 @@ void lib_write_ctx_fields(Emit *em)
     for (int j = 0; j < 2; j++)
         if (em->rnd_elems[j])
             sb_printf(o, "    float *rnd%d;                    /* operand %d rounded to "
-                      "--precision=%s */\n", j, j, cost_precision_name(em->opt->precision));
+                      "--precision=%s */\n", j, j, cost_precision_name(em->precision));
 }
 
 /* ---- support functions, written after ein_fail ------------------------------ */
@@ -763,14 +681,14 @@ void lib_write_create(Emit *em)
                    "        int64_t ws = 0;\n");
         for (int i = 0; i < p->ntensors; i++) {
             const IrTensor *t = p->tensors[i];
-            const OpMatch *m = &em->op[i];
             if (em->slot[i] < 0)
                 continue;
+            const OpMatch *m = &emit_op(em, t)->op;
             bool tr = m->kind == OPK_CONV_TRANSPOSE2D;
             /* the filter as cuDNN sees it: [K, C/groups, R, S] of the
              * forward convolution (for a transposed one: K = c, C = f) */
             int64_t wk = tr ? m->c : m->f, wc = tr ? m->f : m->c / m->groups;
-            bool tc = em->opt->precision != PREC_FP32 || t->elem != ELEM_F32;
+            bool tc = em->precision != PREC_FP32 || t->elem != ELEM_F32;
             sb_printf(o, "        {   /* %s: %s */\n", t->name, op_kind_name(m->kind));
             sb_printf(o, "            static const int64_t x[4] = {%" PRId64 ", %" PRId64
                       ", %" PRId64 ", %" PRId64 "};\n", m->cn, m->c, m->h, m->w);
@@ -840,7 +758,7 @@ static const char *cublas_compute(const Emit *em, ElemType e)
 {
     if (e != ELEM_F32)
         return "CUBLAS_COMPUTE_32F";    /* 16-bit operands: tensor cores, f32 sums */
-    switch (em->opt->precision) {
+    switch (em->precision) {
     case PREC_TF32: return "CUBLAS_COMPUTE_32F_FAST_TF32";
     case PREC_FP16: return "CUBLAS_COMPUTE_32F_FAST_16F";
     case PREC_BF16: return "CUBLAS_COMPUTE_32F_FAST_16BF";
@@ -852,7 +770,7 @@ static const char *cublas_compute(const Emit *em, ElemType e)
 static const char *c_operand(Emit *em, const OpMatch *m, int j)
 {
     const IrTensor *x = m->in[j];
-    if (em->opt->precision == PREC_FP32)
+    if (em->precision == PREC_FP32)
         return arena_printf(em->arena, "(const float *)p[%d]", x->id);
     return arena_printf(em->arena, "ein_round(ctx->rnd%d, (const float *)p[%d], %" PRId64 ")",
                         j, x->id, (int64_t)ir_tensor_numel(x));
@@ -936,25 +854,34 @@ static void write_conv(Emit *em, const IrTensor *t, const OpMatch *m, const char
 
 void lib_write_call(Emit *em, const IrTensor *t, const char *indent)
 {
-    const OpMatch *m = &em->op[t->id];
-    switch (m->kind) {
-    case OPK_MATMUL: case OPK_BATCH_MATMUL:
+    const PlanOp *op = emit_op(em, t);
+    const OpMatch *m = &op->op;
+    switch (op->impl) {
+    case IMPL_CUBLAS_GEMM: case IMPL_CBLAS_GEMM:
         write_gemm(em, t, m, indent);
         break;
-    case OPK_CONV2D: case OPK_CONV_TRANSPOSE2D:
+    case IMPL_CUDNN_CONV: case IMPL_CBLAS_IM2COL: case IMPL_CBLAS_COL2IM:
         write_conv(em, t, m, indent);
         break;
-    case OPK_G2BMM: case OPK_GBMM:
+    case IMPL_CUDA_BAND:
+        band_write_launch(em, t, m, indent);
+        break;
+    case IMPL_CBLAS_BAND:
+        sb_printf(&em->out, "%sein_%s(%s, %s, (float *)p[%d], ctx->col, %"
+                  PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ");\n",
+                  indent, m->kind == OPK_G2BMM ? "g2bmm" : "gbmm", c_operand(em, m, 0),
+                  c_operand(em, m, 1), t->id, m->gb, m->gm, m->gw, m->gk, m->gdil);
+        break;
+    case IMPL_KERNEL:
+        ICE_AT(t->loc, "'%s' is no library call", t->name);
+    }
+    /* the epilogue, as a pass of its own over the output */
+    if (em->pass_of[t->id] >= 0) {
+        const Kernel *k = &em->kernels[em->pass_of[t->id]];
         if (emit_is_cuda(em))
-            band_write_launch(em, t, m, indent);
+            cuda_write_launch(em, k, indent);
         else
-            sb_printf(&em->out, "%sein_%s(%s, %s, (float *)p[%d], ctx->col, %"
-                      PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ");\n",
-                      indent, m->kind == OPK_G2BMM ? "g2bmm" : "gbmm", c_operand(em, m, 0),
-                      c_operand(em, m, 1), t->id, m->gb, m->gm, m->gw, m->gk, m->gdil);
-        break;
-    case OPK_KERNEL:
-        break;
+            c_write_launch(em, k, indent);
     }
 }
 
@@ -962,12 +889,10 @@ void lib_write_call(Emit *em, const IrTensor *t, const char *indent)
  * kernels. */
 void lib_write_kernels(Emit *em)
 {
-    if (!emit_is_cuda(em))
-        return;
     for (int i = 0; i < em->p->ntensors; i++) {
-        const OpMatch *m = &em->op[i];
-        if (m->kind == OPK_G2BMM || m->kind == OPK_GBMM)
-            band_write_kernel(em, em->p->tensors[i], m);
+        const IrTensor *t = em->p->tensors[i];
+        if (t->kind == IT_STAGE && emit_op(em, t)->impl == IMPL_CUDA_BAND)
+            band_write_kernel(em, t, &emit_op(em, t)->op);
     }
 }
 
@@ -975,19 +900,6 @@ void lib_write_kernels(Emit *em)
  * what the call is. */
 const char *lib_call_name(const Emit *em, const IrTensor *t)
 {
-    switch (em->op[t->id].kind) {
-    case OPK_MATMUL: case OPK_BATCH_MATMUL:
-        return emit_is_cuda(em) ? (em->op[t->id].batch > 1 ? "cublasGemmStridedBatchedEx"
-                                                            : "cublasGemmEx")
-                                : "cblas_sgemm";
-    case OPK_CONV2D:
-        return emit_is_cuda(em) ? "cuDNN convolution forward" : "im2col + cblas_sgemm";
-    case OPK_CONV_TRANSPOSE2D:
-        return emit_is_cuda(em) ? "cuDNN convolution backward data" : "cblas_sgemm + col2im";
-    case OPK_G2BMM: case OPK_GBMM:
-        return emit_is_cuda(em) ? "tiled band kernel" : "banded cblas_sgemm";
-    case OPK_KERNEL:
-        break;
-    }
-    return "generated kernel";
+    const PlanOp *op = emit_op(em, t);
+    return cost_impl_call(op->impl, op->op.kind, op->op.batch > 1);
 }

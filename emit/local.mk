@@ -1,6 +1,6 @@
 # emit/local.mk - the C, CUDA and Graphviz writers, and their tests.
 noinst_LIBRARIES += emit/libemit.a
-emit_libemit_a_SOURCES = emit/emit.h emit/emit_int.h emit/emit.c \
+emit_libemit_a_SOURCES = emit/emit.h emit/emit_int.h emit/text.c emit/emit.c \
 	emit/kernel.c emit/c.c emit/cuda.c emit/band.c emit/api.c emit/main.c \
 	emit/dot.c \
 	emit/lib.c emit/tuner.c

@@ -123,7 +123,7 @@ void main_write(Emit *em)
 "   seeded values have the tensor's dtype (F32, F16 or BF16). */\n"
 "static void ein_host_tensor(RtTensor *r, const $m_tensor_info *t)\n"
 "{\n"
-"    r->name = t->name;\n"
+"    r->name = t->kind == $M_COMPUTED ? t->name : t->ext_name;\n"
 "    r->dtype = ein_st_dtype(t->elem);\n"
 "    r->rank = t->rank;\n"
 "    r->shape = t->shape;\n"

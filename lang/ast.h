@@ -146,6 +146,8 @@ struct Stmt {
             Sym name;
             Loc name_loc;
             TypeExpr type;
+            const char *ext;        /* external name ("conv1.weight"), or NULL */
+            Loc ext_loc;
         } decl;
         struct {                    /* ST_OUTPUT: one name per statement */
             Sym name;

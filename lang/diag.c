@@ -155,17 +155,38 @@ void diag_note(Loc loc, const char *fmt, ...)
     va_end(ap);
 }
 
+static _Noreturn void vice(Loc loc, const char *file, int line, const char *fmt,
+                           va_list ap)
+{
+    const SrcFile *f = src_get(loc.file);
+    int l = 0, c = 0;
+    if (f) {
+        src_line_col(loc, &l, &c);
+        fprintf(out(), "%s:%d:%d: internal compiler error: ", f->path, l, c);
+    } else {
+        fprintf(out(), "einc: internal compiler error: ");
+    }
+    vfprintf(out(), fmt, ap);
+    fprintf(out(), " (at %s:%d)\n", file, line);
+    if (f)
+        show_source(loc, l, c);
+    fprintf(out(), "Please report this bug with the input that caused it.\n");
+    fflush(out());
+    exit(3);
+}
+
 void diag_ice(const char *file, int line, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(out(), "einc: internal compiler error: ");
-    vfprintf(out(), fmt, ap);
-    va_end(ap);
-    fprintf(out(), " (at %s:%d)\nPlease report this bug with the input that "
-                   "caused it.\n", file, line);
-    fflush(out());
-    exit(3);
+    vice(LOC_NONE, file, line, fmt, ap);
+}
+
+void diag_ice_at(Loc loc, const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vice(loc, file, line, fmt, ap);
 }
 
 int diag_error_count(void) { return st.errors; }

@@ -99,6 +99,11 @@ void diag_vreport(DiagKind kind, Loc loc, const char *flag, const char *fmt, va_
 void diag_ice(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4), noreturn));
 #define ICE(...) diag_ice(__FILE__, __LINE__, __VA_ARGS__)
+/* The same, located at the statement of the input that led to it
+ * (FILE:LINE:COL: internal compiler error: ..., and the source line). */
+void diag_ice_at(Loc loc, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5), noreturn));
+#define ICE_AT(loc, ...) diag_ice_at((loc), __FILE__, __LINE__, __VA_ARGS__)
 
 int diag_error_count(void);
 int diag_warning_count(void);

@@ -160,6 +160,10 @@ static void dump_stmt(FILE *fp, const Stmt *s, int indent)
     case ST_TENSOR:
         fprintf(fp, "(%s %s ", s->decl.kind == DECL_INPUT ? "input" : "weight",
                 sym_str(s->decl.name));
+        if (s->decl.ext) {
+            put_string(fp, s->decl.ext);
+            fputc(' ', fp);
+        }
         dump_type(fp, &s->decl.type);
         fputc(')', fp);
         break;

@@ -310,7 +310,7 @@ static void add_body_stmts(Parse *P, StmtList *body, StmtList add, Loc loc)
 %type <expr> expr primary cond outside_value opt_default
 %type <exprs> exprs opt_exprs conds opt_where
 %type <stmts> stmt consts decls outputs body
-%type <stmt> const def assign bind
+%type <stmt> const def assign bind decl
 %type <names> names
 %type <params> params opt_params
 %type <param> param def_param
@@ -407,24 +407,29 @@ const
         }
     ;
 
-/* decl -> NAME ':' type   (input and weight lists) */
+/* decl -> NAME [STRING] ':' type   (input and weight lists; the string
+ * is the external name the tensor is loaded and set by) */
 decls
+    : decl                      { $$ = one_stmt(P, $1); }
+    | decls ',' decl            { $$ = $1; vec_push(P->arena, &$$, $3); }
+    ;
+
+decl
     : param
         {
-            Stmt *s = new_stmt(P, ST_TENSOR, @1);
-            s->decl.name = $1.name;
-            s->decl.name_loc = $1.loc;
-            s->decl.type = $1.type;
-            $$ = one_stmt(P, s);
+            $$ = new_stmt(P, ST_TENSOR, @1);
+            $$->decl.name = $1.name;
+            $$->decl.name_loc = $1.loc;
+            $$->decl.type = $1.type;
         }
-    | decls ',' param
+    | IDENT STRING ':' type
         {
-            Stmt *s = new_stmt(P, ST_TENSOR, @3);
-            s->decl.name = $3.name;
-            s->decl.name_loc = $3.loc;
-            s->decl.type = $3.type;
-            $$ = $1;
-            vec_push(P->arena, &$$, s);
+            $$ = new_stmt(P, ST_TENSOR, @1);
+            $$->decl.name = $1;
+            $$->decl.name_loc = @1;
+            $$->decl.type = $4;
+            $$->decl.ext = $2;
+            $$->decl.ext_loc = @2;
         }
     ;
 

@@ -23,6 +23,11 @@ runtime/runtime_embed.c: runtime/embed$(EXEEXT) $(RUNTIME_PIECES)
 	  $(srcdir)/runtime/st.c $(srcdir)/runtime/harness.c && \
 	mv -f $@-t $@
 
+# The safetensors code as an ordinary library, for einc's own use (the
+# ONNX importer writes the weights file with it).
+noinst_LIBRARIES += runtime/libst.a
+runtime_libst_a_SOURCES = runtime/rt.h runtime/st.h runtime/st.c
+
 # Unit tests compile the pieces as ordinary files.
 check_PROGRAMS += tests/runtime/test_st tests/runtime/test_harness \
 	tests/runtime/st_tool tests/runtime/paste tests/runtime/st_replay

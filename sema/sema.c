@@ -28,9 +28,40 @@ static void decl_check(Sema *s, const Stmt *st)
                             st->decl.type.ndims, st->decl.type.elem,
                             sym_q(name), st->decl.type.loc);
     t->poisoned = !t->c.shape;
+    t->c.ext = st->decl.ext;
+    t->c.ext_loc = st->decl.ext_loc;
+    if (t->c.ext && !*t->c.ext) {
+        sema_error(s, st->decl.ext_loc, "an empty external name");
+        t->c.ext = NULL;
+    }
     Entry *e = scope_add(s->arena, s->globals, name, ENT_TENSOR,
                          st->decl.name_loc);
     e->tensor = t->c.id;
+}
+
+/* An external name is what the compiled program loads and sets the tensor
+ * by, as it does a tensor by its own name: it must name no other tensor,
+ * by either name. */
+static void ext_names_check(Sema *s)
+{
+    for (int i = 0; i < s->tensors.len; i++) {
+        const CTensor *a = &s->tensors.data[i]->c;
+        if (!a->ext)
+            continue;
+        for (int j = 0; j < s->tensors.len; j++) {
+            const CTensor *b = &s->tensors.data[j]->c;
+            if (j == i)
+                continue;
+            if (strcmp(a->ext, b->name) == 0 || (b->ext && j < i && strcmp(a->ext, b->ext) == 0)) {
+                sema_error(s, a->ext_loc, "external name \"%s\" is %s of '%s'", a->ext,
+                           strcmp(a->ext, b->name) == 0 ? "the name" : "the external name",
+                           b->name);
+                sema_note(s, b->ext && strcmp(a->ext, b->ext) == 0 ? b->ext_loc : b->loc,
+                          "'%s' is declared here", b->name);
+                break;
+            }
+        }
+    }
 }
 
 static void model_check(Sema *s, const Stmt *st)
@@ -149,6 +180,7 @@ CProgram *sema_check(const Ast *ast, const SemaOptions *opt, Arena *arena)
     }
     if (any_output)                 /* else everything is unused: no noise */
         block_warn_unused(&s, s.globals, NULL);
+    ext_names_check(&s);
     int ntensors = s.tensors.len;
     sema_flush_context(&s);
     defs_check_uncalled(&s);

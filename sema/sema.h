@@ -18,6 +18,8 @@ typedef enum {
 typedef struct CTensor {
     int id;                         /* index in CProgram.tensors */
     const char *name;               /* unique; def locals are "call.local", e.g. "z1.a" */
+    const char *ext;                /* an input's or weight's external name, or NULL */
+    Loc ext_loc;
     TensorKind kind;
     ElemType elem;
     int rank;

@@ -147,6 +147,7 @@ struct IrTensor {
     bool weight_only;               /* depends on weights only: run at load */
     const Stage *stage;             /* IT_STAGE: nloops == rank; loop k ranges
                                        within [0, shape[k]) */
+    const char *ext;                /* input, weight: the external name, or NULL */
 };
 
 typedef struct IrCtx IrCtx;

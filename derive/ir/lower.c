@@ -382,6 +382,7 @@ static IrTensor *new_tensor(Lower *L, const CTensor *ct, int id)
                         : NULL;
     t->loc = ct->loc;
     t->is_output = ct->is_output;
+    t->ext = ct->ext ? arena_strdup(a, ct->ext) : NULL;
     return t;
 }
 

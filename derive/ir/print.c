@@ -466,11 +466,18 @@ void ir_print_program(const IrProgram *p, FILE *fp)
     for (int i = 0; i < p->ntensors; i++) {
         const IrTensor *t = p->tensors[i];
         if (t->kind == IT_INPUT)
-            fprintf(fp, "input  %s : ", t->name);
+            fprintf(fp, "input  %s", t->name);
         else if (t->kind == IT_WEIGHT)
-            fprintf(fp, "weight %s : ", t->name);
+            fprintf(fp, "weight %s", t->name);
         else
-            fprintf(fp, "%s : ", t->name);
+            fprintf(fp, "%s", t->name);
+        if (t->ext) {
+            fputs(" \"", fp);
+            for (const char *c = t->ext; *c; c++)
+                fprintf(fp, *c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
+            fputc('"', fp);
+        }
+        fputs(" : ", fp);
         print_type(fp, t);
         if (t->kind == IT_STAGE) {
             fputs(" = ", fp);

@@ -689,17 +689,12 @@ static double cpu_band(const CpuFigures *c, const OpMatch *m)
 
 static double cpu_library(const CpuFigures *c, const Stage *s, const OpMatch *m);
 
+/* m is what the plan runs (plan.c: what the target's libraries take,
+ * cost_impl): a library call, or NULL or OPK_KERNEL for a loop nest. */
 static double cpu_model(const Stage *s, const OpMatch *m, double dram)
 {
     const CpuFigures *c = &cpu_figures;
-    bool lib = m && m->kind != OPK_KERNEL && m->in[0] && m->in[0]->elem == ELEM_F32 &&
-               m->in[1] && m->in[1]->elem == ELEM_F32;
-    for (int i = 0; lib && i < s->nloops; i++)
-        if (s->loops[i].lo != 0)
-            lib = false;        /* the library writes the whole output */
-    if (lib && (m->kind == OPK_CONV2D || m->kind == OPK_CONV_TRANSPOSE2D) && m->groups != 1)
-        lib = false;            /* im2col serves one group */
-    if (!lib)
+    if (!m || m->kind == OPK_KERNEL)
         return cpu_kernel(c, s, dram);
     /* no faster than streaming its operands once when they do not fit L2 */
     double t = cpu_library(c, s, m);

@@ -40,15 +40,59 @@ typedef struct Device {
 /* NULL for an unknown name (h200, a100, v100, cpu are known). */
 const Device *cost_device(const char *name);
 
+/* ---- what the target's libraries take (libs.c) ---------------------------
+ * The plan is made for one target: the C+CUDA file (cuBLAS, cuDNN, tiled
+ * band kernels) or the C file (CBLAS).  A matched operator runs as a
+ * library call only where that target's library takes it as it is; else
+ * it is a generated kernel, and is priced as one. */
+typedef enum { TARGET_CUDA, TARGET_C } Target;
+const char *cost_target_name(Target t);             /* "cuda", "c" */
+
+/* How an operator runs on its target. */
+typedef enum {
+    IMPL_KERNEL,                /* a generated kernel (either target) */
+    IMPL_CUBLAS_GEMM,           /* CUDA: cublasGemmEx, cublasGemmStridedBatchedEx */
+    IMPL_CUDNN_CONV,            /* CUDA: a cuDNN 9 graph-API convolution (forward;
+                                   backward data for a transposed one), made at
+                                   create time; its generated kernel runs where
+                                   cuDNN has no plan for it on the GPU at hand */
+    IMPL_CUDA_BAND,             /* CUDA: a tiled G2BMM/GBMM kernel (emit/band.c) */
+    IMPL_CBLAS_GEMM,            /* C: cblas_sgemm, a batch as a loop */
+    IMPL_CBLAS_IM2COL,          /* C: Conv2d as im2col + cblas_sgemm per image */
+    IMPL_CBLAS_COL2IM,          /* C: ConvTranspose2d as cblas_sgemm + col2im */
+    IMPL_CBLAS_BAND,            /* C: G2BMM/GBMM as blocks of dense cblas_sgemm */
+} OpImpl;
+/* A short name ("kernel", "cublas", "cudnn", "band", "cblas", "im2col",
+ * "col2im", "cblas-band": --emit=plan, plan-json) and what the generated
+ * file calls it in its comments ("generated kernel", "cublasGemmEx", ...;
+ * `batched`: a GEMM over a batch of matrices). */
+const char *cost_impl_name(OpImpl i);
+const char *cost_impl_call(OpImpl i, OpKind kind, bool batched);
+
+/* C target: a banded product runs as dense products of this many rows of
+ * one residue class against the key rows their band covers. */
+#define BAND_C_ROWS 64
+
+/* The implementation of the stage `s`, matched as `m` (NULL or
+ * OPK_KERNEL: none), computing the tensor `out` (its element type and
+ * shape; `s` need not be out->stage) on target `tg`: a library call where
+ * the target's library takes the operator as it is (its sizes fit an
+ * int, its element types are the same, the stage writes every element of
+ * `out`, and the target's own limits: f32 only and one group on C, the
+ * band kernel's shapes on CUDA), IMPL_KERNEL otherwise. */
+OpImpl cost_impl(Target tg, const IrTensor *out, const Stage *s, const OpMatch *m);
+
 /* Measured operator times, by operator key (tunedb.c). */
 typedef struct TuneDb TuneDb;
 
 /* What prices an operator: the device, the arithmetic of library calls,
- * and measured times (db NULL: the model only). */
+ * measured times (db NULL: the model only), and the target whose
+ * libraries take what (cost_impl). */
 typedef struct CostModel {
     const Device *dev;
     Precision precision;
     const TuneDb *db;
+    Target target;              /* whose libraries the plan calls */
 } CostModel;
 
 /* Estimated seconds for the stage `s`, run as the operator `m` (or as a

@@ -2,8 +2,8 @@
 # table), the cost model, operator keys and the tuning database: what a
 # stage runs as and what it costs.
 derive_libderive_a_SOURCES += derive/pricing/match.h derive/pricing/match.c \
-	derive/pricing/cost.h derive/pricing/cost.c derive/pricing/opkey.c \
-	derive/pricing/tunedb.c
+	derive/pricing/cost.h derive/pricing/cost.c derive/pricing/libs.c \
+	derive/pricing/opkey.c derive/pricing/tunedb.c
 
 check_PROGRAMS += tests/derive/test_match
 TESTS += tests/derive/test_match

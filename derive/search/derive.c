@@ -24,7 +24,7 @@ Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o)
     VEC(IrTensor *) order = {0};
     VEC(PlanOp) ops = {0};
     SearchOptions so = o->search;
-    CostModel cm = {so.dev, so.precision, so.tune_db};
+    CostModel cm = {so.dev, so.precision, so.tune_db, so.target};
     d->precision = so.precision;
     if (o->level < 2)
         so.depth = 0;
@@ -34,13 +34,8 @@ Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o)
         IrTensor *t = p->tensors[i];
         if (o->level == 0 || !searchable(t)) {
             vec_push(a, &order, t);
-            if (t->kind == IT_STAGE) {
-                PlanOp op = {t, t->stage, {0}, 0, false};
-                if (!match_stage(t->stage, &op.op))
-                    op.op.kind = OPK_KERNEL;
-                op.cost = cost_stage_ex(&cm, t->stage, &op.op, &op.measured);
-                vec_push(a, &ops, op);
-            }
+            if (t->kind == IT_STAGE)
+                vec_push(a, &ops, plan_choose(cx, &cm, t, t->stage));
             continue;
         }
         Derivation *dv = &d->ds[d->nds++];
@@ -74,12 +69,12 @@ Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o)
         np->outputs[i] = outs[i]->id;
     Plan *pl = arena_alloc(a, sizeof *pl);
     pl->prog = np;
+    pl->target = so.target;
+    pl->precision = so.precision;
     pl->ops = arena_alloc(a, (size_t)(np->ntensors + 1) * sizeof *pl->ops);
-    for (int i = 0; i < ops.len; i++) {
+    for (int i = 0; i < ops.len; i++)
         pl->ops[ops.data[i].out->id] = ops.data[i];
-        if (!ops.data[i].out->weight_only)
-            pl->cost += ops.data[i].cost;
-    }
+    pl->cost = plan_total(pl);
     d->plan = pl;
     if (o->level >= 1)
         derive_fuse(cx, pl, &cm);
@@ -197,32 +192,6 @@ bool derive_verify(IrCtx *cx, const Derived *d, bool all_candidates)
 
 /* ---- showing plans and derivations ----------------------------------------- */
 
-static void json_op(const PlanOp *o, Precision prec, FILE *fp)
-{
-    const OpMatch *m = &o->op;
-    fprintf(fp, "{\"kind\": \"%s\", \"tensor\": \"%s\", \"cost_us\": %.3f, \"at_load\": %s",
-            op_kind_name(m->kind), o->out->name, o->cost * 1e6,
-            o->out->weight_only ? "true" : "false");
-    if (o->measured)
-        fputs(", \"measured\": true", fp);
-    /* what a tuning database (--tune-db) holds the operator's time under */
-    char *key = cost_op_key(NULL, o->stage, m, prec);
-    fputs(", \"key\": \"", fp);
-    for (const char *c = key; *c; c++)
-        fprintf(fp, *c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
-    fputc('"', fp);
-    free(key);
-    OpDim d[OP_MAX_DIMS];
-    int nd = match_dims(m, d);
-    for (int i = 0; i < nd; i++) {
-        if (d[i].is_bool)
-            fprintf(fp, ", \"%s\": %s", d[i].name, d[i].value ? "true" : "false");
-        else
-            fprintf(fp, ", \"%s\": %lld", d[i].name, (long long)d[i].value);
-    }
-    fputc('}', fp);
-}
-
 /* Candidate j of the whole program: every searched tensor at its j-th
  * cheapest plan (its last one where it has fewer). */
 static const Pieces *nth_plan(const Derivation *dv, int j)
@@ -261,7 +230,8 @@ static void json_candidate(const Derived *d, int j, FILE *fp)
         const Pieces *alt = k >= 0 ? nth_plan(&d->ds[k], j) : NULL;
         for (int o = 0; o < (alt ? alt->ops.len : 1); o++) {
             fputs(first ? "\n      " : ",\n      ", fp);
-            json_op(alt ? &alt->ops.data[o] : &d->plan->ops[t->id], d->precision, fp);
+            plan_print_json_op(alt ? &alt->ops.data[o] : &d->plan->ops[t->id],
+                               d->precision, fp);
             first = false;
         }
     }
@@ -275,7 +245,8 @@ void derive_print_json(const IrCtx *cx, const Derived *d, FILE *fp)
     for (int k = 0; k < d->nds; k++)
         if (d->ds[k].res.cands.len > n)
             n = d->ds[k].res.cands.len;
-    fprintf(fp, "{\"model\": \"%s\", \"chosen\": 0, \"candidates\": [\n", d->plan->prog->model);
+    fprintf(fp, "{\"model\": \"%s\", \"target\": \"%s\", \"chosen\": 0, \"candidates\": [\n",
+            d->plan->prog->model, cost_target_name(d->plan->target));
     for (int j = 0; j < n; j++) {
         fputs(j ? ",\n" : "", fp);
         json_candidate(d, j, fp);

@@ -5,7 +5,9 @@
  * the map outside its loop ranges is zero; where the reader's indices can
  * leave them, the substituted body is guarded with select.  Weight-only
  * maps stay where they are: they run once, at load.  A pair is fused only
- * where the cost model prices the one kernel no dearer than the two. */
+ * where the cost model prices the one kernel no dearer than the two.  The
+ * plan records what each operator took in: the fused maps are its
+ * prologue (plan.h), and they leave the program. */
 #include "config.h"
 #include "derive.h"
 
@@ -134,14 +136,20 @@ static IrTensor *single_reader(const IrProgram *p, const IrTensor *t)
     return reader;
 }
 
-/* A stage's estimated seconds, as its own operator. */
-static double stage_cost(const CostModel *cm, const Stage *s)
+/* The estimated seconds of `s` computing `t`, as its own operator. */
+static double stage_cost(IrCtx *cx, const CostModel *cm, const IrTensor *t, const Stage *s)
 {
-    OpMatch m;
-    bool measured;
-    if (!match_stage(s, &m))
-        m.kind = OPK_KERNEL;
-    return cost_stage_ex(cm, s, &m, &measured);
+    return plan_choose(cx, cm, t, s).cost;
+}
+
+typedef VEC(const IrTensor *) Tensors;
+
+/* r's prologue takes in t and t's own prologue. */
+static void absorb(Arena *a, Tensors *into, const Tensors *from, const IrTensor *t)
+{
+    for (int i = 0; i < from->len; i++)
+        vec_push(a, into, from->data[i]);
+    vec_push(a, into, t);
 }
 
 int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm)
@@ -149,6 +157,8 @@ int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm)
     IrProgram *p = pl->prog;
     int fused = 0, nv = ir_var_count(cx);
     bool *dead = xcalloc((size_t)p->ntensors + 1, sizeof *dead);
+    Arena *a = ir_arena(cx);
+    Tensors *pro = arena_alloc(a, (size_t)(p->ntensors + 1) * sizeof *pro);
     int64_t *lo = xcalloc((size_t)nv + 1, sizeof *lo), *hi = xcalloc((size_t)nv + 1, sizeof *hi);
     for (int i = 0; i < p->ntensors; i++) {
         IrTensor *t = p->tensors[i];
@@ -173,10 +183,14 @@ int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm)
          * GPU it saves a pass over memory and a launch, but on a CPU a
          * branchy body moved into a loop the compiler no longer vectorizes
          * can cost more than the pass it saves. */
-        if (stage_cost(cm, merged) > stage_cost(cm, t->stage) + stage_cost(cm, s))
+        if (stage_cost(cx, cm, r, merged) >
+            stage_cost(cx, cm, t, t->stage) + stage_cost(cx, cm, r, s))
             continue;
         r->stage = merged;
         dead[i] = true;
+        for (int k = i + 1; k < p->ntensors; k++)
+            if (p->tensors[k] == r)
+                absorb(a, &pro[k], &pro[i], t);
         fused++;
     }
     free(lo);
@@ -186,7 +200,7 @@ int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm)
         return 0;
     }
     /* Drop the fused tensors and renumber; the plan's ops follow. */
-    PlanOp *ops = arena_alloc(ir_arena(cx), (size_t)(p->ntensors + 1) * sizeof *ops);
+    PlanOp *ops = arena_alloc(a, (size_t)(p->ntensors + 1) * sizeof *ops);
     int *outs = xmalloc((size_t)(p->noutputs + 1) * sizeof *outs);
     for (int i = 0; i < p->noutputs; i++)
         outs[i] = p->outputs[i];
@@ -201,12 +215,10 @@ int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm)
                 p->outputs[k] = n;
         ops[n] = pl->ops[t->id];
         if (t->kind == IT_STAGE) {
-            ops[n].out = t;
-            ops[n].stage = t->stage;
-            if (!match_stage(t->stage, &ops[n].op))
-                ops[n].op.kind = OPK_KERNEL;
-            ops[n].cost = cost_stage_ex(cm, t->stage, &ops[n].op, &ops[n].measured);
-            if (!t->weight_only)
+            ops[n] = plan_choose(cx, cm, t, t->stage);
+            ops[n].prologue = pro[i].data;
+            ops[n].nprologue = pro[i].len;
+            if (!ops[n].at_load)
                 pl->cost += ops[n].cost;
         }
         t->id = n;

@@ -1,9 +1,88 @@
-/* plan.c - instantiation of derived expressions (plan.h). */
+/* plan.c - the plan record (plan.h): choosing and pricing one operator,
+ * instantiation of derived expressions into pieces, the plan of a program
+ * as written, and the --emit=plan views. */
 #include "config.h"
 #include "plan.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ---- one operator -------------------------------------------------------- */
+
+bool plan_has_kernel(const PlanOp *op)
+{
+    return op->impl == IMPL_KERNEL || op->impl == IMPL_CUDNN_CONV;
+}
+
+const Stage *plan_epilogue_stage(IrCtx *cx, const PlanOp *op)
+{
+    if (!op->epi.value)
+        return NULL;
+    const Stage *s = op->stage;
+    return ir_stage(cx, RED_NONE, s->loops, s->nloops, NULL, 0, NULL, 0, op->epi.value);
+}
+
+/* The epilogue's own time.  After a library call it is a pass of its own
+ * over the output: the kernel of plan_epilogue_stage.  Fused into the store
+ * of a generated kernel it adds that kernel's time less what a pass that
+ * only copies self costs (the launch and the pass over the output, which
+ * the fused store does not make): its arithmetic and its other reads. */
+static double epilogue_cost(IrCtx *cx, const CostModel *cm, const PlanOp *op)
+{
+    const Stage *pass = plan_epilogue_stage(cx, op);
+    double t = cost_stage(cm, pass, NULL);
+    if (op->impl != IMPL_KERNEL)
+        return t;
+    const Stage *s = op->stage;
+    const Ix **idx = arena_alloc(ir_arena(cx), (size_t)(s->nloops + 1) * sizeof *idx);
+    for (int d = 0; d < s->nloops; d++)
+        idx[d] = ix_var(cx, s->loops[d].id);
+    const IExpr *self = ir_access_tensor(cx, op->epi.self, idx, s->nloops);
+    const Stage *copy = ir_stage(cx, RED_NONE, s->loops, s->nloops, NULL, 0, NULL, 0, self);
+    return fmax(0, t - cost_stage(cm, copy, NULL));
+}
+
+void plan_price(IrCtx *cx, const CostModel *cm, PlanOp *op)
+{
+    const OpMatch *m = op->impl == IMPL_KERNEL ? NULL : &op->op;
+    op->cost = cost_stage_ex(cm, op->stage, m, &op->measured);
+    if (op->epi.value)
+        op->cost += epilogue_cost(cx, cm, op);
+    /* A row group is priced as its members' kernels until the fused row
+     * kernel has a price of its own (op->stage is the last member's). */
+    if (op->rows)
+        for (int i = 0; i + 1 < op->rows->nmembers; i++)
+            op->cost += cost_stage(cm, op->rows->members[i]->stage, NULL);
+}
+
+/* plan_choose without the price. */
+static PlanOp match_op(const CostModel *cm, const IrTensor *out, const Stage *s)
+{
+    PlanOp op;
+    memset(&op, 0, sizeof op);
+    op.out = out;
+    op.stage = s;
+    op.at_load = out->weight_only;
+    op.buf.kind = BUF_OWN;
+    if (!match_stage(s, &op.op))
+        op.op.kind = OPK_KERNEL;
+    op.impl = cost_impl(cm->target, out, s, &op.op);
+    if (op.impl == IMPL_KERNEL) {
+        memset(&op.op, 0, sizeof op.op);
+        op.op.kind = OPK_KERNEL;
+    }
+    return op;
+}
+
+PlanOp plan_choose(IrCtx *cx, const CostModel *cm, const IrTensor *out, const Stage *s)
+{
+    PlanOp op = match_op(cm, out, s);
+    plan_price(cx, cm, &op);
+    return op;
+}
+
+/* ---- instantiation --------------------------------------------------------- */
 
 #define MAXR 16                 /* loops of a stage we refit */
 
@@ -71,12 +150,47 @@ static const IrTensor *add_tensor(Flat *f, const Stage *st)
     t->loc = f->result->loc;
     t->stage = st;
     t->weight_only = ir_stage_weight_only(st);
-    PlanOp op = {t, st, {0}, 0, false};
-    if (!match_stage(st, &op.op))
-        op.op.kind = OPK_KERNEL;
-    op.cost = cost_stage_ex(f->cm, st, &op.op, &op.measured);
+    PlanOp op = plan_choose(f->cx, f->cm, t, st);
     vec_push(a, &f->out->ops, op);
     return t;
+}
+
+/* The operator `s` would be, computing `out`, or (out NULL) a new
+ * intermediate, which is f32 with the extent of s's loops (starting at 0,
+ * as add_tensor makes it); priced unless only its implementation counts. */
+static PlanOp choose_op(Flat *f, const IrTensor *out, const Stage *s, bool price)
+{
+    IrTensor tmp;
+    int64_t shape[MAXR + 1];
+    if (!out) {
+        if (s->nloops > MAXR)
+            ICE("plan: a stage with %d loops", s->nloops);
+        memset(&tmp, 0, sizeof tmp);
+        tmp.kind = IT_STAGE;
+        tmp.elem = ELEM_F32;
+        tmp.rank = s->nloops;
+        for (int d = 0; d < s->nloops; d++)
+            shape[d] = s->loops[d].hi;
+        tmp.shape = shape;
+        tmp.weight_only = ir_stage_weight_only(s);
+        out = &tmp;
+    }
+    PlanOp op = match_op(f->cm, out, s);
+    if (price)
+        plan_price(f->cx, f->cm, &op);
+    op.out = NULL;              /* tmp is gone */
+    return op;
+}
+
+static PlanOp choose(Flat *f, const IrTensor *out, const Stage *s)
+{
+    return choose_op(f, out, s, true);
+}
+
+/* Whether the target runs `s` (computing out, as choose) as a library call. */
+static bool is_call(Flat *f, const IrTensor *out, const Stage *s)
+{
+    return choose_op(f, out, s, false).impl != IMPL_KERNEL;
 }
 
 /* `s` with its loops in the order perm (new position j holds old loop
@@ -135,8 +249,9 @@ static const IExpr *relayout(Flat *f, const Stage *s, const IExpr *acc, const in
     return ir_access_tensor(f->cx, t, idx, n);
 }
 
-/* Try to make `s` a GEMM; *perm receives the loop order (identity unless
- * free_output).  Returns the new stage, or NULL. */
+/* Try to make `s` a GEMM the target's library takes; *perm receives the
+ * loop order (identity unless free_output, else `s` computes the result
+ * itself).  Returns the new stage, or NULL. */
 static const Stage *fit_gemm(Flat *f, const Stage *s, bool free_output, int *perm)
 {
     const IExpr *b = s->body;
@@ -173,7 +288,6 @@ static const Stage *fit_gemm(Flat *f, const Stage *s, bool free_output, int *per
     /* Relay out what does not fit: try neither operand, B, A, both, and
      * keep the cheapest that matches (a relayout of weights is free: it
      * runs at load). */
-    OpMatch m;
     int best = -1;
     double best_cost = 0;
     for (int pass = 0; pass < 5; pass++) {
@@ -191,8 +305,10 @@ static const Stage *fit_gemm(Flat *f, const Stage *s, bool free_output, int *per
         const Stage *r = reorder_shift(f, t, perm, s->nloops);
         if (pass == 4)
             return t;
-        if (match_stage(r, &m)) {
-            double c = cost_stage(f->cm, r, &m);
+        const IrTensor *out = free_output ? NULL : f->result;
+        const Stage *op_stage = free_output ? r : t;
+        if (is_call(f, out, op_stage)) {
+            double c = choose(f, out, op_stage).cost;
             for (int i = before; i < f->out->ops.len; i++)
                 if (!f->out->ops.data[i].out->weight_only)
                     c += f->out->ops.data[i].cost;
@@ -242,6 +358,15 @@ static int loop_index(const Stage *s, int var)
     return -1;
 }
 
+/* Whether `s` under the loop order perm is a library call of the target:
+ * an intermediate reordered and shifted (as materialise makes it), or the
+ * result as it is (perm is the identity then). */
+static bool fitted_call(Flat *f, const Stage *s, bool free_output, const int *perm)
+{
+    return free_output ? is_call(f, NULL, reorder_shift(f, s, perm, s->nloops))
+                       : is_call(f, f->result, s);
+}
+
 static const Stage *fit_conv(Flat *f, const Stage *s, bool free_output, int *perm)
 {
     const IExpr *b = s->body;
@@ -289,14 +414,12 @@ static const Stage *fit_conv(Flat *f, const Stage *s, bool free_output, int *per
         order_w[nw++] = c;
         order_w[nw++] = r;
         order_w[nw++] = sv;
-        OpMatch m;
-        const Stage *as_is = s;
-        if (match_stage(reorder_shift(f, as_is, perm, s->nloops), &m))
-            return as_is;
+        if (fitted_call(f, s, free_output, perm))
+            return s;
         const IExpr *w2 = relayout(f, s, W, order_w, nw);
         const Stage *t = ir_stage(f->cx, s->red, s->loops, s->nloops, s->sums, s->nsums,
                                   NULL, 0, ir_binary(f->cx, IE_MUL, X, w2));
-        if (match_stage(reorder_shift(f, t, perm, s->nloops), &m))
+        if (fitted_call(f, t, free_output, perm))
             return t;
     }
     return NULL;
@@ -311,11 +434,14 @@ static const Stage *instantiate_stage(Flat *f, const Stage *s, bool free_output,
 {
     for (int i = 0; i < s->nloops; i++)
         perm[i] = i;
-    OpMatch m;
-    if (match_stage(s, &m) || s->nloops > MAXR)
+    if (s->nloops > MAXR)
+        return s;
+    PlanOp as_is = free_output ? choose(f, NULL, reorder_shift(f, s, perm, s->nloops))
+                               : choose(f, f->result, s);
+    if (as_is.impl != IMPL_KERNEL)
         return s;
     int best = -1, p2[MAXR];
-    double best_cost = cost_stage(f->cm, s, NULL);
+    double best_cost = as_is.cost;
     for (int i = 0; i < (int)(sizeof fits / sizeof *fits); i++) {
         int before = f->out->ops.len;
         const Stage *g = fits[i](f, s, free_output, p2);
@@ -324,8 +450,8 @@ static const Stage *instantiate_stage(Flat *f, const Stage *s, bool free_output,
             for (int j = before; j < f->out->ops.len; j++)
                 if (!f->out->ops.data[j].out->weight_only)
                     c += f->out->ops.data[j].cost;
-            const Stage *r = reorder_shift(f, g, p2, s->nloops);
-            c += cost_stage(f->cm, r, match_stage(r, &m) ? &m : NULL);
+            c += free_output ? choose(f, NULL, reorder_shift(f, g, p2, s->nloops)).cost
+                             : choose(f, f->result, g).cost;
             if (c < best_cost) {
                 best = i;
                 best_cost = c;
@@ -355,8 +481,8 @@ static bool next_perm(int *p, int n)
 }
 
 /* An order of the loops of an intermediate product stage under which it
- * matches an operator as it is (guided layout transformation of the
- * output); false when none does. */
+ * is a library call of the target as it is (guided layout transformation
+ * of the output); false when none does. */
 static bool fit_loop_order(Flat *f, const Stage *s, int *perm)
 {
     const IExpr *b = s->body;
@@ -366,9 +492,8 @@ static bool fit_loop_order(Flat *f, const Stage *s, int *perm)
     int p[MAXR];
     for (int i = 0; i < s->nloops; i++)
         p[i] = i;
-    OpMatch m;
     while (next_perm(p, s->nloops)) {
-        if (match_stage(reorder_shift(f, s, p, s->nloops), &m)) {
+        if (is_call(f, NULL, reorder_shift(f, s, p, s->nloops))) {
             memcpy(perm, p, (size_t)s->nloops * sizeof *p);
             return true;
         }
@@ -409,8 +534,10 @@ static const Made *materialise(Flat *f, const Stage *s, const Ix *const *idx)
                         flat->guards, flat->nguards, flat->body);
     }
     int perm[MAXR];
-    OpMatch om;
-    if (!match_stage(flat, &om) && fit_loop_order(f, flat, perm))
+    for (int d = 0; d < flat->nloops; d++)
+        perm[d] = d;
+    if (!is_call(f, NULL, reorder_shift(f, flat, perm, flat->nloops)) &&
+        fit_loop_order(f, flat, perm))
         ;
     else
         flat = instantiate_stage(f, flat, true, perm);
@@ -461,10 +588,7 @@ void plan_instantiate(IrCtx *cx, const CostModel *cm, const IrTensor *result,
     int perm[MAXR];
     const Stage *flat = flatten_stage(&f, s);
     flat = instantiate_stage(&f, flat, false, perm);
-    PlanOp op = {result, flat, {0}, 0, false};
-    if (!match_stage(flat, &op.op))
-        op.op.kind = OPK_KERNEL;
-    op.cost = cost_stage_ex(cm, flat, &op.op, &op.measured);
+    PlanOp op = plan_choose(cx, cm, result, flat);
     vec_push(ir_arena(cx), &out->ops, op);
     free(f.lo);
     free(f.hi);
@@ -473,12 +597,53 @@ void plan_instantiate(IrCtx *cx, const CostModel *cm, const IrTensor *result,
         out->cost += !out->ops.data[i].out->weight_only ? out->ops.data[i].cost : 0;
 }
 
+/* ---- whole plans ------------------------------------------------------------ */
+
+double plan_total(const Plan *pl)
+{
+    double c = 0;
+    for (int i = 0; i < pl->prog->ntensors; i++) {
+        const IrTensor *t = pl->prog->tensors[i];
+        if (t->kind == IT_STAGE && !pl->ops[t->id].at_load)
+            c += pl->ops[t->id].cost;
+    }
+    return c;
+}
+
+Plan *plan_program(IrCtx *cx, const CostModel *cm, IrProgram *p)
+{
+    Arena *a = ir_arena(cx);
+    Plan *pl = arena_alloc(a, sizeof *pl);
+    pl->prog = p;
+    pl->target = cm->target;
+    pl->precision = cm->precision;
+    pl->ops = arena_alloc(a, (size_t)(p->ntensors + 1) * sizeof *pl->ops);
+    for (int i = 0; i < p->ntensors; i++) {
+        const IrTensor *t = p->tensors[i];
+        if (t->kind == IT_STAGE)
+            pl->ops[t->id] = plan_choose(cx, cm, t, t->stage);
+    }
+    pl->cost = plan_total(pl);
+    return pl;
+}
+
+/* ---- views ------------------------------------------------------------------- */
+
 static void print_shape(const IrTensor *t, FILE *fp)
 {
     fputc('[', fp);
     for (int d = 0; d < t->rank; d++)
         fprintf(fp, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
     fputc(']', fp);
+}
+
+static void print_names(const char *tag, const IrTensor *const *t, int n, FILE *fp)
+{
+    if (n == 0)
+        return;
+    fprintf(fp, "  %s=", tag);
+    for (int i = 0; i < n; i++)
+        fprintf(fp, "%s%s", i ? "," : "", t[i]->name);
 }
 
 static void print_op(const PlanOp *o, FILE *fp)
@@ -494,16 +659,74 @@ static void print_op(const PlanOp *o, FILE *fp)
     int nd = match_dims(m, d);
     for (int i = 0; i < nd; i++)
         fprintf(fp, " %s=%lld", d[i].name, (long long)d[i].value);
+    if (o->impl != IMPL_KERNEL)
+        fprintf(fp, "  %s", cost_impl_name(o->impl));
+    print_names("fused", o->prologue, o->nprologue, fp);
+    if (o->epi.value)
+        print_names("epilogue", o->epi.absorbed, o->epi.nabsorbed, fp);
+    if (o->rows)
+        print_names("rows", o->rows->members, o->rows->nmembers, fp);
     fprintf(fp, "  %.2f us%s%s\n", o->cost * 1e6, o->measured ? " (measured)" : "",
-            o->out->weight_only ? " (at load)" : "");
+            o->at_load ? " (at load)" : "");
 }
 
 void plan_print(const Plan *pl, FILE *fp)
 {
-    fprintf(fp, "plan %s: estimated %.2f us\n", pl->prog->model, pl->cost * 1e6);
+    fprintf(fp, "plan %s for %s: estimated %.2f us\n", pl->prog->model,
+            cost_target_name(pl->target), pl->cost * 1e6);
     for (int i = 0; i < pl->prog->ntensors; i++) {
         const IrTensor *t = pl->prog->tensors[i];
         if (t->kind == IT_STAGE)
             print_op(&pl->ops[t->id], fp);
     }
+}
+
+static void json_string(const char *s, FILE *fp)
+{
+    fputc('"', fp);
+    for (const char *c = s; *c; c++)
+        fprintf(fp, *c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
+    fputc('"', fp);
+}
+
+static void json_names(const char *tag, const IrTensor *const *t, int n, FILE *fp)
+{
+    fprintf(fp, ", \"%s\": [", tag);
+    for (int i = 0; i < n; i++) {
+        fputs(i ? ", " : "", fp);
+        json_string(t[i]->name, fp);
+    }
+    fputc(']', fp);
+}
+
+void plan_print_json_op(const PlanOp *o, Precision prec, FILE *fp)
+{
+    const OpMatch *m = &o->op;
+    fprintf(fp, "{\"kind\": \"%s\", \"impl\": \"%s\", \"tensor\": ", op_kind_name(m->kind),
+            cost_impl_name(o->impl));
+    json_string(o->out->name, fp);
+    fprintf(fp, ", \"cost_us\": %.3f, \"at_load\": %s", o->cost * 1e6,
+            o->at_load ? "true" : "false");
+    if (o->measured)
+        fputs(", \"measured\": true", fp);
+    /* what a tuning database (--tune-db) holds the operator's time under */
+    char *key = cost_op_key(NULL, o->stage, o->impl == IMPL_KERNEL ? NULL : m, prec);
+    fputs(", \"key\": ", fp);
+    json_string(key, fp);
+    free(key);
+    if (o->nprologue)
+        json_names("fused", o->prologue, o->nprologue, fp);
+    if (o->epi.value)
+        json_names("epilogue", o->epi.absorbed, o->epi.nabsorbed, fp);
+    if (o->rows)
+        json_names("rows", o->rows->members, o->rows->nmembers, fp);
+    OpDim d[OP_MAX_DIMS];
+    int nd = match_dims(m, d);
+    for (int i = 0; i < nd; i++) {
+        if (d[i].is_bool)
+            fprintf(fp, ", \"%s\": %s", d[i].name, d[i].value ? "true" : "false");
+        else
+            fprintf(fp, ", \"%s\": %lld", d[i].name, (long long)d[i].value);
+    }
+    fputc('}', fp);
 }

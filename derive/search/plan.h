@@ -1,23 +1,96 @@
-/* plan.h - from a derived expression to a program of operators.
- * A derived expression may hold nested stages; instantiation turns each
- * nested stage into an intermediate tensor of its own (shifted so its
- * index space starts at 0), matches every resulting stage against the
- * operator patterns (match.h) and prices it (cost.h).  A plan is the
- * whole program so rewritten: the original tensors, the intermediates,
- * and for each computed tensor the operator that computes it.
- * Prefix: plan_. */
+/* plan.h - the plan: the one record of what runs.
+ *
+ * A plan is made for one target (cost.h: the C+CUDA file or the C file)
+ * and says, for every tensor computed at run time or at load, which
+ * operator computes it and how: a library call of that target with its
+ * full match (match.h), a tiled band kernel, or a generated kernel; the
+ * stages fused into it as prologue reads; the element-wise maps applied
+ * to its value before it is stored (its epilogue); a fused group of row
+ * reductions; where its result lives; and whether it runs at load.  The
+ * cost model prices exactly this record (plan_price), and every view of
+ * the plan (--emit=plan, --emit=plan-json, --dot) and the C and CUDA
+ * writers (emit/) read it; none of them matches or decides again.
+ * README.md in this folder documents the record.
+ *
+ * Instantiation (plan_instantiate) turns a derived expression, which may
+ * hold nested stages, into pieces: an intermediate tensor of its own for
+ * each nested stage (shifted so its index space starts at 0), each priced
+ * as the operator the target runs it as (plan_choose).  Prefix: plan_. */
 #ifndef EINC_PLAN_H
 #define EINC_PLAN_H
 
 #include "../pricing/cost.h"
 
+/* An epilogue: element-wise maps applied to an operator's value before
+ * the store (a bias, a scale, an activation, a residual add).  `value` is
+ * the element stored, an expression over the loop variables of the
+ * operator's stage, in which reads of `self` at exactly those variables
+ * are the operator's own value at that element (self is the tensor the
+ * operator would have written: an f32 tensor of the output's shape that
+ * is no longer in the program), and reads of other tensors of the
+ * program are affine reads as anywhere else.  It applies to every element
+ * of the output (self reads as 0 outside the stage's loop ranges).
+ * `absorbed` lists the tensors of the program that the epilogue replaced
+ * (self first, then the maps whose statements it carries), none of which
+ * is in the program any more.  value == NULL: no epilogue. */
+typedef struct PlanEpilogue {
+    const IExpr *value;
+    const IrTensor *self;
+    const IrTensor *const *absorbed;
+    int nabsorbed;
+} PlanEpilogue;
+
+/* A fused group of row reductions (softmax, layer norm): several
+ * reductions and maps over one row, run as one operator whose threads
+ * share the row.  The members are tensors whose first `nrow` dims index
+ * the row, each a stage over the same outer loops (a reduction over the
+ * row's elements or a map of them), computed in order; the operator's
+ * `out` is the last.  `stored[i]`: member i keeps its buffer (it is in
+ * the program and read elsewhere); the others live only inside the
+ * operator.  Neither the search nor emit/ makes one yet: the record is
+ * here so that fused row kernels fill it without a new design; emit/
+ * refuses a plan that holds one (an internal error). */
+typedef struct PlanRowGroup {
+    int nrow;
+    const IrTensor *const *members;
+    const bool *stored;
+    int nmembers;
+} PlanRowGroup;
+
+/* Where an operator's result lives.  Every tensor has a buffer of its own
+ * today; a view (a slice or reshape of another tensor's buffer, written in
+ * place) is the room left for aliasing, which emit/ refuses until it is
+ * made. */
+typedef enum {
+    BUF_OWN,                    /* a buffer of its own (by tensor id) */
+    BUF_VIEW,                   /* `of`'s buffer from element `offset` */
+} PlanBufKind;
+
+typedef struct PlanBuf {
+    PlanBufKind kind;
+    const IrTensor *of;
+    int64_t offset;
+} PlanBuf;
+
 typedef struct PlanOp {
-    const IrTensor *out;        /* the tensor computed */
-    const Stage *stage;         /* what computes it (for the result of a
-                                   derivation: its flattened expression) */
-    OpMatch op;                 /* op.kind == OPK_KERNEL: a generated kernel */
-    double cost;                /* seconds, estimated */
-    bool measured;              /* cost is a time from the tuning database */
+    const IrTensor *out;        /* the tensor stored */
+    const Stage *stage;         /* what the operator computes: for the result
+                                   of a derivation its flattened expression,
+                                   with prologue stages substituted into it;
+                                   with an epilogue, self's value */
+    OpMatch op;                 /* the match; op.kind == OPK_KERNEL exactly
+                                   when impl == IMPL_KERNEL */
+    OpImpl impl;                /* how the target runs it */
+    /* Stages fused in as prologue reads: maps substituted into `stage`
+     * (fuse.c), each a tensor no longer in the program. */
+    const IrTensor *const *prologue;
+    int nprologue;
+    PlanEpilogue epi;
+    const PlanRowGroup *rows;   /* NULL: not a row group */
+    PlanBuf buf;
+    bool at_load;               /* depends on weights only: runs at load */
+    double cost;                /* seconds, estimated (plan_price) */
+    bool measured;              /* the stage's time is from the tuning database */
 } PlanOp;
 
 /* The pieces of one expression: intermediates first, the result last. */
@@ -27,19 +100,50 @@ typedef struct Pieces {
 } Pieces;
 
 /* Flatten `s`, a derived form of the definition of `result`, into pieces;
- * new tensors are named "<result>.tN" and get ids from *next_id.  The last
+ * new tensors are named "<result>@N" and get ids from *next_id.  The last
  * piece computes `result` itself: its stage is `s` with every nested stage
  * replaced by an access to its tensor.  Nothing existing is changed. */
 void plan_instantiate(IrCtx *cx, const CostModel *cm, const IrTensor *result,
                       const Stage *s, int *next_id, Pieces *out);
 
+/* The operator that computes `out` by the stage `s` (not necessarily
+ * out->stage) on cm's target, with no fusion: matched (match.h), its
+ * implementation chosen (cost_impl) and priced. */
+PlanOp plan_choose(IrCtx *cx, const CostModel *cm, const IrTensor *out, const Stage *s);
+
+/* Price *op as recorded: its stage as its implementation, plus its
+ * epilogue (a pass over the output after a library call; fused into the
+ * store of a generated kernel), plus the members of a row group.  Sets
+ * op->cost and op->measured. */
+void plan_price(IrCtx *cx, const CostModel *cm, PlanOp *op);
+
+/* The epilogue of `op` as a kernel of its own: the Σ-free stage over the
+ * loops of op->stage whose body is op->epi.value (NULL: no epilogue).
+ * This is the pass a library call is followed by. */
+const Stage *plan_epilogue_stage(IrCtx *cx, const PlanOp *op);
+
+/* Does the generated file hold a generated kernel for op: a generated
+ * kernel, or a cuDNN convolution's fallback. */
+bool plan_has_kernel(const PlanOp *op);
+
 typedef struct Plan {
     IrProgram *prog;            /* derived program (tensors in dependence order) */
     PlanOp *ops;                /* per tensor id: set for IT_STAGE tensors */
-    double cost;                /* seconds, estimated */
+    double cost;                /* seconds, estimated: the ops not at load */
+    Target target;
+    Precision precision;        /* what library calls compute in */
 } Plan;
+
+/* The plan of `p` as written (-O0 and hand-built programs): one operator
+ * per stage, chosen by plan_choose; p's tensors keep their ids. */
+Plan *plan_program(IrCtx *cx, const CostModel *cm, IrProgram *p);
+
+/* Sum of the costs of the operators that do not run at load. */
+double plan_total(const Plan *pl);
 
 /* Print one operator a line with shapes and estimated cost (--emit=plan). */
 void plan_print(const Plan *pl, FILE *fp);
+/* One operator as a JSON object (--emit=plan-json). */
+void plan_print_json_op(const PlanOp *o, Precision prec, FILE *fp);
 
 #endif

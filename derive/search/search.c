@@ -33,6 +33,7 @@ void search_default_options(SearchOptions *o)
     o->dev = cost_device("h200");
     o->precision = PREC_FP32;
     o->tune_db = NULL;
+    o->target = TARGET_CUDA;
 }
 
 static double now_ms(void)
@@ -220,32 +221,49 @@ static const Stage *tighten(Search *s, const Stage *e)
     return e;
 }
 
-/* A key for a plan: the kinds and sizes of the library operators it runs
- * per call and the number of its kernels, so plans that differ only in how
- * a kernel is written, or in what runs at load, count once (the cheapest
- * is kept). */
-static uint64_t plan_key(const Pieces *p)
+/* FNV-1a over a text, and a byte that ends it. */
+static uint64_t fnv(uint64_t h, const char *s)
 {
-    uint64_t h = 0x9e3779b97f4a7c15ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+    return (h ^ 0xff) * 0x100000001b3ULL;       /* ends every text */
+}
+
+/* A key for a plan: the canonical text of each library operator it runs
+ * per call (its implementation and the operator key of cost.h, which
+ * holds the kind, the precision, the element types and every size of
+ * match_dims: transposes, leading dimensions, padding, dilation, groups,
+ * output padding...; with the batch strides and offsets, which are not
+ * in it) and the number of its kernels, so plans that differ only in how
+ * a kernel is written, or in what runs at load, count once (the cheapest
+ * is kept).  An epilogue counts as what it is: a pass after a call, or
+ * part of a kernel's store. */
+uint64_t search_plan_key(const Pieces *p, Precision prec)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    char extra[160];
     for (int i = 0; i < p->ops.len; i++) {
         const PlanOp *o = &p->ops.data[i];
         const OpMatch *m = &o->op;
-        if (o->out->weight_only)
+        if (o->at_load)
             continue;               /* runs at load: not part of the plan's cost */
-        uint64_t v = (uint64_t)m->kind;
-        if (m->kind == OPK_KERNEL)
-            v = 0x6b;       /* kernels count, not their form */
-        else
-            v ^= (uint64_t)(m->m * 31 + m->n * 131 + m->k * 1031 + m->batch * 7 +
-                            m->cn * 3 + m->c * 5 + m->f * 11 + m->r * 13 + m->h * 17 +
-                            m->stride * 19 + m->gm * 23 + m->gdil * 29 + m->gw * 37);
-        h = (h ^ v) * 0x100000001b3ULL;
+        if (o->impl == IMPL_KERNEL) {
+            h = fnv(h, o->epi.value ? "kernel+epilogue" : "kernel");
+            continue;               /* kernels count, not their form */
+        }
+        char *key = cost_op_key(NULL, o->stage, m, prec);
+        snprintf(extra, sizeof extra, "%s sa=%lld sb=%lld sc=%lld oa=%lld ob=%lld%s",
+                 cost_impl_name(o->impl), (long long)m->stride_a, (long long)m->stride_b,
+                 (long long)m->stride_c, (long long)m->off_a, (long long)m->off_b,
+                 o->epi.value ? " +epilogue" : "");
+        h = fnv(fnv(h, key), extra);
+        free(key);
     }
     return h;
 }
 
 /* The candidates kept are the MAX_CANDIDATES cheapest distinct plans (by
- * plan_key).  Returns whether `c` was kept. */
+ * search_plan_key).  Returns whether `c` was kept. */
 static bool keep_candidate(Search *s, const Candidate *c)
 {
     Arena *a = ir_arena(s->cx);
@@ -283,10 +301,10 @@ static int add_node(Search *s, const Stage *e, int parent, const RuleSite *via,
     /* Instantiate; keep what that built only when the plan is new. */
     Candidate c = {{{0}, 0}, s->out->nodes.len, 0};
     IrMark mark = ir_ctx_mark(s->cx);
-    CostModel cm = {s->opt->dev, s->opt->precision, s->opt->tune_db};
+    CostModel cm = {s->opt->dev, s->opt->precision, s->opt->tune_db, s->opt->target};
     plan_instantiate(s->cx, &cm, s->result, e, s->next_id, &c.pieces);
     n.cost = c.pieces.cost;
-    c.key = plan_key(&c.pieces);
+    c.key = search_plan_key(&c.pieces, s->opt->precision);
     bool keep = keep_candidate(s, &c);
     if (!keep && !s->trace)
         ir_ctx_release(s->cx, mark);

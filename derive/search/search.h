@@ -27,6 +27,7 @@ typedef struct SearchOptions {
     const Device *dev;
     Precision precision;        /* --precision: what vendor operators compute in */
     const TuneDb *tune_db;      /* --tune-db: measured times, or NULL */
+    Target target;              /* whose libraries the plan calls (cost_impl) */
 } SearchOptions;
 void search_default_options(SearchOptions *o);
 
@@ -63,5 +64,10 @@ void search_tensor(RuleCtx *rc, const IrTensor *result, const SearchOptions *opt
 /* Mismatches between the product stages of `s` and plain operands
  * (search.c says what counts); 0 for a dense GEMM. */
 int search_distance(const Stage *s);
+
+/* What makes two plans the same for the search (search.c): the canonical
+ * text of every library operator they run per call, with every field
+ * that makes two operators differ, and the number of their kernels. */
+uint64_t search_plan_key(const Pieces *p, Precision prec);
 
 #endif

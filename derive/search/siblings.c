@@ -146,7 +146,7 @@ static void build_group(IrCtx *cx, IrTensor **g, int n, int at, IrTensor **made)
     IrTensor *ws = arena_alloc(a, sizeof *ws);
     *ws = (IrTensor){0, arena_printf(a, "%s@stacked", g[0]->name), IT_STAGE, w0->elem,
                      w0->rank + 1, wshape, g[0]->loc, false, true,
-                     ir_stage(cx, RED_NONE, wl, w0->rank + 1, NULL, 0, NULL, 0, v)};
+                     ir_stage(cx, RED_NONE, wl, w0->rank + 1, NULL, 0, NULL, 0, v), NULL};
     /* M[j, I] = the first member's form over W'[j, ..] */
     IrVar j = ir_var_new(cx, "j", 0, n);
     int64_t *mshape = arena_alloc(a, (size_t)(g[0]->rank + 1) * sizeof *mshape);
@@ -156,7 +156,7 @@ static void build_group(IrCtx *cx, IrTensor **g, int n, int at, IrTensor **made)
     IrTensor *m = arena_alloc(a, sizeof *m);
     *m = (IrTensor){0, arena_printf(a, "%s@merged", g[0]->name), IT_STAGE, ELEM_F32,
                     g[0]->rank + 1, mshape, g[0]->loc, false, false,
-                    retarget_stage(cx, g[0]->stage, w0, ws, ix_var(cx, j.id), 0, &j, at)};
+                    retarget_stage(cx, g[0]->stage, w0, ws, ix_var(cx, j.id), 0, &j, at), NULL};
     made[0] = ws;
     made[1] = m;
 }

@@ -72,14 +72,19 @@ static const IExpr *retarget_access(void *arg, const IExpr *e)
 typedef struct TuneOp {
     const PlanOp *op;
     const char *key;
-    const Stage *stage;             /* over the stand-ins */
+    PlanOp run;                     /* the same operator over the stand-ins */
 } TuneOp;
 typedef VEC(TuneOp) TuneOps;
+
+static const IExpr *retarget(Retarget *r, const IExpr *e)
+{
+    return e ? ir_map_access(r->cx, e, retarget_access, r) : NULL;
+}
 
 static void add_op(Retarget *r, TuneOps *ops, const PlanOp *op, const CostModel *cm)
 {
     Arena *a = ir_arena(r->cx);
-    if (op->out->weight_only || op->out->kind != IT_STAGE)
+    if (op->at_load || op->out->kind != IT_STAGE)
         return;
     const char *key = cost_op_key(a, op->stage, &op->op, cm->precision);
     for (int i = 0; i < ops->len; i++)
@@ -89,15 +94,21 @@ static void add_op(Retarget *r, TuneOps *ops, const PlanOp *op, const CostModel 
     r->from.len = r->to.len = 0;
     const IExpr **g = arena_alloc(a, (size_t)(s->nguards + 1) * sizeof *g);
     for (int i = 0; i < s->nguards; i++)
-        g[i] = ir_map_access(r->cx, s->guards[i], retarget_access, r);
-    const IExpr *body = ir_map_access(r->cx, s->body, retarget_access, r);
-    TuneOp t = {op, key, ir_stage(r->cx, s->red, s->loops, s->nloops, s->sums, s->nsums,
-                                  g, s->nguards, body)};
+        g[i] = retarget(r, s->guards[i]);
+    const IExpr *body = retarget(r, s->body);
+    TuneOp t = {op, key, *op};
+    t.run.stage = ir_stage(r->cx, s->red, s->loops, s->nloops, s->sums, s->nsums, g,
+                           s->nguards, body);
+    t.run.epi.value = retarget(r, op->epi.value);
+    /* the library call reads the stand-ins of its operands */
+    for (int j = 0; j < 2; j++)
+        if (op->op.in[j])
+            t.run.op.in[j] = stand_in(r, op->op.in[j]);
     vec_push(a, ops, t);
 }
 
-IrProgram *tune_program(IrCtx *cx, const Derived *d, const CostModel *cm,
-                        const char *const **keys)
+Plan *tune_program(IrCtx *cx, const Derived *d, const CostModel *cm,
+                   const char *const **keys)
 {
     Arena *a = ir_arena(cx);
     Retarget r = {cx, {0}, {0}, {0}};
@@ -121,6 +132,11 @@ IrProgram *tune_program(IrCtx *cx, const Derived *d, const CostModel *cm,
     tp->tensors = arena_alloc(a, (size_t)(tp->ntensors + 1) * sizeof *tp->tensors);
     tp->noutputs = ops.len;
     tp->outputs = arena_alloc(a, (size_t)(ops.len + 1) * sizeof *tp->outputs);
+    Plan *pl = arena_alloc(a, sizeof *pl);
+    pl->prog = tp;
+    pl->target = d->plan->target;
+    pl->precision = d->plan->precision;
+    pl->ops = arena_alloc(a, (size_t)(tp->ntensors + 1) * sizeof *pl->ops);
     const char **k = arena_alloc(a, (size_t)(tp->ntensors + 1) * sizeof *k);
     for (int i = 0; i < r.pool.len; i++)
         tp->tensors[i] = r.pool.data[i];
@@ -136,11 +152,14 @@ IrProgram *tune_program(IrCtx *cx, const Derived *d, const CostModel *cm,
         t->shape = op->out->shape;
         t->loc = op->out->loc;
         t->is_output = true;
-        t->stage = ops.data[i].stage;
+        t->stage = ops.data[i].run.stage;
         tp->tensors[id] = t;
         tp->outputs[i] = id;
+        pl->ops[id] = ops.data[i].run;
+        pl->ops[id].out = t;
         k[id] = ops.data[i].key;
     }
+    pl->cost = plan_total(pl);
     *keys = k;
-    return tp;
+    return pl;
 }

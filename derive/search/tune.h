@@ -7,14 +7,15 @@
 
 #include "derive.h"
 
-/* A program whose tensors are the inputs of the operators (IT_INPUT, one
- * per tensor of `d` that some operator reads, in order of first use) and
- * then one IT_STAGE tensor per distinct operator (by cost_op_key under
- * cm->precision), each an output, computed by the operator's stage read
- * from those inputs.  Operators that run at load (weights only) are left
- * out.  *keys receives, per tensor id of the result, the key of its
- * operator (NULL for the inputs). */
-IrProgram *tune_program(IrCtx *cx, const Derived *d, const CostModel *cm,
+/* The plan of a program whose tensors are the inputs of the operators
+ * (IT_INPUT, one per tensor of `d` that some operator reads, in order of
+ * first use) and then one IT_STAGE tensor per distinct operator (by
+ * cost_op_key under cm->precision), each an output, computed by that
+ * operator as the plan it comes from records it (its implementation,
+ * fusion and epilogue), reading those inputs.  Operators that run at load
+ * (weights only) are left out.  *keys receives, per tensor id of the
+ * result, the key of its operator (NULL for the inputs). */
+Plan *tune_program(IrCtx *cx, const Derived *d, const CostModel *cm,
                         const char *const **keys);
 
 #endif

@@ -1,13 +1,15 @@
 /* test_tune.c - the tuning database (derive/pricing/opkey.c, tunedb.c): the parser on good
  * and bad files (every error located, never a crash), operator keys (the
  * same operator gets the same key whatever its tensors and variables are
- * called or numbered; another size, another key) and cost_stage taking a
- * measured time over the model. */
+ * called or numbered; another size, another key), cost_stage taking a
+ * measured time over the model, and the search's plan keys (every field
+ * of a library operator counts; the form of a kernel does not). */
 #include "config.h"
 #include "parser/parser.h"
 #include "sema/sema.h"
 #include "derive/ir/ir.h"
 #include "derive/pricing/cost.h"
+#include "derive/search/search.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -187,9 +189,9 @@ static void test_keys(void)
     CHECK(db != NULL);
     free(msgs);
     free(text);
-    CostModel plain = {cost_device("h200"), PREC_FP32, NULL};
-    CostModel tuned = {cost_device("h200"), PREC_FP32, db};
-    CostModel other = {cost_device("h200"), PREC_FP16, db};
+    CostModel plain = {cost_device("h200"), PREC_FP32, NULL, TARGET_CUDA};
+    CostModel tuned = {cost_device("h200"), PREC_FP32, db, TARGET_CUDA};
+    CostModel other = {cost_device("h200"), PREC_FP16, db, TARGET_CUDA};
     bool measured = true;
     double model = cost_stage_ex(&plain, s, &m, &measured);
     CHECK(!measured && model > 0 && model < 1e-3);
@@ -225,12 +227,83 @@ static void test_model(void)
     CHECK(cost_device("tpu") == NULL);
 }
 
+/* The key of a plan of one operator. */
+static uint64_t key_of(const PlanOp *op)
+{
+    Pieces pc = {{0}, 0};
+    vec_push(arena, &pc.ops, *op);
+    return search_plan_key(&pc, PREC_FP32);
+}
+
+/* Two plans whose one library operator differs in any field (here: as
+ * matched, then with one field changed) are two plans to the search; two
+ * whose kernels differ only in their expressions are one. */
+static void test_plan_key(void)
+{
+    const char *conv = "input x : f32[1, 4, 9, 9]\nweight k : f32[8, 4, 3, 3]\n"
+                       "y[n, f, h, w] : [1, 8, 9, 9] += x[n, c, h + r - 1, w + s - 1] * "
+                       "k[f, c, r, s]\noutput y\n";
+    const char *mm = "input a : f32[4, 6]\ninput b : f32[6, 5]\n"
+                     "c[i, j] : [4, 5] += a[i, k] * b[k, j]\noutput c\n";
+    const Stage *cs = stage_of(conv, "y"), *ms = stage_of(mm, "c");
+    PlanOp cv = {0}, mt = {0};
+    if (!cs || !ms || !match_stage(cs, &cv.op) || !match_stage(ms, &mt.op)) {
+        CHECK(!"no conv2d or matmul match");
+        return;
+    }
+    cv.stage = cs;
+    cv.impl = IMPL_CUDNN_CONV;
+    mt.stage = ms;
+    mt.impl = IMPL_CUBLAS_GEMM;
+    uint64_t kc = key_of(&cv), km = key_of(&mt);
+    CHECK(kc != km);
+    /* the same operator, the same key */
+    CHECK(key_of(&cv) == kc);
+    int64_t *conv_fields[] = {&cv.op.pad, &cv.op.pad_w, &cv.op.dilation, &cv.op.groups,
+                              &cv.op.stride, &cv.op.out_pad, &cv.op.r, &cv.op.c};
+    for (size_t i = 0; i < sizeof conv_fields / sizeof *conv_fields; i++) {
+        int64_t keep = *conv_fields[i];
+        *conv_fields[i] = keep + 1;
+        if (key_of(&cv) == kc)
+            fprintf(stderr, "conv field %zu is not in the plan key\n", i), failures++;
+        *conv_fields[i] = keep;
+    }
+    int64_t *mm_fields[] = {&mt.op.lda, &mt.op.ldb, &mt.op.ldc, &mt.op.stride_a,
+                            &mt.op.stride_b, &mt.op.stride_c, &mt.op.off_a, &mt.op.off_b,
+                            &mt.op.batch, &mt.op.k};
+    for (size_t i = 0; i < sizeof mm_fields / sizeof *mm_fields; i++) {
+        int64_t keep = *mm_fields[i];
+        *mm_fields[i] = keep + 2;
+        if (key_of(&mt) == km)
+            fprintf(stderr, "matmul field %zu is not in the plan key\n", i), failures++;
+        *mm_fields[i] = keep;
+    }
+    bool *flags[] = {&mt.op.trans_a, &mt.op.trans_b, &mt.op.out_nm};
+    for (size_t i = 0; i < sizeof flags / sizeof *flags; i++) {
+        *flags[i] = !*flags[i];
+        if (key_of(&mt) == km)
+            fprintf(stderr, "matmul flag %zu is not in the plan key\n", i), failures++;
+        *flags[i] = !*flags[i];
+    }
+    /* the implementation counts */
+    mt.impl = IMPL_CBLAS_GEMM;
+    CHECK(key_of(&mt) != km);
+    /* kernels: how many, not what they compute */
+    PlanOp k1 = {0}, k2 = {0};
+    k1.stage = cs;
+    k2.stage = ms;
+    k1.op.kind = k2.op.kind = OPK_KERNEL;
+    CHECK(key_of(&k1) == key_of(&k2));
+    CHECK(key_of(&k1) != kc);
+}
+
 int main(void)
 {
     arena = arena_new();
     test_parser();
     test_keys();
     test_model();
+    test_plan_key();
     if (failures)
         fprintf(stderr, "%d failure(s)\n", failures);
     return failures != 0;

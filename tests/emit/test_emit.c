@@ -260,16 +260,37 @@ static int sh(char **out, const char *fmt, ...)
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
 }
 
-static char *emit_to_string(const IrProgram *p, Target target, bool main_, const char *out_name,
-                            int *rc)
+/* The plan of p as written for `target` (derive/search/plan.h), the
+ * cost model's default device. */
+static const Plan *plan_as_written(const IrProgram *p, Target target)
+{
+    CostModel cm = {cost_device("h200"), PREC_FP32, NULL, target};
+    return plan_program(p->cx, &cm, (IrProgram *)p);
+}
+
+/* What the cases emit: the plan as written, or one a case makes by hand. */
+static const Plan *(*make_plan)(const IrProgram *p, Target target) = plan_as_written;
+
+static const Plan *plan_for(const IrProgram *p, Target target)
+{
+    return make_plan(p, target);
+}
+
+static char *emit_plan_to_string(const Plan *pl, bool main_, const char *out_name, int *rc)
 {
     char *buf = NULL;
     size_t len = 0;
     FILE *fp = open_memstream(&buf, &len);
-    EmitOptions o = {target, main_, out_name, "case.ein"};
-    *rc = emit_program(p, &o, fp);
+    EmitOptions o = {main_, out_name, "case.ein", NULL, NULL};
+    *rc = emit_program(pl, &o, fp);
     fclose(fp);
     return buf;
+}
+
+static char *emit_to_string(const IrProgram *p, Target target, bool main_, const char *out_name,
+                            int *rc)
+{
+    return emit_plan_to_string(plan_for(p, target), main_, out_name, rc);
 }
 
 static bool write_file(const char *name, const char *text)
@@ -1478,22 +1499,32 @@ static void case_half_api(void)
     free_b(b);
 }
 
-/* Programs the emitter refuses, with a message. */
+/* Programs the emitter refuses: an internal error (ICE, exit status 3)
+ * with a message, in a child process, since an ICE ends the process. */
 static void expect_error(const IrProgram *p, const char *want)
 {
-    char *msgs = NULL;
-    size_t len = 0;
-    FILE *fp = open_memstream(&msgs, &len);
-    diag_set_stream(fp);
-    int rc;
-    char *c = emit_to_string(p, TARGET_C, false, "x.c", &rc);
-    fclose(fp);
-    diag_set_stream(stderr);
-    CHECK(rc == -1 && strstr(msgs, want), "expected an error '%s', got %d:\n%s", want, rc,
-          msgs);
-    free(c);
+    char path[400];
+    snprintf(path, sizeof path, "%s/ice.log", workdir);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        FILE *fp = fopen(path, "w");
+        if (!fp)
+            _exit(99);
+        diag_set_stream(fp);
+        int rc;
+        char *c = emit_to_string(p, TARGET_C, false, "x.c", &rc);
+        free(c);
+        fclose(fp);
+        _exit(rc == 0 ? 0 : 1);
+    }
+    int st = 0;
+    CHECK(pid > 0 && waitpid(pid, &st, 0) == pid, "expect_error: fork failed");
+    char *msgs = slurp(path, NULL);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 3 && msgs && strstr(msgs, want),
+          "expected an internal error '%s', got status %d:\n%s", want,
+          WIFEXITED(st) ? WEXITSTATUS(st) : -1, msgs ? msgs : "");
     free(msgs);
-    diag_reset();
 }
 
 static void case_errors(void)
@@ -1508,15 +1539,181 @@ static void case_errors(void)
     const Ix *ii = V(b, i);
     stage(b, y, RED_NONE, 1, L, 0, NULL, 0, NULL, ir_access_stage(b->cx, inner, &ii, 1));
     output(b, y);
-    expect_error(program(b), "internal error: the stage of 'y' reads a nested stage");
+    expect_error(program(b), "internal compiler error: the stage of 'y' reads a nested stage");
 
     B *h = new_b();
     IrTensor *xh = tensor(h, "xh", IT_INPUT, 1, (int64_t)4);
     xh->elem = (ElemType)97;
     output(h, xh);
-    expect_error(program(h), "internal error: tensor 'xh' has element type 97");
+    expect_error(program(h), "internal compiler error: tensor 'xh' has element type 97");
     free_b(b);
     free_b(h);
+}
+
+/* ---- plans made by hand ----------------------------------------------------------
+ * emit/ writes what the plan says, including choices the matcher and the
+ * search would not make: a GEMM-matchable stage forced to a generated
+ * kernel, and a map attached to an operator as its epilogue (fused into
+ * a kernel's store, or a pass after a library call). */
+enum { PM = 5, PK = 7, PN = 6 };
+
+static void gemm_ref(B *b, double **D)
+{
+    IrTensor *a = b->t[0], *w = b->t[1], *bias = b->t[2], *y = b->t[3], *z = b->t[4];
+    for (int64_t m = 0; m < PM; m++)
+        for (int64_t n = 0; n < PN; n++) {
+            double s = 0;
+            for (int64_t k = 0; k < PK; k++)
+                s += AT(a, m, k) * AT(w, k, n);
+            D[y->id][m * PN + n] = s;
+            D[z->id][m * PN + n] = fmax(s + AT(bias, n), 0);
+        }
+}
+
+/* y[m, n] = sum_k a[m, k] w[k, n]; z[m, n] = relu(y[m, n] + bias[n]) */
+static B *gemm_program(void)
+{
+    B *b = new_b();
+    IrTensor *a = tensor(b, "a", IT_INPUT, 2, (int64_t)PM, (int64_t)PK);
+    IrTensor *w = tensor(b, "w", IT_WEIGHT, 2, (int64_t)PK, (int64_t)PN);
+    IrTensor *bias = tensor(b, "bias", IT_WEIGHT, 1, (int64_t)PN);
+    IrTensor *y = tensor(b, "y", IT_STAGE, 2, (int64_t)PM, (int64_t)PN);
+    IrTensor *z = tensor(b, "z", IT_STAGE, 2, (int64_t)PM, (int64_t)PN);
+    IrVar m = var(b, "m", 0, PM), n = var(b, "n", 0, PN), k = var(b, "k", 0, PK);
+    IrVar L[] = {m, n}, S[] = {k};
+    stage(b, y, RED_SUM, 2, L, 1, S, 0, NULL,
+          bin(b, IE_MUL, X(b, a, V(b, m), V(b, k)), X(b, w, V(b, k), V(b, n))));
+    IrVar m2 = var(b, "m", 0, PM), n2 = var(b, "n", 0, PN);
+    IrVar L2[] = {m2, n2};
+    stage(b, z, RED_NONE, 2, L2, 0, NULL, 0, NULL,
+          call1(b, FN_RELU, bin(b, IE_ADD, X(b, y, V(b, m2), V(b, n2)), X(b, bias, V(b, n2)))));
+    output(b, z);
+    return b;
+}
+
+static bool hand_call;              /* the GEMM a library call, else a kernel */
+
+typedef struct Copies {
+    IrCtx *cx;
+    const IrTensor *from[8];
+    IrTensor *to[8];
+    int n;
+} Copies;
+
+static const IExpr *copy_access(void *arg, const IExpr *e)
+{
+    Copies *c = arg;
+    for (int i = 0; i < c->n; i++)
+        if (e->access.tensor == c->from[i])
+            return ir_access_tensor(c->cx, c->to[i], e->access.idx, e->access.nidx);
+    return e;
+}
+
+/* The plan of gemm_program's p with y's operator computing z: y's GEMM
+ * forced to a generated kernel (!hand_call) or the target's GEMM call,
+ * and z's map as its epilogue, absorbing y.  Its program holds copies of
+ * a, w, bias and z, so that p keeps its ids for the reference. */
+static const Plan *plan_by_hand(const IrProgram *p, Target target)
+{
+    IrCtx *cx = p->cx;
+    Arena *ar = ir_arena(cx);
+    const IrTensor *y = p->tensors[3], *zt = p->tensors[4];
+    Copies c = {cx, {0}, {0}, 0};
+    IrProgram *q = arena_dup(ar, p, sizeof *p);
+    q->tensors = arena_alloc(ar, sizeof *q->tensors * 4);
+    q->ntensors = 4;
+    q->outputs = arena_alloc(ar, sizeof *q->outputs);
+    q->outputs[0] = 3;
+    q->noutputs = 1;
+    for (int i = 0; i < 5; i++) {
+        if (i == 3)
+            continue;
+        IrTensor *t = arena_dup(ar, p->tensors[i], sizeof *t);
+        t->id = i < 3 ? i : 3;
+        q->tensors[t->id] = t;
+        c.from[c.n] = p->tensors[i];
+        c.to[c.n++] = t;
+    }
+    IrTensor *z = q->tensors[3];
+    const Stage *ys = y->stage;
+    const Stage *g = ir_stage(cx, ys->red, ys->loops, ys->nloops, ys->sums, ys->nsums, NULL,
+                              0, ir_map_access(cx, ys->body, copy_access, &c));
+    z->stage = g;
+    CostModel cm = {cost_device("h200"), PREC_FP32, NULL, target};
+    Plan *pl = plan_program(cx, &cm, q);
+    PlanOp *op = &pl->ops[3];
+    CHECK(op->impl == (target == TARGET_C ? IMPL_CBLAS_GEMM : IMPL_CUBLAS_GEMM),
+          "by hand: the stage is not the target's GEMM as written (%s)",
+          cost_impl_name(op->impl));
+    if (!hand_call) {
+        op->impl = IMPL_KERNEL;
+        memset(&op->op, 0, sizeof op->op);
+        op->op.kind = OPK_KERNEL;
+        plan_price(cx, &cm, op);
+    }
+    /* z's body over the GEMM's loop variables, y read as the value */
+    const Stage *zs = zt->stage;
+    const IExpr *v = ir_map_access(cx, zs->body, copy_access, &c);
+    for (int d = 0; d < 2; d++)
+        v = ir_subst(cx, v, zs->loops[d].id, ix_var(cx, g->loops[d].id));
+    const IrTensor **abs = arena_alloc(ar, sizeof *abs);
+    abs[0] = y;
+    op->epi = (PlanEpilogue){v, y, abs, 1};
+    double bare = op->cost;
+    plan_price(cx, &cm, op);
+    CHECK(op->cost > bare, "by hand: the epilogue adds nothing to the price (%g, %g)",
+          op->cost, bare);
+    pl->cost = plan_total(pl);
+    return pl;
+}
+
+static void case_by_hand(void)
+{
+    B *pb = gemm_program();
+    IrProgram *p = program(pb);
+    const Plan *as_is = plan_as_written(p, TARGET_C);
+    CHECK(as_is->ops[3].impl == IMPL_CBLAS_GEMM && as_is->ops[4].impl == IMPL_KERNEL,
+          "by hand: the plan as written is not a call and a kernel");
+    make_plan = plan_by_hand;
+    for (int call = 0; call < 2; call++) {
+        hand_call = call;
+        const char *name = call ? "hand_call" : "hand_kernel";
+        int rc;
+        const Plan *pl = plan_for(p, TARGET_C);
+        char *c = emit_plan_to_string(pl, true, "x.c", &rc);
+        CHECK(rc == 0, "%s: emit", name);
+        /* the operator is what the plan says, the epilogue where it says */
+        bool sgemm = strstr(c, "\n    ein_sgemm(") != NULL;
+        CHECK(sgemm == call, "%s: the GEMM is %sa cblas call", name, sgemm ? "" : "not ");
+        CHECK(strstr(c, call ? "/* z: cblas_sgemm */" : "/* z: generated kernel */"),
+              "%s: the operator's comment", name);
+        if (call)
+            CHECK(strstr(c, "static void k0_z_epilogue(") &&
+                  strstr(c, "    k0_z_epilogue(p[2], p[3]);\n") &&
+                  strstr(c, "ein_relu((t_z["), "%s: no epilogue pass after the call:\n%s",
+                  name, c);
+        else
+            CHECK(strstr(c, "t_z[v_m * 6 + v_n] = ein_relu((acc + t_bias[v_n]));"),
+                  "%s: the epilogue is not fused into the store:\n%s", name, c);
+        free(c);
+        /* the views say the same */
+        char *txt = NULL;
+        size_t len = 0;
+        FILE *fp = open_memstream(&txt, &len);
+        plan_print(pl, fp);
+        CHECK(emit_dot(pl, fp) == 0, "%s: dot", name);
+        fclose(fp);
+        CHECK(strstr(txt, call ? "cblas  epilogue=y" : "kernel           z [5, 6]  epilogue=y"),
+              "%s: --emit=plan:\n%s", name, txt);
+        CHECK(strstr(txt, call ? "ein_op_3: matmul, cblas_sgemm\\lepilogue of: y\\l"
+                               : "k0_z: generated kernel\\lepilogue of: y\\l"),
+              "%s: dot:\n%s", name, txt);
+        free(txt);
+        /* and it computes z (the CUDA file is built where $NVCC is set) */
+        run_case(gemm_program(), name, gemm_ref);
+    }
+    make_plan = plan_as_written;
+    free_b(pb);
 }
 
 /* Kernel comments: the statement from the .ein file with its location. */
@@ -1551,7 +1748,7 @@ static void case_dot(void)
     char *buf = NULL;
     size_t len = 0;
     FILE *fp = open_memstream(&buf, &len);
-    CHECK(emit_dot(p, fp) == 0, "dot: emit_dot failed");
+    CHECK(emit_dot(plan_for(p, TARGET_CUDA), fp) == 0, "dot: emit_dot failed");
     fclose(fp);
     CHECK(strstr(buf, "t0 -> k3;") && strstr(buf, "t1 -> k3;") && strstr(buf, "k3 -> t3;") &&
           strstr(buf, "t2 -> k4;") && strstr(buf, "t3 -> k4;") && strstr(buf, "k4 -> t4;") &&
@@ -1575,7 +1772,7 @@ static const struct { const char *name; void (*fn)(void); } cases[] = {
     {"funcs", case_funcs}, {"divmod", case_divmod}, {"wonly", case_wonly},
     {"names", case_names}, {"wide", case_wide}, {"api", case_api},
     {"errors", case_errors}, {"comment", case_comment}, {"dot", case_dot},
-    {"half", case_half}, {"half_api", case_half_api},
+    {"half", case_half}, {"half_api", case_half_api}, {"by_hand", case_by_hand},
 };
 
 int main(int argc, char **argv)

@@ -244,32 +244,37 @@ static void run_program(const char *name, const IrProgram *p, bool with_nvcc)
             skipped++;
             return;
         }
-    EmitOptions opt = {.target = TARGET_CUDA, .out_name = "k.cu"};
+    /* the plan for CUDA of the program as written: band kernels where
+     * the target takes the band (derive/pricing/libs.c) */
+    CostModel cm = {cost_device("h200"), PREC_FP32, NULL, TARGET_CUDA};
+    const Plan *pl = plan_program(p->cx, &cm, (IrProgram *)p);
+    EmitOptions opt = {.out_name = "k.cu"};
     Emit em;
-    emit_setup(&em, p, &opt);
-    emit_name_tensors(&em);
+    emit_setup(&em, pl, &opt);
+    /* every stage's generic kernel, the band stages' too (the band kernel
+     * takes its name and comment) */
     em.kernels = arena_alloc(em.arena, sizeof *em.kernels * (size_t)(p->ntensors + 1));
     for (int i = 0; i < p->ntensors; i++) {
         if (p->tensors[i]->kind != IT_STAGE)
             continue;
-        if (kernel_build(&em, p->tensors[i], em.nkernels, &em.kernels[em.nkernels]) < 0) {
+        const char *kn = arena_printf(em.arena, "k%d_%s", em.nkernels, em.cname[i]);
+        if (kernel_build(&em, &pl->ops[i], false, kn, &em.kernels[em.nkernels]) < 0) {
             CHECK(0, "%s: kernel_build failed", name);
             return;
         }
         em.nkernels++;
     }
-    /* kernels, the band kernel wherever the stage is a supported band */
-    OpMatch *op = arena_alloc(em.arena, sizeof *op * (size_t)(p->ntensors + 1));
+    /* kernels, the band kernel wherever the plan has one */
+    const OpMatch **op = arena_alloc(em.arena, sizeof *op * (size_t)(p->ntensors + 1));
     bool *band = arena_alloc(em.arena, sizeof *band * (size_t)(p->ntensors + 1));
     int bands = 0;
     for (int i = 0; i < em.nkernels; i++) {
         const Kernel *k = &em.kernels[i];
         const IrTensor *t = k->out;
-        band[t->id] = match_stage(t->stage, &op[t->id]) &&
-                      (op[t->id].kind == OPK_G2BMM || op[t->id].kind == OPK_GBMM) &&
-                      band_supported(t, &op[t->id]);
+        op[t->id] = &pl->ops[t->id].op;
+        band[t->id] = pl->ops[t->id].impl == IMPL_CUDA_BAND;
         if (band[t->id]) {
-            band_write_kernel(&em, t, &op[t->id]);
+            band_write_kernel(&em, t, op[t->id]);
             bands++;
         } else {
             cuda_write_kernel(&em, k);
@@ -280,7 +285,7 @@ static void run_program(const char *name, const IrProgram *p, bool with_nvcc)
     for (int i = 0; i < em.nkernels; i++) {
         const Kernel *k = &em.kernels[i];
         if (band[k->out->id])
-            band_write_launch(&em, k->out, &op[k->out->id], "    ");
+            band_write_launch(&em, k->out, op[k->out->id], "    ");
         else
             cuda_write_launch(&em, k, "    ");
     }
@@ -482,9 +487,10 @@ static void test_unsupported(void)
         OpMatch m;
         bool is_band = t && match_stage(t->stage, &m) && m.kind == OPK_G2BMM;
         CHECK(c == 0 || is_band, "case %d: no G2BMM match", c);
+        bool tiled = is_band && cost_impl(TARGET_CUDA, t, t->stage, &m) == IMPL_CUDA_BAND;
         if (is_band)
-            CHECK(band_supported(t, &m) == (c == 2), "case %d: band_supported is %d", c,
-                  !band_supported(t, &m));
+            CHECK(tiled == (c == 2), "case %d: the tiled band kernel is %staken", c,
+                  tiled ? "" : "not ");
         arena_free(a);
     }
 }

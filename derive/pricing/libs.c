@@ -1,0 +1,190 @@
+/* libs.c - what each target's libraries take (cost.h: cost_impl).
+ *
+ *   CUDA  GEMMs         cuBLAS (cublasGemmEx, cublasGemmStridedBatchedEx),
+ *                       any element types that are the same for the
+ *                       output and both operands
+ *         convolutions  cuDNN 9's graph API, forward or backward data,
+ *                       grouped ones too; its generated kernel runs where
+ *                       cuDNN has no plan on the GPU at hand
+ *         G2BMM, GBMM   the tiled band kernels of emit/band.c: f32, and
+ *                       shapes the kernel indexes with in an int
+ *   C     GEMMs         cblas_sgemm: f32 only
+ *         convolutions  im2col (col2im) around cblas_sgemm: f32, one group
+ *         G2BMM, GBMM   blocks of dense cblas_sgemm: f32
+ *
+ * On both, a library writes every element of its output, takes its sizes
+ * as ints and computes in floating point, so a stage whose loops leave
+ * part of its tensor to the zero fill of output padding, whose sizes
+ * exceed an int, or that has an integer tensor stays a generated kernel.  This decides what the plan records; emit/ writes
+ * what the plan says and decides nothing. */
+#include "config.h"
+#include "cost.h"
+
+#include <string.h>
+
+static const char *const target_names[] = {"cuda", "c"};
+
+const char *cost_target_name(Target t)
+{
+    return (unsigned)t < 2 ? target_names[t] : "?";
+}
+
+const char *cost_impl_name(OpImpl i)
+{
+    static const char *const names[] = {
+        [IMPL_KERNEL] = "kernel", [IMPL_CUBLAS_GEMM] = "cublas",
+        [IMPL_CUDNN_CONV] = "cudnn", [IMPL_CUDA_BAND] = "band",
+        [IMPL_CBLAS_GEMM] = "cblas", [IMPL_CBLAS_IM2COL] = "im2col",
+        [IMPL_CBLAS_COL2IM] = "col2im", [IMPL_CBLAS_BAND] = "cblas-band",
+    };
+    return (unsigned)i < sizeof names / sizeof *names ? names[i] : "?";
+}
+
+const char *cost_impl_call(OpImpl i, OpKind kind, bool batched)
+{
+    switch (i) {
+    case IMPL_CUBLAS_GEMM:
+        return batched ? "cublasGemmStridedBatchedEx" : "cublasGemmEx";
+    case IMPL_CUDNN_CONV:
+        return kind == OPK_CONV_TRANSPOSE2D ? "cuDNN convolution backward data"
+                                            : "cuDNN convolution forward";
+    case IMPL_CUDA_BAND: return "tiled band kernel";
+    case IMPL_CBLAS_GEMM: return "cblas_sgemm";
+    case IMPL_CBLAS_IM2COL: return "im2col + cblas_sgemm";
+    case IMPL_CBLAS_COL2IM: return "cblas_sgemm + col2im";
+    case IMPL_CBLAS_BAND: return "banded cblas_sgemm";
+    case IMPL_KERNEL: break;
+    }
+    return "generated kernel";
+}
+
+static bool fits_int(int64_t v)
+{
+    return v >= 0 && v <= INT32_MAX;
+}
+
+/* The stage's loops are the output tensor's full shape: the library writes
+ * every element, so none may be left to the zero fill of a padded stage. */
+static bool covers_output(const IrTensor *t, const Stage *s)
+{
+    if (s->nloops != t->rank)
+        return false;
+    for (int d = 0; d < t->rank; d++)
+        if (s->loops[d].lo != 0 || s->loops[d].hi != t->shape[d])
+            return false;
+    return true;
+}
+
+/* The leading dimension of a stored rows x cols row-major matrix. */
+static bool lead_ok(int64_t ld, int64_t cols)
+{
+    return fits_int(ld) && ld >= (cols > 1 ? cols : 1);
+}
+
+static bool gemm_ok(Target tg, const IrTensor *t, const OpMatch *m)
+{
+    if (!fits_int(m->m) || !fits_int(m->n) || !fits_int(m->k) || !fits_int(m->batch) ||
+        !lead_ok(m->lda, m->trans_a ? m->m : m->k) ||
+        !lead_ok(m->ldb, m->trans_b ? m->k : m->n) ||
+        !lead_ok(m->ldc, m->out_nm ? m->m : m->n))
+        return false;
+    return tg == TARGET_CUDA || t->elem == ELEM_F32;
+}
+
+static bool conv_ok(Target tg, const IrTensor *t, const OpMatch *m)
+{
+    int64_t v[] = {m->cn, m->c, m->h, m->w, m->f, m->r, m->s, m->stride, m->dilation,
+                   m->pad, m->pad_w, m->groups};
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++)
+        if (!fits_int(v[i]))
+            return false;
+    if (tg == TARGET_CUDA)
+        return true;
+    /* C: im2col serves one group; a transposed convolution pads the same
+     * on both axes (match.c makes it so). */
+    return t->elem == ELEM_F32 && m->groups == 1;
+}
+
+static bool band_c_ok(const IrTensor *t, const OpMatch *m)
+{
+    int64_t v[] = {m->gb, m->gm, m->gw, m->gk, m->gdil, m->gk * m->gdil,
+                   BAND_C_ROWS + 2 * m->gw, BAND_C_ROWS * (BAND_C_ROWS + 2 * m->gw)};
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++)
+        if (!fits_int(v[i]))
+            return false;
+    return t->elem == ELEM_F32 && m->gdil >= 1;
+}
+
+/* Sizes above this are left to the generic kernel by the tiled band
+ * kernels: every int they compute (rows, entries, tile numbers,
+ * i0 + j0 - w + row) then stays below 2^31. */
+#define BAND_LIMIT (INT64_C(1) << 29)
+
+static int64_t cdiv(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+/* The tiled band kernel's shapes (emit/band.c): operands [batch..., m, k]
+ * (G2BMM), [batch..., m, 2w+1] and [batch..., m, k] (GBMM), the output
+ * [batch..., m, 2w+1] or [batch..., m, k], all f32, and a grid of blocks
+ * (64 rows of one residue by 16 columns or more) numbered in an int. */
+static bool band_cuda_ok(const IrTensor *t, const OpMatch *mt)
+{
+    const IrTensor *a = mt->in[0], *b = mt->in[1];
+    if (t->elem != ELEM_F32 || a->elem != ELEM_F32 || b->elem != ELEM_F32)
+        return false;
+    int r = t->rank;
+    if (r < 2 || a->rank != r || b->rank != r)
+        return false;
+    int64_t nb = 1;
+    for (int i = 0; i < r - 2; i++) {
+        if (a->shape[i] != t->shape[i] || b->shape[i] != t->shape[i])
+            return false;
+        if (t->shape[i] > BAND_LIMIT || (nb *= t->shape[i]) > BAND_LIMIT)
+            return false;
+    }
+    int64_t m = mt->gm, w2 = 2 * mt->gw + 1, k = mt->gk, dil = mt->gdil;
+    if (nb != mt->gb || m < 1 || mt->gw < 0 || k < 1 || dil < 1 || m > BAND_LIMIT ||
+        w2 > BAND_LIMIT || k > BAND_LIMIT || dil > BAND_LIMIT)
+        return false;
+    bool g2 = mt->kind == OPK_G2BMM;
+    if (a->shape[r - 2] != m || b->shape[r - 2] != m || t->shape[r - 2] != m)
+        return false;
+    if (g2 ? (a->shape[r - 1] != k || b->shape[r - 1] != k || t->shape[r - 1] != w2)
+           : (a->shape[r - 1] != w2 || b->shape[r - 1] != k || t->shape[r - 1] != k))
+        return false;
+    /* the most blocks any tile width gives: 16 columns a tile */
+    int64_t n = nb;
+    return i64_mul(n, dil, &n) && i64_mul(n, cdiv(cdiv(m, dil), 64), &n) &&
+           i64_mul(n, cdiv(g2 ? w2 : k, 16), &n) && n <= INT32_MAX;
+}
+
+OpImpl cost_impl(Target tg, const IrTensor *out, const Stage *s, const OpMatch *m)
+{
+    if (!m || m->kind == OPK_KERNEL || !covers_output(out, s))
+        return IMPL_KERNEL;
+    /* the libraries compute in floating point: integer tensors are kernels */
+    if (elem_is_int(out->elem) || elem_is_int(m->in[0]->elem) || elem_is_int(m->in[1]->elem))
+        return IMPL_KERNEL;
+    bool same = m->in[0]->elem == out->elem && m->in[1]->elem == out->elem;
+    bool cuda = tg == TARGET_CUDA;
+    switch (m->kind) {
+    case OPK_MATMUL: case OPK_BATCH_MATMUL:
+        if (same && gemm_ok(tg, out, m))
+            return cuda ? IMPL_CUBLAS_GEMM : IMPL_CBLAS_GEMM;
+        break;
+    case OPK_CONV2D: case OPK_CONV_TRANSPOSE2D:
+        if (same && conv_ok(tg, out, m))
+            return cuda ? IMPL_CUDNN_CONV
+                        : m->kind == OPK_CONV2D ? IMPL_CBLAS_IM2COL : IMPL_CBLAS_COL2IM;
+        break;
+    case OPK_G2BMM: case OPK_GBMM:
+        if (cuda ? band_cuda_ok(out, m) : same && band_c_ok(out, m))
+            return cuda ? IMPL_CUDA_BAND : IMPL_CBLAS_BAND;
+        break;
+    case OPK_KERNEL:
+        break;
+    }
+    return IMPL_KERNEL;
+}
