@@ -232,8 +232,9 @@ void api_write_header_comment(Emit *em)
 " *       the last).\n"
 " * Error codes: $M_EINVAL bad argument, $M_EIO file error, $M_EFORMAT bad\n"
 " * safetensors file or tensor, $M_ENOMEM out of memory, $M_ECUDA a CUDA\n"
-" * call failed, $M_EMISSING a weight or input was never set.  A context is\n"
-" * not safe to use from two threads at once.\n");
+" * call failed, $M_EMISSING a weight or input was never set, $M_ELIB a\n"
+" * library call failed (oneDNN).  A context is not safe to use from two\n"
+" * threads at once.\n");
     if (h16)
         tpl(em,
 " * Element types: an f32 tensor is an array of float; an f16 or bf16 tensor\n"
@@ -296,7 +297,8 @@ static void write_decls(Emit *em)
 "                           dtype or shape in it */\n"
 "    $M_ENOMEM = 4,      /* out of host or device memory */\n"
 "    $M_ECUDA = 5,       /* a CUDA call failed */\n"
-"    $M_EMISSING = 6     /* a weight or input was never set */\n"
+"    $M_EMISSING = 6,    /* a weight or input was never set */\n"
+"    $M_ELIB = 7         /* a library call failed (oneDNN) */\n"
 "};\n"
 "\n"
 "enum { $M_INPUT = 0, $M_WEIGHT = 1, $M_COMPUTED = 2 };\n"
@@ -774,6 +776,7 @@ static void write_run(Emit *em)
     for (int i = 0; i < p->ntensors; i++)
         if (at_load(em, p->tensors[i]))
             sb_printf(o, "        ctx->valid[%d] = 1;\n", i);
+    lib_write_weights_changed(em);
     tpl(em,
 "        ctx->weights_changed = 0;\n"
 "    }\n"

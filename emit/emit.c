@@ -285,7 +285,7 @@ void emit_write_helpers(Emit *em)
     write_rnd_helper(em);
 }
 
-static void paste_piece(Emit *em, const char *name)
+void emit_paste_piece(Emit *em, const char *name)
 {
     const char *text = runtime_piece(name);
     if (!text)
@@ -459,7 +459,8 @@ int emit_program(const Plan *pl, const EmitOptions *opt, FILE *out)
     const char *const *list = opt->main ? main_pieces : pieces;
     int n = opt->main ? 5 : 3;
     for (int i = 0; i < n; i++)
-        paste_piece(&em, list[i]);
+        emit_paste_piece(&em, list[i]);
+    lib_write_runtime(&em);
     emit_write_helpers(&em);
     sb_puts(&em.out, "/* ---- kernels ------------------------------------------------------------- */\n\n");
     for (int i = 0; i < em.nkernels; i++) {

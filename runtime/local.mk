@@ -2,9 +2,11 @@
 # tests.  einc does not link the runtime: it embeds its text, generated at
 # build time into runtime/runtime_embed.c by runtime/embed (see README.md).
 
-# The pieces in the order they are pasted into an output.
+# The pieces in the order they are pasted into an output; the oneDNN
+# pieces (C only) go only into C files that call oneDNN (einc --dnnl).
 RUNTIME_PIECES = runtime/rt.h runtime/st.h runtime/harness.h \
 	runtime/st.c runtime/harness.c
+DNNL_PIECES = runtime/dnnl_types.h runtime/dnnl.c
 
 noinst_PROGRAMS += runtime/embed
 runtime_embed_SOURCES = runtime/embed.c
@@ -14,13 +16,15 @@ runtime_libruntime_embed_a_SOURCES = runtime/embed.h
 nodist_runtime_libruntime_embed_a_SOURCES = runtime/runtime_embed.c
 BUILT_SOURCES += runtime/runtime_embed.c
 CLEANFILES += runtime/runtime_embed.c runtime/runtime_embed.c-t
-EXTRA_DIST += $(RUNTIME_PIECES)
+EXTRA_DIST += $(RUNTIME_PIECES) $(DNNL_PIECES)
 
-runtime/runtime_embed.c: runtime/embed$(EXEEXT) $(RUNTIME_PIECES)
+runtime/runtime_embed.c: runtime/embed$(EXEEXT) $(RUNTIME_PIECES) $(DNNL_PIECES) \
+	$(srcdir)/runtime/local.mk
 	$(AM_V_GEN)$(MKDIR_P) runtime && \
 	runtime/embed$(EXEEXT) $@-t $(srcdir)/runtime/rt.h \
 	  $(srcdir)/runtime/st.h $(srcdir)/runtime/harness.h \
-	  $(srcdir)/runtime/st.c $(srcdir)/runtime/harness.c && \
+	  $(srcdir)/runtime/st.c $(srcdir)/runtime/harness.c \
+	  $(srcdir)/runtime/dnnl_types.h $(srcdir)/runtime/dnnl.c && \
 	mv -f $@-t $@
 
 # The safetensors code as an ordinary library, for einc's own use (the
@@ -69,7 +73,6 @@ fuzz-st: $(srcdir)/tests/fuzz/fuzz_safetensors.c $(srcdir)/runtime/st.c
 
 # The oneDNN operators (dnnl_types.h, dnnl.c) against plain loops, where
 # configure found oneDNN.
-EXTRA_DIST += runtime/dnnl_types.h runtime/dnnl.c
 if HAVE_DNNL
 check_PROGRAMS += tests/runtime/test_dnnl
 tests_runtime_test_dnnl_SOURCES = tests/runtime/test_dnnl.c runtime/dnnl.c \

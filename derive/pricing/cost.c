@@ -827,3 +827,48 @@ double cost_stage(const CostModel *cm, const Stage *s, const OpMatch *m)
 {
     return cost_stage_ex(cm, s, m, NULL);
 }
+
+/* A convolution on oneDNN (runtime/dnnl.c): its JIT kernels run a direct
+ * convolution on channel blocks of 16 at a fraction of the GEMM peak that
+ * grows with the channels per group (a depthwise one is bound by memory),
+ * and the activations are reordered between einc's NCHW and the blocked
+ * layout the primitive takes, on the way in (but for an input of fewer
+ * than 8 channels, which the first layer's kernels read as it is) and on
+ * the way out.  The figures are rough (DNNL_* below, from a few ResNet-18
+ * and MobileNetV2 layers on one core): the choice they drive is between
+ * oneDNN and a derivation into GEMMs, and oneDNN wins by far there. */
+#define DNNL_LAUNCH 2e-6        /* the call, its argument checks */
+#define DNNL_F0 6.0             /* filters per group at half efficiency */
+#define DNNL_C0 4.0             /* input channels per group at half efficiency */
+#define DNNL_EFF 0.85           /* of the GEMM peak, many channels */
+#define DNNL_REORDER 8e9        /* bytes/s of a reorder (read and write) */
+static double cpu_dnnl_conv(const Stage *s, const OpMatch *m, double dram)
+{
+    const CpuFigures *c = &cpu_figures;
+    double g = (double)(m->groups > 0 ? m->groups : 1);
+    double fg = (double)m->f / g, cg = (double)m->c / g;
+    double flops = match_flops(s);
+    double eff = DNNL_EFF * fg / (fg + DNNL_F0) * cg / (cg + DNNL_C0);
+    double t = flops / (c->peak * eff);
+    double src = 4.0 * (double)m->cn * (double)m->c * (double)m->h * (double)m->w;
+    double dst = 4.0 * points(s);
+    bool tr = m->kind == OPK_CONV_TRANSPOSE2D;
+    if (tr || m->c >= 8)
+        t += src / DNNL_REORDER;
+    t += dst / DNNL_REORDER;
+    return DNNL_LAUNCH + fmax(t, dram / c->stream);
+}
+
+double cost_stage_impl(const CostModel *cm, const Stage *s, const OpMatch *m, OpImpl impl,
+                       bool *measured)
+{
+    if (impl != IMPL_DNNL_CONV || !is_cpu(cm->dev))
+        return cost_stage_ex(cm, s, impl == IMPL_KERNEL ? NULL : m, measured);
+    if (measured)
+        *measured = false;
+    const IrTensor *seen[64];
+    int nseen = 0;
+    double dram = 4 * points(s);
+    collect_reads(s->body, seen, &nseen, &dram);
+    return cpu_dnnl_conv(s, m, dram);
+}

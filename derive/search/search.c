@@ -34,6 +34,7 @@ void search_default_options(SearchOptions *o)
     o->precision = PREC_FP32;
     o->tune_db = NULL;
     o->target = TARGET_CUDA;
+    o->dnnl = false;
 }
 
 static double now_ms(void)
@@ -301,7 +302,8 @@ static int add_node(Search *s, const Stage *e, int parent, const RuleSite *via,
     /* Instantiate; keep what that built only when the plan is new. */
     Candidate c = {{{0}, 0}, s->out->nodes.len, 0};
     IrMark mark = ir_ctx_mark(s->cx);
-    CostModel cm = {s->opt->dev, s->opt->precision, s->opt->tune_db, s->opt->target};
+    CostModel cm = {s->opt->dev, s->opt->precision, s->opt->tune_db, s->opt->target,
+                    s->opt->dnnl};
     plan_instantiate(s->cx, &cm, s->result, e, s->next_id, &c.pieces);
     n.cost = c.pieces.cost;
     c.key = search_plan_key(&c.pieces, s->opt->precision);
