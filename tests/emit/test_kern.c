@@ -246,7 +246,7 @@ static void run_program(const char *name, const IrProgram *p, bool with_nvcc)
         }
     /* the plan for CUDA of the program as written: band kernels where
      * the target takes the band (derive/pricing/libs.c) */
-    CostModel cm = {cost_device("h200"), PREC_FP32, NULL, TARGET_CUDA};
+    CostModel cm = {cost_device("h200"), PREC_FP32, NULL, TARGET_CUDA, false};
     const Plan *pl = plan_program(p->cx, &cm, (IrProgram *)p);
     EmitOptions opt = {.out_name = "k.cu"};
     Emit em;
