@@ -829,33 +829,34 @@ double cost_stage(const CostModel *cm, const Stage *s, const OpMatch *m)
 }
 
 /* A convolution on oneDNN (runtime/dnnl.c): its JIT kernels run a direct
- * convolution on channel blocks of 16 at a fraction of the GEMM peak that
- * grows with the channels per group (a depthwise one is bound by memory),
- * and the activations are reordered between einc's NCHW and the blocked
- * layout the primitive takes, on the way in (but for an input of fewer
- * than 8 channels, which the first layer's kernels read as it is) and on
- * the way out.  The figures are rough (DNNL_* below, from a few ResNet-18
- * and MobileNetV2 layers on one core): the choice they drive is between
- * oneDNN and a derivation into GEMMs, and oneDNN wins by far there. */
+ * convolution on channel blocks of 16 at a fraction of their peak that
+ * grows with the channels per group (a depthwise one vectorizes over
+ * the channels instead), and the activations are reordered between
+ * einc's NCHW and the blocked layout the primitive takes, on the way in
+ * (but for an input of fewer than 8 channels, which the first layer's
+ * kernels read as it is) and on the way out.  Figures fitted to oneDNN
+ * 2.6.3 on one core of the machine cpucal.sh ran on (min of 20 runs,
+ * einc -O0 --dnnl --main, --bench): 3x3 64->64 56x56 1.65 ms, 1x1
+ * 64->256 56x56 1.40 ms (these two give the peak and the reorder rate),
+ * 7x7/2 3->64 224x224 1.86 ms (model 2.4), depthwise 3x3 96 56x56
+ * 0.61 ms. */
 #define DNNL_LAUNCH 2e-6        /* the call, its argument checks */
+#define DNNL_PEAK 200e9         /* FLOP/s, many channels per group */
 #define DNNL_F0 6.0             /* filters per group at half efficiency */
-#define DNNL_C0 4.0             /* input channels per group at half efficiency */
-#define DNNL_EFF 0.85           /* of the GEMM peak, many channels */
-#define DNNL_REORDER 8e9        /* bytes/s of a reorder (read and write) */
+#define DNNL_C0 1.0             /* input channels per group at half efficiency */
+#define DNNL_DW_EFF 0.25        /* depthwise: of the peak */
+#define DNNL_REORDER 4.7e9      /* bytes/s of a reorder (read and write) */
 static double cpu_dnnl_conv(const Stage *s, const OpMatch *m, double dram)
 {
     const CpuFigures *c = &cpu_figures;
     double g = (double)(m->groups > 0 ? m->groups : 1);
     double fg = (double)m->f / g, cg = (double)m->c / g;
-    double flops = match_flops(s);
-    double eff = DNNL_EFF * fg / (fg + DNNL_F0) * cg / (cg + DNNL_C0);
-    double t = flops / (c->peak * eff);
+    double eff = fg <= 1 && cg <= 1 ? DNNL_DW_EFF : fg / (fg + DNNL_F0) * cg / (cg + DNNL_C0);
+    double t = match_flops(s) / (DNNL_PEAK * eff);
     double src = 4.0 * (double)m->cn * (double)m->c * (double)m->h * (double)m->w;
-    double dst = 4.0 * points(s);
-    bool tr = m->kind == OPK_CONV_TRANSPOSE2D;
-    if (tr || m->c >= 8)
+    if (m->kind == OPK_CONV_TRANSPOSE2D || m->c >= 8)
         t += src / DNNL_REORDER;
-    t += dst / DNNL_REORDER;
+    t += 4.0 * points(s) / DNNL_REORDER;
     return DNNL_LAUNCH + fmax(t, dram / c->stream);
 }
 
