@@ -15,10 +15,13 @@
  * Every tensor has a buffer in the context (device memory on CUDA); M_run
  * reads its inputs from and writes its outputs to the caller's pointers
  * instead.  Weight-only stages run on the first run after a weight
- * changed.  The generated text is written here once, with the few places
- * where the dialects differ (memory, copies, streams, error checks)
- * chosen by the target.  emit/README.md documents the API for users; the
- * generated file repeats it in its header comment. */
+ * changed.  What is the same for every model is code in runtime/
+ * (api_base.c, api_host.c or api_cuda.cu, api.c), pasted here; this file
+ * writes what depends on the program: the declarations, the tensor table,
+ * the context, one function per operator, and the runs.  Its text is
+ * written for a model named `model` (emit_api_text gives it the
+ * program's prefix), as the pieces are.  emit/README.md documents the API
+ * for users; the generated file repeats it in its header comment. */
 #include "config.h"
 #include "emit_int.h"
 
@@ -26,30 +29,15 @@
 #include <inttypes.h>
 #include <string.h>
 
-/* Append `text` with $m -> model, $M -> MODEL, $S -> ", cudaStream_t
- * stream" on CUDA, $s -> ", stream" on CUDA (both empty on C). */
-static void tpl(Emit *em, const char *text)
+/* The stream parameter of the CUDA API and its argument; nothing in C. */
+static void stream_param(Emit *em)
 {
-    Sb *o = &em->out;
-    bool cuda = emit_is_cuda(em);
-    for (const char *s = text; *s; s++) {
-        if (*s != '$' || !s[1]) {
-            sb_putc(o, *s);
-            continue;
-        }
-        switch (*++s) {
-        case 'm': sb_puts(o, em->model); break;
-        case 'M': sb_puts(o, em->upper); break;
-        case 'S': sb_puts(o, cuda ? ", cudaStream_t stream" : ""); break;
-        case 's': sb_puts(o, cuda ? ", stream" : ""); break;
-        default: sb_putc(o, '$'); sb_putc(o, *s); break;
-        }
-    }
+    sb_puts(&em->out, emit_is_cuda(em) ? ", cudaStream_t stream" : "");
 }
 
-void emit_tpl(Emit *em, const char *text)
+static void stream_arg(Emit *em)
 {
-    tpl(em, text);
+    sb_puts(&em->out, emit_is_cuda(em) ? ", stream" : "");
 }
 
 /* Does the plan compute t at weight load? */
@@ -140,42 +128,43 @@ void api_write_header_comment(Emit *em)
     bool cuda = emit_is_cuda(em);
     const char *mem = cuda ? "device" : "host";
     bool h16 = emit_has_16bit(p);
-    tpl(em,
+    emit_api_text(em,
 " *\n"
-" * C API (usable from C and C++; every function but $m_last_error returns\n"
-" * $M_OK, 0, or an error code $M_E*, and then $m_last_error(ctx) says\n"
+" * C API (usable from C and C++; every function but model_last_error returns\n"
+" * MODEL_OK, 0, or an error code MODEL_E*, and then model_last_error(ctx) says\n"
 " * what went wrong):\n"
 " *\n"
-" *   int $m_create($m_ctx **ctx);\n"
+" *   int model_create(model_ctx **ctx);\n"
 " *       Allocate a context and a buffer for every tensor");
     sb_puts(o, cuda ? " on the current\n *       CUDA device.  On failure *ctx is still a context to read\n"
                     : ".\n *       On failure *ctx is still a context to read\n");
-    tpl(em,
+    emit_api_text(em,
 " *       the message from and to destroy, or NULL when even that failed\n"
-" *       ($m_last_error(NULL) then says so).\n"
-" *   int $m_load_weights($m_ctx *ctx, const char *path);\n"
+" *       (model_last_error(NULL) then says so).\n"
+" *   int model_load_weights(model_ctx *ctx, const char *path);\n"
 " *       Load every weight found in a safetensors file (by its external\n"
 " *       name if it has one, else by its .ein name,\n");
     sb_puts(o, h16 ? " *       its element type as dtype: F32, F16, BF16, I32 ..., matching\n"
                      " *       shape);\n"
                      " *       other entries of the file are ignored.\n"
                    : " *       F32, matching shape); other entries of the file are ignored.\n");
-    tpl(em,
-" *   int $m_set_tensor($m_ctx *ctx, const char *name, const void *data,\n"
+    emit_api_text(em,
+" *   int model_set_tensor(model_ctx *ctx, const char *name, const void *data,\n"
 " *                     size_t nbytes);\n"
-" *       (Here and in $m_get_tensor a tensor is named by its .ein name\n"
+" *       (Here and in model_get_tensor a tensor is named by its .ein name\n"
 " *       or its external name.)\n");
     sb_puts(o, h16 ? " *       Set a weight or an input from host memory (row-major, in\n"
                      " *       its element type; nbytes exactly the tensor's size).\n"
                    : " *       Set a weight or an input from host memory (row-major f32,\n"
                      " *       nbytes exactly the tensor's size).\n");
-    tpl(em,
-" *   int $m_get_tensor($m_ctx *ctx, const char *name, void *data,\n"
+    emit_api_text(em,
+" *   int model_get_tensor(model_ctx *ctx, const char *name, void *data,\n"
 " *                     size_t nbytes);\n"
 " *       Copy a tensor that holds a value (set, loaded or computed) to\n"
 " *       host memory.");
-    tpl(em, cuda ? "  $m_set_tensor and $m_get_tensor synchronise the\n"
-                   " *       device." : "");
+    emit_api_text(em, cuda ? "  model_load_weights, model_set_tensor and model_get_tensor\n"
+                             " *       wait for the runs queued before them and return when their\n"
+                             " *       copy is done." : "");
     sb_puts(o, "\n");
     /* The run prototype on one line, wrapped at the commas. */
     Sb proto = {0};
@@ -203,7 +192,7 @@ void api_write_header_comment(Emit *em)
         s += n;
     }
     sb_free(&proto);
-    tpl(em, "\n"
+    emit_api_text(em, "\n"
 " *       Compute the outputs from the inputs, all ");
     if (h16)
         sb_printf(o, "%s pointers to\n"
@@ -215,28 +204,32 @@ void api_write_header_comment(Emit *em)
     sb_puts(o, cuda ? "; the kernels are queued on\n"
                       " *       `stream` and the call returns without waiting for them (a\n"
                       " *       failure while they run shows at the next synchronising call).\n"
+                      " *       Runs of one context run one after another whatever their\n"
+                      " *       streams; order the inputs and outputs with `stream`.\n"
                     : ".\n");
-    tpl(em,
+    emit_api_text(em,
 " *       Every weight must have been loaded or set.\n"
-" *   int $m_run_named($m_ctx *ctx$S);\n"
-" *       The same with the inputs set by $m_set_tensor; read the outputs\n"
-" *       with $m_get_tensor.\n"
-" *   const char *$m_last_error(const $m_ctx *ctx);\n"
+" *   int model_run_named(model_ctx *ctx");
+    stream_param(em);
+    emit_api_text(em, ");\n"
+" *       The same with the inputs set by model_set_tensor; read the outputs\n"
+" *       with model_get_tensor.\n"
+" *   const char *model_last_error(const model_ctx *ctx);\n"
 " *       The message of the latest failure.\n"
-" *   int $m_destroy($m_ctx *ctx);\n"
+" *   int model_destroy(model_ctx *ctx);\n"
 " *       Free the context and its buffers.\n"
-" *   int $m_tensor_count(void);  const $m_tensor_info *$m_tensor_at(int i);\n"
+" *   int model_tensor_count(void);  const model_tensor_info *model_tensor_at(int i);\n"
 " *       Every tensor of the model: name, kind, shape, element type, size.\n"
-" *   const $m_tensor_info *$m_output_at(int k);\n"
-" *       The k-th output, in the order of $m_run's parameters (NULL past\n"
+" *   const model_tensor_info *model_output_at(int k);\n"
+" *       The k-th output, in the order of model_run's parameters (NULL past\n"
 " *       the last).\n"
-" * Error codes: $M_EINVAL bad argument, $M_EIO file error, $M_EFORMAT bad\n"
-" * safetensors file or tensor, $M_ENOMEM out of memory, $M_ECUDA a CUDA\n"
-" * call failed, $M_EMISSING a weight or input was never set, $M_ELIB a\n"
+" * Error codes: MODEL_EINVAL bad argument, MODEL_EIO file error, MODEL_EFORMAT bad\n"
+" * safetensors file or tensor, MODEL_ENOMEM out of memory, MODEL_ECUDA a CUDA\n"
+" * call failed, MODEL_EMISSING a weight or input was never set, MODEL_ELIB a\n"
 " * library call failed (oneDNN).  A context is not safe to use from two\n"
 " * threads at once.\n");
     if (h16)
-        tpl(em,
+        emit_api_text(em,
 " * Element types: an f32 tensor is an array of float; an f16 or bf16 tensor\n"
 " * an array of uint16_t holding IEEE binary16 or bfloat16 bit patterns\n"
 " * (safetensors' F16 and BF16; on CUDA __half and __nv_bfloat16 have the\n"
@@ -245,9 +238,9 @@ void api_write_header_comment(Emit *em)
 " * i32, i64 or u8 tensor is an array of int8_t .. uint8_t, a bool tensor of\n"
 " * uint8_t 0 or 1 (safetensors' I8 .. U8, BOOL); a store converts toward\n"
 " * zero, saturating.\n");
-    tpl(em,
+    emit_api_text(em,
 " * To call the API from another file, declare it there with\n"
-" *     #define $M_API_ONLY\n");
+" *     #define MODEL_API_ONLY\n");
     sb_printf(o, " *     #include \"%s\"\n", em->file_base);
     sb_puts(o, " *\n * Tensors (inputs and outputs in the order of the run parameters):\n");
     for (int i = 0; i < p->ntensors; i++) {
@@ -274,12 +267,12 @@ void api_write_header_comment(Emit *em)
 static void write_decls(Emit *em)
 {
     bool cuda = emit_is_cuda(em);
-    tpl(em,
+    emit_api_text(em,
 "/* ---- API ---------------------------------------------------------------- */\n"
-"#ifndef $M_API_DECLARED\n"
-"#define $M_API_DECLARED\n");
+"#ifndef MODEL_API_DECLARED\n"
+"#define MODEL_API_DECLARED\n");
     sb_puts(&em->out, cuda ? "#include <cuda_runtime.h>\n" : "");
-    tpl(em,
+    emit_api_text(em,
 "#include <stddef.h>\n"
 "#include <stdint.h>\n"
 "\n"
@@ -287,57 +280,59 @@ static void write_decls(Emit *em)
 "extern \"C\" {\n"
 "#endif\n"
 "\n"
-"typedef struct $m_ctx $m_ctx;\n"
+"typedef struct model_ctx model_ctx;\n"
 "\n"
 "enum {\n"
-"    $M_OK = 0,\n"
-"    $M_EINVAL = 1,      /* bad argument: null pointer, unknown name, wrong size */\n"
-"    $M_EIO = 2,         /* a file cannot be read or written */\n"
-"    $M_EFORMAT = 3,     /* a broken safetensors file, or a tensor of another\n"
+"    MODEL_OK = 0,\n"
+"    MODEL_EINVAL = 1,      /* bad argument: null pointer, unknown name, wrong size */\n"
+"    MODEL_EIO = 2,         /* a file cannot be read or written */\n"
+"    MODEL_EFORMAT = 3,     /* a broken safetensors file, or a tensor of another\n"
 "                           dtype or shape in it */\n"
-"    $M_ENOMEM = 4,      /* out of host or device memory */\n"
-"    $M_ECUDA = 5,       /* a CUDA call failed */\n"
-"    $M_EMISSING = 6,    /* a weight or input was never set */\n"
-"    $M_ELIB = 7         /* a library call failed (oneDNN) */\n"
+"    MODEL_ENOMEM = 4,      /* out of host or device memory */\n"
+"    MODEL_ECUDA = 5,       /* a CUDA call failed */\n"
+"    MODEL_EMISSING = 6,    /* a weight or input was never set */\n"
+"    MODEL_ELIB = 7         /* a library call failed (oneDNN) */\n"
 "};\n"
 "\n"
-"enum { $M_INPUT = 0, $M_WEIGHT = 1, $M_COMPUTED = 2 };\n"
+"enum { MODEL_INPUT = 0, MODEL_WEIGHT = 1, MODEL_COMPUTED = 2 };\n"
 "/* Element types: float; uint16_t IEEE binary16 and bfloat16 bit patterns;\n"
 "   int8_t, int16_t, int32_t, int64_t, uint8_t; bool as a uint8_t 0 or 1. */\n"
-"enum { $M_F32 = 0, $M_F16 = 1, $M_BF16 = 2, $M_I8 = 3, $M_I16 = 4, $M_I32 = 5,\n"
-"       $M_I64 = 6, $M_U8 = 7, $M_BOOL = 8 };\n"
+"enum { MODEL_F32 = 0, MODEL_F16 = 1, MODEL_BF16 = 2, MODEL_I8 = 3, MODEL_I16 = 4, MODEL_I32 = 5,\n"
+"       MODEL_I64 = 6, MODEL_U8 = 7, MODEL_BOOL = 8 };\n"
 "\n"
-"typedef struct $m_tensor_info {\n"
+"typedef struct model_tensor_info {\n"
 "    const char *name;           /* as in the .ein file */\n"
 "    const char *ext_name;       /* loaded and set by: the external name, else name */\n"
-"    int kind;                   /* $M_INPUT, $M_WEIGHT, $M_COMPUTED */\n"
+"    int kind;                   /* MODEL_INPUT, MODEL_WEIGHT, MODEL_COMPUTED */\n"
 "    int is_output;\n"
 "    int rank;\n"
 "    const int64_t *shape;       /* rank entries; NULL for rank 0 */\n"
 "    size_t count;               /* elements */\n"
-"    int elem;                   /* $M_F32, $M_F16, $M_BF16, $M_I8, ... */\n"
+"    int elem;                   /* MODEL_F32, MODEL_F16, MODEL_BF16, MODEL_I8, ... */\n"
 "    size_t nbytes;              /* count * element size */\n"
-"} $m_tensor_info;\n"
+"} model_tensor_info;\n"
 "\n"
-"int $m_create($m_ctx **ctx);\n"
-"int $m_load_weights($m_ctx *ctx, const char *path);\n"
-"int $m_set_tensor($m_ctx *ctx, const char *name, const void *data,\n"
+"int model_create(model_ctx **ctx);\n"
+"int model_load_weights(model_ctx *ctx, const char *path);\n"
+"int model_set_tensor(model_ctx *ctx, const char *name, const void *data,\n"
 "        size_t nbytes);\n"
-"int $m_get_tensor($m_ctx *ctx, const char *name, void *data, size_t nbytes);\n"
-"int $m_run($m_ctx *ctx");
+"int model_get_tensor(model_ctx *ctx, const char *name, void *data, size_t nbytes);\n"
+"int model_run(model_ctx *ctx");
     write_run_params(em, true);
-    tpl(em, ");\n"
-"int $m_run_named($m_ctx *ctx$S);\n"
-"const char *$m_last_error(const $m_ctx *ctx);\n"
-"int $m_destroy($m_ctx *ctx);\n"
-"int $m_tensor_count(void);\n"
-"const $m_tensor_info *$m_tensor_at(int i);\n"
-"const $m_tensor_info *$m_output_at(int k);\n"
+    emit_api_text(em, ");\n"
+"int model_run_named(model_ctx *ctx");
+    stream_param(em);
+    emit_api_text(em, ");\n"
+"const char *model_last_error(const model_ctx *ctx);\n"
+"int model_destroy(model_ctx *ctx);\n"
+"int model_tensor_count(void);\n"
+"const model_tensor_info *model_tensor_at(int i);\n"
+"const model_tensor_info *model_output_at(int k);\n"
 "\n"
 "#ifdef __cplusplus\n"
 "}\n"
 "#endif\n"
-"#endif /* $M_API_DECLARED */\n"
+"#endif /* MODEL_API_DECLARED */\n"
 "\n");
 }
 
@@ -360,7 +355,7 @@ static void write_tables(Emit *em)
             sb_printf(o, "%s%" PRId64, d ? ", " : "", t->shape[d]);
         sb_puts(o, "};\n");
     }
-    tpl(em, "\nstatic const $m_tensor_info ein_tensors[EIN_NT] = {\n");
+    emit_api_text(em, "\nstatic const model_tensor_info ein_tensors[EIN_NT] = {\n");
     for (int i = 0; i < nt; i++) {
         const IrTensor *t = p->tensors[i];
         int64_t n = 1;
@@ -385,83 +380,25 @@ static void write_tables(Emit *em)
     sb_puts(o, "};\n\n");
 
     lib_write_types(em);
-    tpl(em,
-"struct $m_ctx {\n"
+    emit_api_text(em,
+"struct model_ctx {\n"
 "    void *buf[EIN_NT];              /* one per tensor, ");
     sb_puts(o, cuda ? "device memory */\n" : "host memory */\n");
-    tpl(em,
+    emit_api_text(em,
 "    unsigned char valid[EIN_NT];    /* holds a value */\n"
 "    int weights_changed;            /* the load-time stages must rerun */\n");
-    sb_puts(o, cuda ? "    cudaStream_t last_stream;       /* of the latest run */\n" : "");
+    sb_puts(o, cuda ? "    cudaStream_t io;                /* the context's own copies (set, load, get) */\n"
+                      "    cudaEvent_t done;               /* recorded at the end of every run */\n"
+                    : "");
     lib_write_ctx_fields(em);
-    tpl(em,
+    emit_api_text(em,
+"    char note[600];                 /* for the --main harness to print */\n"
 "    char err[512];\n"
 "};\n"
-"\n"
-"static char ein_create_err[64] = \"\";\n"
-"\n"
-"#if defined(__GNUC__)\n"
-"__attribute__((format(printf, 3, 4)))\n"
-"#endif\n"
-"static int ein_fail($m_ctx *ctx, int rc, const char *fmt, ...)\n"
-"{\n"
-"    va_list ap;\n"
-"    va_start(ap, fmt);\n"
-"    vsnprintf(ctx->err, sizeof ctx->err, fmt, ap);\n"
-"    va_end(ap);\n"
-"    return rc;\n"
-"}\n"
 "\n");
-    if (cuda) {
-        tpl(em,
-"/* Every CUDA call goes through EIN_CUDA: a failure returns $M_ECUDA from\n"
-"   the API function with the call and CUDA's message in ctx->err. */\n"
-"static int ein_cuda_fail($m_ctx *ctx, cudaError_t e, const char *call)\n"
-"{\n"
-"    /* Reported here, so cleared: else the next launch check, which asks\n"
-"       cudaGetLastError, would report it again.  Its value is e. */\n"
-"    (void)cudaGetLastError();\n"
-"    return ein_fail(ctx, e == cudaErrorMemoryAllocation ? $M_ENOMEM : $M_ECUDA,\n"
-"                    \"%s failed: %s (%s)\", call, cudaGetErrorString(e),\n"
-"                    cudaGetErrorName(e));\n"
-"}\n"
-"\n"
-"#define EIN_CUDA(call)                                                     \\\n"
-"    do {                                                                   \\\n"
-"        cudaError_t ein_e_ = (call);                                       \\\n"
-"        if (ein_e_ != cudaSuccess)                                         \\\n"
-"            return ein_cuda_fail(ctx, ein_e_, #call);                      \\\n"
-"    } while (0)\n"
-"\n");
-    }
-    /* (nvcc warns about an unused static function: only with kernels.) */
-    if (cuda && (em->nkernels > 0 || (em->libs & LIB_BAND))) {
-        tpl(em,
-"/* A launch fails without a return value: ask for its error at once. */\n"
-"static int ein_launched($m_ctx *ctx, const char *kernel)\n"
-"{\n"
-"    cudaError_t e = cudaGetLastError();\n"
-"    if (e == cudaSuccess)\n"
-"        return 0;\n"
-"    return ein_fail(ctx, $M_ECUDA, \"launching kernel %s failed: %s (%s)\", kernel,\n"
-"                    cudaGetErrorString(e), cudaGetErrorName(e));\n"
-"}\n"
-"\n");
-    }
+    emit_paste(em, "api_base.c");
+    emit_paste(em, cuda ? "api_cuda.cu" : "api_host.c");
     lib_write_support(em);
-    tpl(em,
-"static int ein_find($m_ctx *ctx, const char *name)\n"
-"{\n"
-"    if (!name)\n"
-"        return ein_fail(ctx, $M_EINVAL, \"tensor name is a null pointer\"), -1;\n"
-"    for (int i = 0; i < EIN_NT; i++)\n"
-"        if (strcmp(ein_tensors[i].name, name) == 0 ||\n"
-"            strcmp(ein_tensors[i].ext_name, name) == 0)\n"
-"            return i;\n"
-"    ein_fail(ctx, $M_EINVAL, \"the model has no tensor named '%s'\", name);\n"
-"    return -1;\n"
-"}\n"
-"\n");
 }
 
 /* ---- the stages: one function per operator, run in program order --------------- */
@@ -477,9 +414,11 @@ static void write_op(Emit *em, const IrTensor *t)
     /* CUDA launches and convolutions check through rc; cuBLAS calls and
      * C code need none. */
     bool rc = cuda && (!lib || impl == IMPL_CUDNN_CONV || impl == IMPL_CUDA_BAND ||
-                       em->pass_of[t->id] >= 0);
-    sb_printf(o, "/* %s: %s */\nstatic int ein_op_%d(", t->name, lib_call_name(em, t), t->id);
-    tpl(em, "$m_ctx *ctx, void *const *p$S)\n{\n");
+                       em->pass_of[t->id] >= 0 || lib_rounds(em, t));
+    sb_printf(o, "/* %s: %s */\nstatic int ein_op_%d(%s_ctx *ctx, void *const *p", t->name,
+              lib_call_name(em, t), t->id, em->model);
+    stream_param(em);
+    sb_puts(o, ")\n{\n");
     if (rc)
         sb_puts(o, "    int rc;\n");
     if (!cuda)
@@ -504,8 +443,9 @@ static void write_stage_runner(Emit *em, const char *fn, bool weight_only)
     bool any = false;
     for (int i = 0; i < p->ntensors; i++)
         any |= p->tensors[i]->kind == IT_STAGE && at_load(em, p->tensors[i]) == weight_only;
-    sb_printf(o, "static int %s(", fn);
-    tpl(em, "$m_ctx *ctx, void *const *p$S)\n{\n");
+    sb_printf(o, "static int %s(%s_ctx *ctx, void *const *p", fn, em->model);
+    stream_param(em);
+    sb_puts(o, ")\n{\n");
     if (!any) {
         sb_printf(o, "    (void)ctx;\n    (void)p;\n%s    return 0;\n}\n\n",
                   cuda ? "    (void)stream;\n" : "");
@@ -517,7 +457,8 @@ static void write_stage_runner(Emit *em, const char *fn, bool weight_only)
         if (t->kind != IT_STAGE || at_load(em, t) != weight_only)
             continue;
         sb_printf(o, "    if ((rc = ein_op_%d(ctx, p", t->id);
-        tpl(em, "$s)) != 0)\n        return rc;\n");
+        stream_arg(em);
+        sb_puts(o, ")) != 0)\n        return rc;\n");
     }
     sb_puts(o, "    return 0;\n}\n\n");
 }
@@ -529,85 +470,11 @@ static void write_ops(Emit *em)
             write_op(em, em->p->tensors[i]);
 }
 
-/* ---- the API functions ------------------------------------------------------------ */
+/* ---- the outputs, by position ---------------------------------------------------- */
 
-static void write_create_destroy(Emit *em)
+static void write_output_at(Emit *em)
 {
     const IrProgram *p = em->p;
-    bool cuda = emit_is_cuda(em);
-    tpl(em,
-"int $m_create($m_ctx **out)\n"
-"{\n"
-"    $m_ctx *ctx;\n"
-"    if (!out)\n"
-"        return $M_EINVAL;\n"
-"    *out = ctx = ($m_ctx *)calloc(1, sizeof *ctx);\n"
-"    if (!ctx) {\n"
-"        snprintf(ein_create_err, sizeof ein_create_err,\n"
-"                 \"out of host memory for the context\");\n"
-"        return $M_ENOMEM;\n"
-"    }\n"
-"    ctx->weights_changed = 1;\n"
-"    for (int i = 0; i < EIN_NT; i++) {\n"
-"        size_t bytes = ein_tensors[i].nbytes;\n");
-    if (cuda)
-        tpl(em,
-"        cudaError_t e = cudaMalloc((void **)&ctx->buf[i], bytes);\n"
-"        if (e != cudaSuccess) {\n"
-"            ctx->buf[i] = NULL;\n"
-"            (void)cudaGetLastError();       /* reported below: clear it */\n"
-"            return ein_fail(ctx, e == cudaErrorMemoryAllocation ? $M_ENOMEM : $M_ECUDA,\n"
-"                            \"cannot allocate %zu bytes of device memory for tensor \"\n"
-"                            \"'%s': %s\", bytes, ein_tensors[i].name,\n"
-"                            cudaGetErrorString(e));\n"
-"        }\n");
-    else
-        tpl(em,
-"        ctx->buf[i] = calloc(bytes, 1);\n"
-"        if (!ctx->buf[i])\n"
-"            return ein_fail(ctx, $M_ENOMEM, \"cannot allocate %zu bytes for tensor '%s'\",\n"
-"                            bytes, ein_tensors[i].name);\n");
-    tpl(em, "    }\n");
-    lib_write_create(em);
-    tpl(em,
-"    return $M_OK;\n"
-"}\n"
-"\n"
-"int $m_destroy($m_ctx *ctx)\n"
-"{\n"
-"    int rc = $M_OK;\n"
-"    if (!ctx)\n"
-"        return rc;\n");
-    lib_write_destroy(em);
-    tpl(em,
-"    for (int i = 0; i < EIN_NT; i++)\n");
-    if (cuda)
-        tpl(em,
-"        if (ctx->buf[i] && cudaFree(ctx->buf[i]) != cudaSuccess)\n"
-"            rc = $M_ECUDA;      /* the context is gone: no message */\n");
-    else
-        tpl(em,
-"        free(ctx->buf[i]);\n");
-    tpl(em,
-"    free(ctx);\n"
-"    return rc;\n"
-"}\n"
-"\n"
-"const char *$m_last_error(const $m_ctx *ctx)\n"
-"{\n"
-"    return ctx ? ctx->err : ein_create_err;\n"
-"}\n"
-"\n"
-"int $m_tensor_count(void)\n"
-"{\n"
-"    return EIN_NT;\n"
-"}\n"
-"\n"
-"const $m_tensor_info *$m_tensor_at(int i)\n"
-"{\n"
-"    return i >= 0 && i < EIN_NT ? &ein_tensors[i] : NULL;\n"
-"}\n"
-"\n");
     sb_printf(&em->out, "static const int ein_output_ids[%d] = {", p->noutputs > 0 ? p->noutputs : 1);
     for (int i = 0; i < p->noutputs; i++)
         sb_printf(&em->out, "%s%d", i ? ", " : "", p->outputs[i]);
@@ -619,138 +486,7 @@ static void write_create_destroy(Emit *em)
               "\n", em->model, em->model, p->noutputs);
 }
 
-static void write_load_set_get(Emit *em)
-{
-    bool cuda = emit_is_cuda(em);
-    tpl(em,
-"static int ein_st_code(int st)\n"
-"{\n"
-"    return st == ST_EIO ? $M_EIO : st == ST_ENOMEM ? $M_ENOMEM : $M_EFORMAT;\n"
-"}\n"
-"\n"
-"static StDtype ein_st_dtype(int elem)\n"
-"{\n"
-"    static const StDtype st[] = {ST_F32, ST_F16, ST_BF16, ST_I8, ST_I16, ST_I32,\n"
-"                                 ST_I64, ST_U8, ST_BOOL};\n"
-"    return elem >= 0 && elem < (int)(sizeof st / sizeof *st) ? st[elem] : ST_F32;\n"
-"}\n"
-"\n"
-"int $m_load_weights($m_ctx *ctx, const char *path)\n"
-"{\n"
-"    char msg[ST_ERRLEN];\n"
-"    StFile *f;\n"
-"    int st;\n"
-"    if (!ctx)\n"
-"        return $M_EINVAL;\n"
-"    if (!path)\n"
-"        return ein_fail(ctx, $M_EINVAL, \"weights file name is a null pointer\");\n"
-"    if ((st = st_open(path, &f, msg, sizeof msg)) != ST_OK)\n"
-"        return ein_fail(ctx, ein_st_code(st), \"%s\", msg);\n"
-"    for (int i = 0; i < EIN_NT; i++) {\n"
-"        const $m_tensor_info *t = &ein_tensors[i];\n"
-"        size_t bytes = t->nbytes;\n"
-"        if (t->kind != $M_WEIGHT || !st_find(f, t->ext_name))\n"
-"            continue;\n");
-    if (cuda)
-        tpl(em,
-"        /* Through host memory: the file is in host memory already. */\n"
-"        void *host = malloc(bytes);\n"
-"        if (!host) {\n"
-"            st_close(f);\n"
-"            return ein_fail(ctx, $M_ENOMEM, \"out of host memory for weight '%s'\",\n"
-"                            t->name);\n"
-"        }\n"
-"        st = st_read(f, t->ext_name, ein_st_dtype(t->elem), t->rank, t->shape, host,\n"
-"                     bytes, msg, sizeof msg);\n"
-"        cudaError_t e = st == ST_OK ? cudaMemcpy(ctx->buf[i], host, bytes,\n"
-"                                                 cudaMemcpyHostToDevice)\n"
-"                                    : cudaSuccess;\n"
-"        free(host);\n"
-"        if (st != ST_OK || e != cudaSuccess) {\n"
-"            st_close(f);\n"
-"            if (st != ST_OK)\n"
-"                return ein_fail(ctx, ein_st_code(st), \"%s\", msg);\n"
-"            return ein_cuda_fail(ctx, e, \"cudaMemcpy (loading a weight)\");\n"
-"        }\n");
-    else
-        tpl(em,
-"        st = st_read(f, t->ext_name, ein_st_dtype(t->elem), t->rank, t->shape,\n"
-"                     ctx->buf[i], bytes, msg, sizeof msg);\n"
-"        if (st != ST_OK) {\n"
-"            st_close(f);\n"
-"            return ein_fail(ctx, ein_st_code(st), \"%s\", msg);\n"
-"        }\n");
-    tpl(em,
-"        ctx->valid[i] = 1;\n"
-"        ctx->weights_changed = 1;\n"
-"    }\n"
-"    st_close(f);\n");
-    if (cuda)
-        tpl(em, "    EIN_CUDA(cudaDeviceSynchronize());\n");
-    tpl(em,
-"    return $M_OK;\n"
-"}\n"
-"\n"
-"int $m_set_tensor($m_ctx *ctx, const char *name, const void *data, size_t nbytes)\n"
-"{\n"
-"    if (!ctx)\n"
-"        return $M_EINVAL;\n"
-"    int i = ein_find(ctx, name);\n"
-"    if (i < 0)\n"
-"        return $M_EINVAL;\n"
-"    const $m_tensor_info *t = &ein_tensors[i];\n"
-"    if (t->kind == $M_COMPUTED)\n"
-"        return ein_fail(ctx, $M_EINVAL, \"tensor '%s' is computed by the model; only \"\n"
-"                        \"inputs and weights can be set\", name);\n"
-"    if (!data)\n"
-"        return ein_fail(ctx, $M_EINVAL, \"data for tensor '%s' is a null pointer\", name);\n"
-"    if (nbytes != t->nbytes)\n"
-"        return ein_fail(ctx, $M_EINVAL, \"tensor '%s' takes %zu bytes, not %zu\", name,\n"
-"                        t->nbytes, nbytes);\n");
-    if (cuda)
-        tpl(em,
-"    EIN_CUDA(cudaMemcpy(ctx->buf[i], data, nbytes, cudaMemcpyHostToDevice));\n"
-"    EIN_CUDA(cudaDeviceSynchronize());\n");
-    else
-        tpl(em,
-"    memcpy(ctx->buf[i], data, nbytes);\n");
-    tpl(em,
-"    ctx->valid[i] = 1;\n"
-"    if (t->kind == $M_WEIGHT)\n"
-"        ctx->weights_changed = 1;\n"
-"    return $M_OK;\n"
-"}\n"
-"\n"
-"int $m_get_tensor($m_ctx *ctx, const char *name, void *data, size_t nbytes)\n"
-"{\n"
-"    if (!ctx)\n"
-"        return $M_EINVAL;\n"
-"    int i = ein_find(ctx, name);\n"
-"    if (i < 0)\n"
-"        return $M_EINVAL;\n"
-"    const $m_tensor_info *t = &ein_tensors[i];\n"
-"    if (!data)\n"
-"        return ein_fail(ctx, $M_EINVAL, \"buffer for tensor '%s' is a null pointer\",\n"
-"                        name);\n"
-"    if (nbytes != t->nbytes)\n"
-"        return ein_fail(ctx, $M_EINVAL, \"tensor '%s' has %zu bytes, not %zu\", name,\n"
-"                        t->nbytes, nbytes);\n"
-"    if (!ctx->valid[i])\n"
-"        return ein_fail(ctx, $M_EMISSING, \"tensor '%s' holds no value: it was not \"\n"
-"                        \"set, loaded or computed (outputs of $m_run go to the \"\n"
-"                        \"caller's buffers)\", name);\n");
-    if (cuda)
-        tpl(em,
-"    EIN_CUDA(cudaStreamSynchronize(ctx->last_stream));\n"
-"    EIN_CUDA(cudaMemcpy(data, ctx->buf[i], nbytes, cudaMemcpyDeviceToHost));\n");
-    else
-        tpl(em,
-"    memcpy(data, ctx->buf[i], nbytes);\n");
-    tpl(em,
-"    return $M_OK;\n"
-"}\n"
-"\n");
-}
+/* ---- the runs ---------------------------------------------------------------- */
 
 /* ein_run: check the weights, run the load-time stages if a weight
  * changed, then the run-time stages. */
@@ -759,40 +495,49 @@ static void write_run(Emit *em)
     const IrProgram *p = em->p;
     Sb *o = &em->out;
     bool cuda = emit_is_cuda(em);
-    tpl(em,
-"static int ein_run($m_ctx *ctx, void *const *p$S)\n"
+    emit_api_text(em, "static int ein_run(model_ctx *ctx, void *const *p");
+    stream_param(em);
+    emit_api_text(em, ")\n"
 "{\n"
 "    int rc;\n"
 "    for (int i = 0; i < EIN_NT; i++)\n"
-"        if (ein_tensors[i].kind == $M_WEIGHT && !ctx->valid[i])\n"
-"            return ein_fail(ctx, $M_EMISSING, \"weight '%s' was never loaded or set\",\n"
-"                            ein_tensors[i].name);\n"
+"        if (ein_tensors[i].kind == MODEL_WEIGHT && !ctx->valid[i])\n"
+"            return ein_fail(ctx, MODEL_EMISSING, \"weight '%s' was never loaded or set\",\n"
+"                            ein_tensors[i].name);\n");
+    if (cuda)
+        emit_api_text(em,
+"    /* after the previous run, whatever its stream: they share the\n"
+"       context's buffers */\n"
+"    EIN_CUDA(cudaStreamWaitEvent(stream, ctx->done, 0));\n");
+    emit_api_text(em,
 "    if (ctx->weights_changed) {\n"
-"        if ((rc = ein_load_stages(ctx, ctx->buf$s)) != 0)\n"
+"        if ((rc = ein_load_stages(ctx, ctx->buf");
+    stream_arg(em);
+    emit_api_text(em, ")) != 0)\n"
 "            return rc;\n"
 "        for (int i = 0; i < EIN_NT; i++)\n"
-"            if (ein_tensors[i].kind == $M_COMPUTED)\n"
+"            if (ein_tensors[i].kind == MODEL_COMPUTED)\n"
 "                ctx->valid[i] = 0;\n");
     for (int i = 0; i < p->ntensors; i++)
         if (at_load(em, p->tensors[i]))
             sb_printf(o, "        ctx->valid[%d] = 1;\n", i);
     lib_write_weights_changed(em);
-    tpl(em,
-"        ctx->weights_changed = 0;\n"
-"    }\n"
-"    if ((rc = ein_run_stages(ctx, p$s)) != 0)\n"
-"        return rc;\n");
-    sb_puts(o, cuda ? "    ctx->last_stream = stream;\n" : "");
+    sb_puts(o, "        ctx->weights_changed = 0;\n"
+               "    }\n"
+               "    if ((rc = ein_run_stages(ctx, p");
+    stream_arg(em);
+    sb_puts(o, ")) != 0)\n"
+               "        return rc;\n");
     sb_puts(o, "    return 0;\n}\n\n");
 
     /* The positional run. */
-    tpl(em, "int $m_run($m_ctx *ctx");
+    emit_api_text(em, "int model_run(model_ctx *ctx");
     write_run_params(em, true);
-    tpl(em, ")\n{\n"
+    emit_api_text(em, ")\n{\n"
 "    void *ein_p[EIN_NT];      /* prefixed: a tensor may be named p */\n"
 "    int ein_rc;\n"
 "    if (!ctx)\n"
-"        return $M_EINVAL;\n");
+"        return MODEL_EINVAL;\n");
     for (int i = 0; i < p->ntensors; i++) {
         const IrTensor *t = p->tensors[i];
         if (t->kind == IT_INPUT)
@@ -818,9 +563,10 @@ static void write_run(Emit *em)
         if (runtime_stage(em, t))
             sb_printf(o, "    ein_p[%d] = %s;\n", t->id, out_param(em, t));
     }
-    tpl(em,
-"    if ((ein_rc = ein_run(ctx, ein_p$s)) != 0)\n"
-"        return ein_rc;\n");
+    sb_puts(o, "    if ((ein_rc = ein_run(ctx, ein_p");
+    stream_arg(em);
+    sb_puts(o, ")) != 0)\n"
+               "        return ein_rc;\n");
     /* The others are copies of a weight, an input or a load-time stage. */
     for (int i = 0; i < p->noutputs; i++) {
         const IrTensor *t = p->tensors[p->outputs[i]];
@@ -840,31 +586,36 @@ static void write_run(Emit *em)
         if (runtime_stage(em, t))
             sb_printf(o, "    ctx->valid[%d] = 0;\n", t->id);
     }
-    sb_puts(o, "    for (int ein_i = 0; ein_i < EIN_NT; ein_i++)\n"
-               "        if (ein_p[ein_i] == ctx->buf[ein_i] && ein_tensors[ein_i].kind == ");
-    tpl(em, "$M_COMPUTED)\n"
-"            ctx->valid[ein_i] = 1;\n"
-"    return $M_OK;\n"
-"}\n"
-"\n");
+    emit_api_text(em, "    ein_run_done(ctx, ein_p);\n");
+    if (cuda)
+        emit_api_text(em, "    EIN_CUDA(cudaEventRecord(ctx->done, stream));\n");
+    emit_api_text(em, "    return MODEL_OK;\n"
+                      "}\n"
+                      "\n");
 
     /* The named run. */
-    tpl(em,
-"int $m_run_named($m_ctx *ctx$S)\n"
+    emit_api_text(em, "int model_run_named(model_ctx *ctx");
+    stream_param(em);
+    emit_api_text(em, ")\n"
 "{\n"
 "    int rc;\n"
 "    if (!ctx)\n"
-"        return $M_EINVAL;\n"
+"        return MODEL_EINVAL;\n"
 "    for (int i = 0; i < EIN_NT; i++)\n"
-"        if (ein_tensors[i].kind == $M_INPUT && !ctx->valid[i])\n"
-"            return ein_fail(ctx, $M_EMISSING, \"input '%s' was never set\",\n"
+"        if (ein_tensors[i].kind == MODEL_INPUT && !ctx->valid[i])\n"
+"            return ein_fail(ctx, MODEL_EMISSING, \"input '%s' was never set\",\n"
 "                            ein_tensors[i].name);\n"
-"    if ((rc = ein_run(ctx, ctx->buf$s)) != 0)\n"
+"    if ((rc = ein_run(ctx, ctx->buf");
+    stream_arg(em);
+    emit_api_text(em, ")) != 0)\n"
 "        return rc;\n"
 "    for (int i = 0; i < EIN_NT; i++)\n"
-"        if (ein_tensors[i].kind == $M_COMPUTED)\n"
-"            ctx->valid[i] = 1;\n"
-"    return $M_OK;\n"
+"        if (ein_tensors[i].kind == MODEL_COMPUTED)\n"
+"            ctx->valid[i] = 1;\n");
+    if (cuda)
+        emit_api_text(em, "    EIN_CUDA(cudaEventRecord(ctx->done, stream));\n");
+    emit_api_text(em,
+"    return MODEL_OK;\n"
 "}\n"
 "\n");
 }
@@ -880,7 +631,8 @@ void api_write(Emit *em)
     write_ops(em);
     write_stage_runner(em, "ein_load_stages", true);
     write_stage_runner(em, "ein_run_stages", false);
-    write_create_destroy(em);
-    write_load_set_get(em);
+    lib_write_create_destroy(em);
+    emit_paste(em, "api.c");
+    write_output_at(em);
     write_run(em);
 }

@@ -285,13 +285,36 @@ void emit_write_helpers(Emit *em)
     write_rnd_helper(em);
 }
 
-void emit_paste_piece(Emit *em, const char *name)
+static bool ident_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_';
+}
+
+void emit_api_text(Emit *em, const char *text)
+{
+    Sb *o = &em->out;
+    for (const char *s = text; *s; s++) {
+        bool start = s == text || !ident_char(s[-1]);
+        if (start && strncmp(s, "model_", 6) == 0) {
+            sb_printf(o, "%s_", em->model);
+            s += 5;
+        } else if (start && strncmp(s, "MODEL_", 6) == 0) {
+            sb_printf(o, "%s_", em->upper);
+            s += 5;
+        } else {
+            sb_putc(o, *s);
+        }
+    }
+}
+
+void emit_paste(Emit *em, const char *name)
 {
     const char *text = runtime_piece(name);
     if (!text)
         ICE("the runtime piece '%s' is missing from this einc", name);
     sb_printf(&em->out, "/* ---- runtime/%s ---- */\n", name);
-    sb_puts(&em->out, text);
+    emit_api_text(em, text);
     if (em->out.len && em->out.s[em->out.len - 1] != '\n')
         sb_putc(&em->out, '\n');
     sb_putc(&em->out, '\n');
@@ -459,8 +482,7 @@ int emit_program(const Plan *pl, const EmitOptions *opt, FILE *out)
     const char *const *list = opt->main ? main_pieces : pieces;
     int n = opt->main ? 5 : 3;
     for (int i = 0; i < n; i++)
-        emit_paste_piece(&em, list[i]);
-    lib_write_runtime(&em);
+        emit_paste(&em, list[i]);
     emit_write_helpers(&em);
     sb_puts(&em.out, "/* ---- kernels ------------------------------------------------------------- */\n\n");
     for (int i = 0; i < em.nkernels; i++) {

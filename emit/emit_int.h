@@ -100,7 +100,7 @@ typedef struct Emit {
     int ndnnl;                      /* C: oneDNN operators (their slots) */
     unsigned libs;                  /* LIB_* bits */
     int64_t col_elems;              /* C: im2col buffer, elements */
-    int64_t rnd_elems[2];           /* C: rounded operand copies, elements */
+    int64_t rnd_elems[2];           /* rounded operand copies, elements (lib_rounds) */
 } Emit;
 
 enum {
@@ -190,23 +190,30 @@ void emit_paste_piece(Emit *em, const char *name);   /* a runtime/ piece, as it 
 void lib_write_runtime(Emit *em);               /* runtime pieces the calls need */
 void lib_write_weights_changed(Emit *em);       /* in ein_run when weights changed */
 bool lib_is_call(const Emit *em, const IrTensor *t);
-void lib_write_main_notes(Emit *em, const char *prog);   /* after M_create */
+bool lib_rounds(const Emit *em, const IrTensor *t);    /* operands rounded first */
 const char *lib_call_name(const Emit *em, const IrTensor *t);
 void lib_write_link_flags(const Emit *em, Sb *cmd);
 void lib_write_includes(Emit *em);
 void lib_write_types(Emit *em);                 /* before struct M_ctx */
 void lib_write_ctx_fields(Emit *em);            /* inside struct M_ctx */
-void lib_write_support(Emit *em);               /* after ein_fail and EIN_CUDA */
-void lib_write_create(Emit *em);                /* in M_create, after the buffers */
-void lib_write_destroy(Emit *em);               /* in M_destroy; `rc` in scope */
+void lib_write_support(Emit *em);               /* after api_host.c / api_cuda.cu */
+/* ein_lib_create and ein_lib_destroy, which runtime/api.c calls from
+ * M_create (after the buffers) and M_destroy (before them). */
+void lib_write_create_destroy(Emit *em);
 /* The statements computing t (ctx, p, stream and `int rc` in scope). */
 void lib_write_call(Emit *em, const IrTensor *t, const char *indent);
 void lib_write_kernels(Emit *em);               /* the band kernels */
 
+/* emit.c: text for the API of a model named `model`, as the support
+ * pieces of runtime/ are written: appended to em->out with every
+ * identifier that starts with model_ or MODEL_ given the program's prefix
+ * instead (em->model, em->upper). */
+void emit_api_text(Emit *em, const char *text);
+/* The runtime piece `name` (runtime/embed.h) under a line naming it,
+ * through emit_api_text. */
+void emit_paste(Emit *em, const char *name);
+
 /* api.c, main.c */
-/* Append text with $m -> model, $M -> MODEL, $S -> ", cudaStream_t stream"
- * and $s -> ", stream" on CUDA (both empty on C). */
-void emit_tpl(Emit *em, const char *text);
 void api_write_header_comment(Emit *em);
 void api_write_decls(Emit *em);
 void api_write(Emit *em);
@@ -219,10 +226,13 @@ static inline bool emit_is_cuda(const Emit *em)
 
 /* ---- band.c: tiled kernels for G2BMM and GBMM (CUDA only) ---------------
  * For an operator the plan runs as IMPL_CUDA_BAND (derive/pricing/libs.c
- * says which shapes the kernel takes): band_write_kernel writes the
- * kernel and band_write_launch its launch inside a function where ctx,
- * p (void *const *, buffers by tensor id), stream and int rc exist,
- * checked with ein_launched. */
+ * says which shapes the kernel takes): band_write_support writes, once
+ * before them, the kernels' code (runtime/band.cu); band_write_kernel
+ * writes the kernel of one operator (named as the generic kernel that
+ * emit.c built for t, when there is one) and band_write_launch its launch
+ * inside a function where ctx, p (void *const *, buffers by tensor id),
+ * stream and int rc exist, checked with ein_launched. */
+void band_write_support(Emit *em);
 void band_write_kernel(Emit *em, const IrTensor *t, const OpMatch *m);
 void band_write_launch(Emit *em, const IrTensor *t, const OpMatch *m, const char *indent);
 

@@ -13,9 +13,9 @@
  *                       runs as its generated kernel, with a note
  *         G2BMM, GBMM   tiled generated kernels (band.c), f32
  *   C     GEMMs         cblas_sgemm (OpenBLAS), a batch as a loop
- *         convolutions  with --dnnl, oneDNN (runtime/dnnl.c, pasted into
- *                       the file): a convolution or deconvolution
- *                       primitive per operator made in M_create, weights
+ *         convolutions  with --dnnl, oneDNN (runtime/dnnl.c): a
+ *                       convolution or deconvolution primitive per
+ *                       operator made in ein_lib_create, weights
  *                       reordered into its layout when they change;
  *                       else im2col + cblas_sgemm per image (one group);
  *                       transposed: cblas_sgemm + col2im
@@ -26,13 +26,15 @@
  * output (a generated kernel, kernel.c).
  *
  * --precision: fp32 is IEEE single precision throughout (cuBLAS compute
- * type 32F, cuDNN engines without tensor cores).  tf32, fp16 and bf16 let
- * the library round f32 operands to that format on tensor cores (cuBLAS
- * 32F_FAST_*; cuDNN engines with tensor cores).  The C target rounds the
- * operands of its library calls the same way (ein_rnd, to nearest even)
- * into scratch buffers, and generated kernels round the operands of their
- * summed products (kernel.c), so a contraction computes the same wherever
- * it runs. */
+ * type 32F_PEDANTIC, which no math mode or environment variable can turn
+ * to TF32 or BF16x9 emulation; cuDNN engines without tensor cores).  tf32,
+ * fp16 and bf16 round the f32 operands of every library call to that
+ * format (ein_rnd, to nearest even) into scratch buffers, in C and on CUDA
+ * alike (lib_rounds); on CUDA the library then computes them exactly on
+ * tensor cores (cuBLAS 32F_FAST_TF32, cuDNN engines with tensor cores:
+ * TF32 holds every value of the three formats).  Generated kernels round
+ * the operands of their summed products (kernel.c), so a contraction
+ * computes the same wherever it runs. */
 #include "config.h"
 #include "emit_int.h"
 
@@ -108,8 +110,10 @@ void lib_setup(Emit *em)
             break;
         }
         em->nlib++;
-        /* C with reduced precision: scratch for the rounded operands */
-        if (!emit_is_cuda(em) && em->precision != PREC_FP32) {
+        /* reduced precision: scratch for the rounded operands (on CUDA
+         * the f32 products and convolutions; band kernels round as they
+         * load, 16-bit operands are exact) */
+        if (lib_rounds(em, t)) {
             em->helpers |= HELP_RND;
             for (int j = 0; j < 2; j++)
                 if ((int64_t)ir_tensor_numel(m->in[j]) > em->rnd_elems[j])
@@ -118,12 +122,20 @@ void lib_setup(Emit *em)
     }
 }
 
-/* The harness prints why a convolution fell back (after M_create). */
-void lib_write_main_notes(Emit *em, const char *prog)
+/* Does the call of stage t round its operands first (ein_rnd into
+ * ctx->rnd0 and rnd1)?  With --precision below fp32: in C every library
+ * call; on CUDA the f32 GEMMs and convolutions, so that the library sees
+ * operands exact in TF32 and computes what the C target does (cuDNN's
+ * FLOAT engines would round to TF32, cuBLAS's FAST_16F and FAST_16BF "to
+ * half or TF32"). */
+bool lib_rounds(const Emit *em, const IrTensor *t)
 {
-    if (em->libs & LIB_CUDNN)
-        sb_printf(&em->out, "    if (ctx && ctx->dnn_note[0])\n"
-                  "        fprintf(stderr, \"%%s: note: %%s\\n\", %s, ctx->dnn_note);\n", prog);
+    if (em->precision == PREC_FP32 || !lib_is_call(em, t))
+        return false;
+    if (!emit_is_cuda(em))
+        return true;
+    OpImpl impl = emit_op(em, t)->impl;
+    return t->elem == ELEM_F32 && (impl == IMPL_CUBLAS_GEMM || impl == IMPL_CUDNN_CONV);
 }
 
 bool lib_is_call(const Emit *em, const IrTensor *t)
@@ -145,18 +157,9 @@ void lib_write_link_flags(const Emit *em, Sb *cmd)
         sb_puts(cmd, " -lopenblas");
 }
 
-/* oneDNN's operators (runtime/dnnl_types.h, runtime/dnnl.c), pasted after
- * the other runtime pieces: the context holds their state. */
-void lib_write_runtime(Emit *em)
-{
-    if (!(em->libs & LIB_DNNL))
-        return;
-    emit_paste_piece(em, "dnnl_types.h");
-    emit_paste_piece(em, "dnnl.c");
-}
-
 /* New weights: each oneDNN operator whose weights are constant reorders
- * them again at its next run. */
+ * them again at its next run (in ein_run, when the load-time stages have
+ * run again). */
 void lib_write_weights_changed(Emit *em)
 {
     if (em->libs & LIB_DNNL)
@@ -180,20 +183,10 @@ void lib_write_includes(Emit *em)
 /* Types and fields of the context, written before `struct M_ctx`. */
 void lib_write_types(Emit *em)
 {
-    if (!(em->libs & LIB_CUDNN))
-        return;
-    sb_puts(&em->out,
-"/* One cuDNN convolution: its execution plan, the descriptors it was made\n"
-"   from (kept until the context goes), and the variant pack of the\n"
-"   pointers it last ran on (rebuilt when they change). */\n"
-"typedef struct ein_conv {\n"
-"    cudnnBackendDescriptor_t *d;\n"
-"    int nd, capd;\n"
-"    cudnnBackendDescriptor_t plan, pack;\n"
-"    void *ptr[4];               /* x, w, y, workspace of `pack` */\n"
-"    int64_t ws_bytes;\n"
-"} ein_conv;\n"
-"\n");
+    if (em->libs & LIB_CUDNN)
+        emit_paste(em, "cudnn_types.h");
+    if (em->libs & LIB_DNNL)
+        emit_paste(em, "dnnl_types.h");
 }
 
 void lib_write_ctx_fields(Emit *em)
@@ -204,8 +197,7 @@ void lib_write_ctx_fields(Emit *em)
     if (em->libs & LIB_CUDNN)
         sb_printf(o, "    cudnnHandle_t dnn;\n"
                   "    ein_conv conv[%d];\n"
-                  "    void *ws;                       /* the convolutions' workspace */\n"
-                  "    char dnn_note[600];             /* why a convolution fell back */\n",
+                  "    void *ws;                       /* the convolutions' workspace */\n",
                   em->nconv);
     if (em->libs & LIB_DNNL)
         sb_printf(o, "    ein_dnnl dnnl;                  /* engine, stream, workspace */\n"
@@ -218,464 +210,39 @@ void lib_write_ctx_fields(Emit *em)
                       "--precision=%s */\n", j, j, cost_precision_name(em->precision));
 }
 
-/* ---- support functions, written after ein_fail ------------------------------ */
-
-static void write_cublas_support(Emit *em)
+/* CUDA: the host side of ein_round_k (after ein_launched). */
+static void write_round_support(Emit *em)
 {
-    emit_tpl(em,
-"/* cuBLAS calls go through EIN_BLAS: a failure returns $M_ECUDA with the\n"
-"   call and cuBLAS's message in ctx->err. */\n"
-"#define EIN_BLAS(call)                                                     \\\n"
-"    do {                                                                   \\\n"
-"        cublasStatus_t ein_b_ = (call);                                    \\\n"
-"        if (ein_b_ != CUBLAS_STATUS_SUCCESS)                               \\\n"
-"            return ein_fail(ctx, $M_ECUDA, \"%s failed: %s\", #call,         \\\n"
-"                            cublasGetStatusString(ein_b_));                \\\n"
-"    } while (0)\n"
-"\n"
-"static const float ein_one = 1.0f, ein_zero = 0.0f;\n"
-"\n");
-}
-
-static void write_cudnn_support(Emit *em)
-{
-    emit_tpl(em,
-"/* cuDNN calls go through EIN_DNN: a failure returns $M_ECUDA with the\n"
-"   call and cuDNN's message in ctx->err. */\n"
-"#define EIN_DNN(call)                                                      \\\n"
-"    do {                                                                   \\\n"
-"        cudnnStatus_t ein_d_ = (call);                                     \\\n"
-"        if (ein_d_ != CUDNN_STATUS_SUCCESS)                                \\\n"
-"            return ein_fail(ctx, $M_ECUDA, \"%s failed: %s\", #call,         \\\n"
-"                            cudnnGetErrorString(ein_d_));                  \\\n"
-"    } while (0)\n"
-"\n"
-"/* A backend descriptor owned by cv (destroyed with the context). */\n"
-"static cudnnStatus_t ein_dnn_make(ein_conv *cv, cudnnBackendDescriptorType_t type,\n"
-"                                  cudnnBackendDescriptor_t *out)\n"
+    emit_api_text(em,
+"static int ein_round(model_ctx *ctx, float *dst, const float *src, int64_t n,\n"
+"                     cudaStream_t stream)\n"
 "{\n"
-"    *out = NULL;\n"
-"    if (cv->nd == cv->capd) {\n"
-"        int cap = cv->capd ? 2 * cv->capd : 16;\n"
-"        cudnnBackendDescriptor_t *d = (cudnnBackendDescriptor_t *)\n"
-"            realloc(cv->d, sizeof *d * (size_t)cap);\n"
-"        if (!d)\n"
-"            return CUDNN_STATUS_ALLOC_FAILED;\n"
-"        cv->d = d;\n"
-"        cv->capd = cap;\n"
-"    }\n"
-"    cudnnStatus_t s = cudnnBackendCreateDescriptor(type, out);\n"
-"    if (s == CUDNN_STATUS_SUCCESS)\n"
-"        cv->d[cv->nd++] = *out;\n"
-"    return s;\n"
-"}\n"
-"\n"
-"/* Everything cv made, destroyed; cv as new. */\n"
-"static void ein_conv_drop(ein_conv *cv)\n"
-"{\n"
-"    if (cv->pack)\n"
-"        cudnnBackendDestroyDescriptor(cv->pack);\n"
-"    for (int j = cv->nd - 1; j >= 0; j--)\n"
-"        cudnnBackendDestroyDescriptor(cv->d[j]);\n"
-"    free(cv->d);\n"
-"    memset(cv, 0, sizeof *cv);\n"
-"}\n"
-"\n"
-"/* A packed NCHW tensor of the convolution, named by uid in the variant pack. */\n"
-"static cudnnStatus_t ein_dnn_tensor(ein_conv *cv, int64_t uid, cudnnDataType_t dt,\n"
-"                                    const int64_t *dims, cudnnBackendDescriptor_t *out)\n"
-"{\n"
-"    int64_t strides[4], align = 16;\n"
-"    strides[3] = 1;\n"
-"    strides[2] = dims[3];\n"
-"    strides[1] = dims[2] * dims[3];\n"
-"    strides[0] = dims[1] * strides[1];\n"
-"    cudnnStatus_t s;\n"
-"    if ((s = ein_dnn_make(cv, CUDNN_BACKEND_TENSOR_DESCRIPTOR, out)) != CUDNN_STATUS_SUCCESS ||\n"
-"        (s = cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_DATA_TYPE,\n"
-"                                      CUDNN_TYPE_DATA_TYPE, 1, &dt)) != CUDNN_STATUS_SUCCESS ||\n"
-"        (s = cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_DIMENSIONS,\n"
-"                                      CUDNN_TYPE_INT64, 4, dims)) != CUDNN_STATUS_SUCCESS ||\n"
-"        (s = cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_STRIDES,\n"
-"                                      CUDNN_TYPE_INT64, 4, strides)) != CUDNN_STATUS_SUCCESS ||\n"
-"        (s = cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_UNIQUE_ID,\n"
-"                                      CUDNN_TYPE_INT64, 1, &uid)) != CUDNN_STATUS_SUCCESS ||\n"
-"        (s = cudnnBackendSetAttribute(*out, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT,\n"
-"                                      CUDNN_TYPE_INT64, 1, &align)) != CUDNN_STATUS_SUCCESS)\n"
-"        return s;\n"
-"    return cudnnBackendFinalize(*out);\n"
-"}\n"
-"\n"
-"/* Does an engine configuration compute in plain fp32?  Tensor-core engines\n"
-"   round f32 operands to TF32; --precision=fp32 excludes them. */\n"
-"static int ein_dnn_plain_fp32(ein_conv *cv, cudnnBackendDescriptor_t cfg)\n"
-"{\n"
-"    cudnnBackendDescriptor_t engine;\n"
-"    cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];\n"
-"    int64_t n = 0;\n"
-"    if (ein_dnn_make(cv, CUDNN_BACKEND_ENGINE_DESCRIPTOR, &engine) != CUDNN_STATUS_SUCCESS ||\n"
-"        cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE,\n"
-"                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &engine) !=\n"
-"            CUDNN_STATUS_SUCCESS ||\n"
-"        cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,\n"
-"                                 CUDNN_TYPE_NUMERICAL_NOTE, CUDNN_NUMERICAL_NOTE_TYPE_COUNT,\n"
-"                                 &n, notes) != CUDNN_STATUS_SUCCESS)\n"
-"        return 0;\n"
-"    for (int64_t i = 0; i < n; i++)\n"
-"        if (notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE ||\n"
-"            notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS)\n"
-"            return 0;\n"
-"    return 1;\n"
-"}\n"
-"\n"
-"/* Build the execution plan of one convolution: a forward convolution of x\n"
-"   (uid 1) with w (uid 2) into y (uid 3), or for a transposed one the\n"
-"   backward-data operation with dy = x and dx = y.  Sizes are NCHW and\n"
-"   [K, C/groups, R, S]; pad[] is the same before and after. */\n"
-"static int ein_conv_setup($m_ctx *ctx, ein_conv *cv, const char *name, int transposed,\n"
-"                          cudnnDataType_t dt, const int64_t *xd, const int64_t *wd,\n"
-"                          const int64_t *yd, const int64_t *pad, const int64_t *stride,\n"
-"                          const int64_t *dil, int tensor_cores)\n"
-"{\n"
-"    cudnnBackendDescriptor_t x, w, y, conv, op, graph;\n"
-"    cudnnDataType_t comp = CUDNN_DATA_FLOAT;\n"
-"    cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;\n"
-"    int64_t nsp = 2;\n"
-"    float alpha = 1.0f, beta = 0.0f;\n"
-"    EIN_DNN(ein_dnn_tensor(cv, 1, dt, xd, &x));\n"
-"    EIN_DNN(ein_dnn_tensor(cv, 2, dt, wd, &w));\n"
-"    EIN_DNN(ein_dnn_tensor(cv, 3, dt, yd, &y));\n"
-"    EIN_DNN(ein_dnn_make(cv, CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &conv));\n"
-"    EIN_DNN(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS,\n"
-"                                     CUDNN_TYPE_INT64, 1, &nsp));\n"
-"    EIN_DNN(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE,\n"
-"                                     CUDNN_TYPE_DATA_TYPE, 1, &comp));\n"
-"    EIN_DNN(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE,\n"
-"                                     CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode));\n"
-"    EIN_DNN(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_DILATIONS,\n"
-"                                     CUDNN_TYPE_INT64, 2, dil));\n"
-"    EIN_DNN(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES,\n"
-"                                     CUDNN_TYPE_INT64, 2, stride));\n"
-"    EIN_DNN(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS,\n"
-"                                     CUDNN_TYPE_INT64, 2, pad));\n"
-"    EIN_DNN(cudnnBackendSetAttribute(conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS,\n"
-"                                     CUDNN_TYPE_INT64, 2, pad));\n"
-"    EIN_DNN(cudnnBackendFinalize(conv));\n"
-"    if (!transposed) {\n"
-"        EIN_DNN(ein_dnn_make(cv, CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, &op));\n"
-"        EIN_DNN(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,\n"
-"                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x));\n"
-"        EIN_DNN(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,\n"
-"                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w));\n"
-"        EIN_DNN(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,\n"
-"                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y));\n"
-"        EIN_DNN(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,\n"
-"                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv));\n"
-"        EIN_DNN(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,\n"
-"                                         CUDNN_TYPE_FLOAT, 1, &alpha));\n"
-"        EIN_DNN(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA,\n"
-"                                         CUDNN_TYPE_FLOAT, 1, &beta));\n"
-"    } else {\n"
-"        EIN_DNN(ein_dnn_make(cv, CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,\n"
-"                             &op));\n"
-"        EIN_DNN(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,\n"
-"                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x));\n"
-"        EIN_DNN(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,\n"
-"                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w));\n"
-"        EIN_DNN(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,\n"
-"                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y));\n"
-"        EIN_DNN(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,\n"
-"                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv));\n"
-"        EIN_DNN(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,\n"
-"                                         CUDNN_TYPE_FLOAT, 1, &alpha));\n"
-"        EIN_DNN(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA,\n"
-"                                         CUDNN_TYPE_FLOAT, 1, &beta));\n"
-"    }\n"
-"    EIN_DNN(cudnnBackendFinalize(op));\n"
-"    EIN_DNN(ein_dnn_make(cv, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &graph));\n"
-"    EIN_DNN(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS,\n"
-"                                     CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &op));\n"
-"    EIN_DNN(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE,\n"
-"                                     CUDNN_TYPE_HANDLE, 1, &ctx->dnn));\n"
-"    EIN_DNN(cudnnBackendFinalize(graph));\n"
-"    /* The heuristics' engines in their order; the first one that builds a\n"
-"       plan (and, for fp32, uses no tensor cores) is the one. */\n"
-"    static const cudnnBackendHeurMode_t modes[] = {CUDNN_HEUR_MODE_A,\n"
-"                                                   CUDNN_HEUR_MODE_FALLBACK};\n"
-"    for (int mi = 0; mi < 2; mi++) {\n"
-"        cudnnBackendDescriptor_t heur, cfg[16];\n"
-"        cudnnBackendHeurMode_t hm = modes[mi];\n"
-"        int64_t n = 0;\n"
-"        EIN_DNN(ein_dnn_make(cv, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur));\n"
-"        EIN_DNN(cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,\n"
-"                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph));\n"
-"        EIN_DNN(cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_MODE,\n"
-"                                         CUDNN_TYPE_HEUR_MODE, 1, &hm));\n"
-"        if (cudnnBackendFinalize(heur) != CUDNN_STATUS_SUCCESS)\n"
-"            continue;\n"
-"        for (int i = 0; i < 16; i++)\n"
-"            EIN_DNN(ein_dnn_make(cv, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfg[i]));\n"
-"        if (cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,\n"
-"                                     CUDNN_TYPE_BACKEND_DESCRIPTOR, 16, &n, cfg) !=\n"
-"            CUDNN_STATUS_SUCCESS)\n"
-"            continue;\n"
-"        for (int64_t i = 0; i < n && i < 16; i++) {\n"
-"            cudnnBackendDescriptor_t plan;\n"
-"            if (!tensor_cores && !ein_dnn_plain_fp32(cv, cfg[i]))\n"
-"                continue;\n"
-"            EIN_DNN(ein_dnn_make(cv, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan));\n"
-"            if (cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE,\n"
-"                                         CUDNN_TYPE_HANDLE, 1, &ctx->dnn) !=\n"
-"                    CUDNN_STATUS_SUCCESS ||\n"
-"                cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,\n"
-"                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg[i]) !=\n"
-"                    CUDNN_STATUS_SUCCESS ||\n"
-"                cudnnBackendFinalize(plan) != CUDNN_STATUS_SUCCESS)\n"
-"                continue;\n"
-"            EIN_DNN(cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,\n"
-"                                             CUDNN_TYPE_INT64, 1, &n, &cv->ws_bytes));\n"
-"            cv->plan = plan;\n"
-"            return 0;\n"
-"        }\n"
-"    }\n"
-"    return ein_fail(ctx, $M_ECUDA, \"cuDNN has no engine for the convolution computing \"\n"
-"                    \"'%s'%s\", name, tensor_cores ? \"\" : \" without tensor cores (the \"\n"
-"                    \"program was compiled with --precision=fp32)\");\n"
-"}\n"
-"\n"
-"/* A convolution cuDNN cannot plan runs as its generated kernel instead\n"
-"   (ein_op_N checks cv->plan); the first reason is kept in ctx->dnn_note,\n"
-"   which the --main harness prints as a note. */\n"
-"static void ein_conv_fall_back($m_ctx *ctx, ein_conv *cv)\n"
-"{\n"
-"    if (!ctx->dnn_note[0])\n"
-"        snprintf(ctx->dnn_note, sizeof ctx->dnn_note, \"%s; it runs as a generated \"\n"
-"                 \"kernel\", ctx->err);\n"
-"    ctx->err[0] = 0;\n"
-"    ein_conv_drop(cv);\n"
-"}\n"
-"\n"
-"/* Run a convolution on the caller's stream; the variant pack is rebuilt\n"
-"   only when the pointers differ from the last run's. */\n"
-"static int ein_conv_run($m_ctx *ctx, ein_conv *cv, const void *x, const void *w, void *y,\n"
-"                        cudaStream_t stream)\n"
-"{\n"
-"    void *ptr[4] = {(void *)x, (void *)w, y, ctx->ws};\n"
-"    if (((uintptr_t)x | (uintptr_t)w | (uintptr_t)y) % 16 != 0)\n"
-"        return ein_fail(ctx, $M_EINVAL, \"cuDNN needs 16-byte aligned tensors\");\n"
-"    if (!cv->pack || memcmp(ptr, cv->ptr, sizeof ptr) != 0) {\n"
-"        static const int64_t uids[3] = {1, 2, 3};\n"
-"        cudnnBackendDescriptor_t pack;\n"
-"        if (cv->pack)\n"
-"            cudnnBackendDestroyDescriptor(cv->pack);\n"
-"        cv->pack = NULL;\n"
-"        EIN_DNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack));\n"
-"        if (cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS,\n"
-"                                     CUDNN_TYPE_INT64, 3, uids) != CUDNN_STATUS_SUCCESS ||\n"
-"            cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS,\n"
-"                                     CUDNN_TYPE_VOID_PTR, 3, ptr) != CUDNN_STATUS_SUCCESS ||\n"
-"            cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE,\n"
-"                                     CUDNN_TYPE_VOID_PTR, 1, &ptr[3]) != CUDNN_STATUS_SUCCESS ||\n"
-"            cudnnBackendFinalize(pack) != CUDNN_STATUS_SUCCESS) {\n"
-"            cudnnBackendDestroyDescriptor(pack);\n"
-"            return ein_fail(ctx, $M_ECUDA, \"cannot make the cuDNN variant pack\");\n"
-"        }\n"
-"        cv->pack = pack;\n"
-"        memcpy(cv->ptr, ptr, sizeof ptr);\n"
-"    }\n"
-"    EIN_DNN(cudnnSetStream(ctx->dnn, stream));\n"
-"    EIN_DNN(cudnnBackendExecute(ctx->dnn, cv->plan, cv->pack));\n"
-"    return 0;\n"
+"    int64_t blocks = (n + 255) / 256;\n"
+"    ein_round_k<<<blocks < 65536 ? (unsigned)blocks : 65536u, 256, 0, stream>>>(src, dst, n);\n"
+"    return ein_launched(ctx, \"ein_round_k\");\n"
 "}\n"
 "\n");
 }
 
-/* The C target's library pieces. */
-static void write_c_support(Emit *em)
+/* ---- support code, written after api_host.c or api_cuda.cu ------------------- */
+
+void lib_write_support(Emit *em)
 {
-    Sb *o = &em->out;
-    if (em->libs & LIB_GEMM_C)
-        sb_puts(o,
-"/* C = A B for a batch of row-major matrices (out_nm: C stored [n][m],\n"
-"   computed as C^T = B^T A^T).  ta: A stored [k][m]; tb: B stored [n][k]. */\n"
-"static void ein_sgemm(int ta, int tb, int out_nm, int64_t m, int64_t n, int64_t k,\n"
-"                      const float *a, int64_t lda, int64_t sa,\n"
-"                      const float *b, int64_t ldb, int64_t sb,\n"
-"                      float *c, int64_t ldc, int64_t sc, int64_t batch)\n"
-"{\n"
-"    for (int64_t i = 0; i < batch; i++) {\n"
-"        if (!out_nm)\n"
-"            cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,\n"
-"                        tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, 1.0f,\n"
-"                        a + i * sa, (int)lda, b + i * sb, (int)ldb, 0.0f, c + i * sc,\n"
-"                        (int)ldc);\n"
-"        else\n"
-"            cblas_sgemm(CblasRowMajor, tb ? CblasNoTrans : CblasTrans,\n"
-"                        ta ? CblasNoTrans : CblasTrans, (int)n, (int)m, (int)k, 1.0f,\n"
-"                        b + i * sb, (int)ldb, a + i * sa, (int)lda, 0.0f, c + i * sc,\n"
-"                        (int)ldc);\n"
-"    }\n"
-"}\n"
-"\n");
-    if (em->libs & LIB_CONV_C)
-        sb_puts(o,
-"/* y[n, f, ho, wo] = sum x[n, c, st*ho + dil*r - ph, st*wo + dil*s - pw] w[f, c, r, s]\n"
-"   (zero outside x): per image, the patches as a (c r s) x (ho wo) matrix\n"
-"   (im2col) times the filters as f x (c r s).  A 1x1 convolution with\n"
-"   stride 1 and no padding multiplies the image itself. */\n"
-"static void ein_conv2d(const float *x, const float *w, float *y, float *col,\n"
-"                       int64_t nn, int64_t c, int64_t h, int64_t wd, int64_t f,\n"
-"                       int64_t r, int64_t s, int64_t ho, int64_t wo, int64_t st,\n"
-"                       int64_t dil, int64_t ph, int64_t pw)\n"
-"{\n"
-"    int64_t kk = c * r * s, pp = ho * wo;\n"
-"    int direct = r == 1 && s == 1 && st == 1 && ph == 0 && pw == 0 && ho == h && wo == wd;\n"
-"    for (int64_t n = 0; n < nn; n++) {\n"
-"        const float *xn = x + n * c * h * wd;\n"
-"        if (!direct) {\n"
-"#ifdef _OPENMP\n"
-"#pragma omp parallel for schedule(static) if (kk * pp > 32768)\n"
-"#endif\n"
-"            for (int64_t row = 0; row < kk; row++) {\n"
-"                int64_t ci = row / (r * s), ri = row / s % r, si = row % s;\n"
-"                float *dst = col + row * pp;\n"
-"                for (int64_t oh = 0; oh < ho; oh++) {\n"
-"                    int64_t ih = st * oh + dil * ri - ph;\n"
-"                    for (int64_t ow = 0; ow < wo; ow++) {\n"
-"                        int64_t iw = st * ow + dil * si - pw;\n"
-"                        dst[oh * wo + ow] = ih >= 0 && ih < h && iw >= 0 && iw < wd\n"
-"                                                ? xn[(ci * h + ih) * wd + iw] : 0.0f;\n"
-"                    }\n"
-"                }\n"
-"            }\n"
-"        }\n"
-"        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)f, (int)pp, (int)kk,\n"
-"                    1.0f, w, (int)kk, direct ? xn : col, (int)pp, 0.0f, y + n * f * pp,\n"
-"                    (int)pp);\n"
-"    }\n"
-"}\n"
-"\n");
-    if (em->libs & LIB_CONVT_C)
-        sb_puts(o,
-"/* The transposed convolution y[n, f, st*ih - pad + r, st*iw - pad + s] +=\n"
-"   x[n, c, ih, iw] w[c, f, r, s]: per image, w^T as (f r s) x c times the\n"
-"   image as c x (h w), then each column added where it lands (col2im). */\n"
-"static void ein_conv_t2d(const float *x, const float *w, float *y, float *col,\n"
-"                         int64_t nn, int64_t c, int64_t h, int64_t wd, int64_t f,\n"
-"                         int64_t r, int64_t s, int64_t ho, int64_t wo, int64_t st,\n"
-"                         int64_t pad)\n"
-"{\n"
-"    int64_t hw = h * wd, frs = f * r * s;\n"
-"    for (int64_t n = 0; n < nn; n++) {\n"
-"        float *yn = y + n * f * ho * wo;\n"
-"        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)frs, (int)hw, (int)c,\n"
-"                    1.0f, w, (int)frs, x + n * c * hw, (int)hw, 0.0f, col, (int)hw);\n"
-"#ifdef _OPENMP\n"
-"#pragma omp parallel for schedule(static) if (frs * hw > 32768)\n"
-"#endif\n"
-"        for (int64_t fi = 0; fi < f; fi++) {\n"
-"            float *plane = yn + fi * ho * wo;\n"
-"            memset(plane, 0, sizeof *plane * (size_t)(ho * wo));\n"
-"            for (int64_t ri = 0; ri < r; ri++)\n"
-"                for (int64_t si = 0; si < s; si++) {\n"
-"                    const float *src = col + ((fi * r + ri) * s + si) * hw;\n"
-"                    for (int64_t ih = 0; ih < h; ih++) {\n"
-"                        int64_t oh = st * ih - pad + ri;\n"
-"                        if (oh < 0 || oh >= ho)\n"
-"                            continue;\n"
-"                        for (int64_t iw = 0; iw < wd; iw++) {\n"
-"                            int64_t ow = st * iw - pad + si;\n"
-"                            if (ow >= 0 && ow < wo)\n"
-"                                plane[oh * wo + ow] += src[ih * wd + iw];\n"
-"                        }\n"
-"                    }\n"
-"                }\n"
-"        }\n"
-"    }\n"
-"}\n"
-"\n");
-    if (em->libs & (LIB_G2BMM_C | LIB_GBMM_C))
-        sb_puts(o,
-"/* Banded products, b batches of m rows, band 2w + 1, inner size k, dilation\n"
-"   d.  Row i = r + d*t (residue r) meets key rows r + d*u, u = t + j - w: a\n"
-"   block of rows of one residue and the key rows of that residue its band\n"
-"   covers make one dense product, whose band is the result (a block of T\n"
-"   rows computes T (T + 2w) entries for T (2w + 1): little waste for a\n"
-"   wide band).  Rows are d*k floats apart, a leading dimension as any.\n"
-"   Key rows outside the sequence are zero. */\n");
-    if (em->libs & LIB_G2BMM_C)
-        sb_printf(o,
-"/* s[b, i, j] = sum_c q[b, i, c] k[b, i + d (j - w), c] */\n"
-"static void ein_g2bmm(const float *q, const float *k, float *s, float *tmp, int64_t nb,\n"
-"                      int64_t m, int64_t w, int64_t kk, int64_t d)\n"
-"{\n"
-"    int64_t band = 2 * w + 1;\n"
-"    for (int64_t b = 0; b < nb; b++)\n"
-"        for (int64_t r = 0; r < d && r < m; r++) {\n"
-"            int64_t nr = (m - r + d - 1) / d;\n"
-"            const float *qr = q + (b * m + r) * kk, *kr = k + (b * m + r) * kk;\n"
-"            float *sr = s + (b * m + r) * band;\n"
-"            for (int64_t t0 = 0; t0 < nr; t0 += %d) {\n"
-"                int64_t tn = nr - t0 < %d ? nr - t0 : %d;\n"
-"                int64_t v0 = t0 - w > 0 ? t0 - w : 0;\n"
-"                int64_t v1 = t0 + tn + w < nr ? t0 + tn + w : nr;\n"
-"                int64_t len = v1 - v0;\n"
-"                if (len > 0)\n"
-"                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)tn, (int)len,\n"
-"                                (int)kk, 1.0f, qr + t0 * d * kk, (int)(d * kk),\n"
-"                                kr + v0 * d * kk, (int)(d * kk), 0.0f, tmp, (int)len);\n"
-"                for (int64_t t = 0; t < tn; t++) {\n"
-"                    float *row = sr + (t0 + t) * d * band;\n"
-"                    for (int64_t j = 0; j < band; j++) {\n"
-"                        int64_t u = t0 + t + j - w;\n"
-"                        row[j] = u >= v0 && u < v1 ? tmp[t * len + (u - v0)] : 0.0f;\n"
-"                    }\n"
-"                }\n"
-"            }\n"
-"        }\n"
-"}\n"
-"\n", BAND_C_ROWS, BAND_C_ROWS, BAND_C_ROWS);
-    if (em->libs & LIB_GBMM_C)
-        sb_printf(o,
-"/* o[b, i, c] = sum_j s[b, i, j] v[b, i + d (j - w), c] */\n"
-"static void ein_gbmm(const float *s, const float *v, float *o, float *tmp, int64_t nb,\n"
-"                     int64_t m, int64_t w, int64_t kk, int64_t d)\n"
-"{\n"
-"    int64_t band = 2 * w + 1;\n"
-"    for (int64_t b = 0; b < nb; b++)\n"
-"        for (int64_t r = 0; r < d && r < m; r++) {\n"
-"            int64_t nr = (m - r + d - 1) / d;\n"
-"            const float *sr = s + (b * m + r) * band, *vr = v + (b * m + r) * kk;\n"
-"            float *orow = o + (b * m + r) * kk;\n"
-"            for (int64_t t0 = 0; t0 < nr; t0 += %d) {\n"
-"                int64_t tn = nr - t0 < %d ? nr - t0 : %d;\n"
-"                int64_t v0 = t0 - w > 0 ? t0 - w : 0;\n"
-"                int64_t v1 = t0 + tn + w < nr ? t0 + tn + w : nr;\n"
-"                int64_t len = v1 - v0;\n"
-"                if (len <= 0) {\n"
-"                    for (int64_t t = 0; t < tn; t++)\n"
-"                        memset(orow + (t0 + t) * d * kk, 0, sizeof(float) * (size_t)kk);\n"
-"                    continue;\n"
-"                }\n"
-"                /* the block's band as dense rows over the key rows v0 .. v1 */\n"
-"                memset(tmp, 0, sizeof(float) * (size_t)(tn * len));\n"
-"                for (int64_t t = 0; t < tn; t++) {\n"
-"                    const float *row = sr + (t0 + t) * d * band;\n"
-"                    for (int64_t j = 0; j < band; j++) {\n"
-"                        int64_t u = t0 + t + j - w;\n"
-"                        if (u >= v0 && u < v1)\n"
-"                            tmp[t * len + (u - v0)] = row[j];\n"
-"                    }\n"
-"                }\n"
-"                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)tn, (int)kk,\n"
-"                            (int)len, 1.0f, tmp, (int)len, vr + v0 * d * kk, (int)(d * kk),\n"
-"                            0.0f, orow + t0 * d * kk, (int)(d * kk));\n"
-"            }\n"
-"        }\n"
-"}\n"
-"\n", BAND_C_ROWS, BAND_C_ROWS, BAND_C_ROWS);
-    if (em->rnd_elems[0] || em->rnd_elems[1])
-        sb_puts(o,
+    if (emit_is_cuda(em) && (em->rnd_elems[0] || em->rnd_elems[1]))
+        write_round_support(em);
+    if (em->libs & LIB_CUBLAS)
+        emit_paste(em, "cublas.cu");
+    if (em->libs & LIB_CUDNN)
+        emit_paste(em, "cudnn.cu");
+    if (em->libs & LIB_CBLAS) {
+        sb_printf(&em->out, "#define EIN_BAND_ROWS %d  /* rows of a block of ein_g2bmm and "
+                  "ein_gbmm */\n\n", BAND_C_ROWS);
+        emit_paste(em, "cblas.c");
+    }
+    if (em->libs & LIB_DNNL)
+        emit_paste(em, "dnnl.c");
+    if (!emit_is_cuda(em) && (em->rnd_elems[0] || em->rnd_elems[1]))
+        sb_puts(&em->out,
 "/* A library operand rounded as a whole (ein_rnd) into a scratch buffer. */\n"
 "static const float *ein_round(float *dst, const float *src, int64_t n)\n"
 "{\n"
@@ -686,22 +253,45 @@ static void write_c_support(Emit *em)
 "\n");
 }
 
-void lib_write_support(Emit *em)
-{
-    if (em->libs & LIB_CUBLAS)
-        write_cublas_support(em);
-    if (em->libs & LIB_CUDNN)
-        write_cudnn_support(em);
-    if (em->libs & LIB_CBLAS)
-        write_c_support(em);
-}
-
 /* ---- create and destroy ------------------------------------------------------- */
 
 static const char *cudnn_type(ElemType e)
 {
     return e == ELEM_F16 ? "CUDNN_DATA_HALF" : e == ELEM_BF16 ? "CUDNN_DATA_BFLOAT16"
                                                               : "CUDNN_DATA_FLOAT";
+}
+
+/* The convolutions as runtime/cudnn.cu takes them: ein_convs[i] is built
+ * into ctx->conv[i]. */
+static void write_conv_table(Emit *em)
+{
+    const IrProgram *p = em->p;
+    Sb *o = &em->out;
+    sb_printf(o, "/* The convolutions cuDNN runs, ctx->conv[i] for ein_convs[i]: name,\n"
+                 "   transposed, data type, tensor cores, x, w, y, pad, stride, dilation\n"
+                 "   (runtime/cudnn_types.h). */\n"
+                 "static const ein_conv_spec ein_convs[%d] = {\n", em->nconv);
+    for (int i = 0; i < p->ntensors; i++) {
+        const IrTensor *t = p->tensors[i];
+        if (em->slot[i] < 0)
+            continue;
+        const OpMatch *m = &emit_op(em, t)->op;
+        bool tr = m->kind == OPK_CONV_TRANSPOSE2D;
+        /* the filter as cuDNN sees it: [K, C/groups, R, S] of the forward
+         * convolution (for a transposed one: K = c, C = f) */
+        int64_t wk = tr ? m->c : m->f, wc = tr ? m->f : m->c / m->groups;
+        bool tc = em->precision != PREC_FP32 || t->elem != ELEM_F32;
+        sb_printf(o, "    /* %s: %s */\n", t->name, op_kind_name(m->kind));
+        sb_printf(o, "    {\"%s\", %d, %s, %d,\n", t->name, tr, cudnn_type(t->elem), tc);
+        sb_printf(o, "     {%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "}, {%" PRId64
+                  ", %" PRId64 ", %" PRId64 ", %" PRId64 "}, {%" PRId64 ", %" PRId64 ", %"
+                  PRId64 ", %" PRId64 "},\n", m->cn, m->c, m->h, m->w, wk, wc, m->r, m->s,
+                  m->cn, m->f, out_h(t), out_w(t));
+        sb_printf(o, "     {%" PRId64 ", %" PRId64 "}, {%" PRId64 ", %" PRId64 "}, {%" PRId64
+                  ", %" PRId64 "}},\n", m->pad, m->pad_w, m->stride, m->stride, m->dilation,
+                  m->dilation);
+    }
+    sb_puts(o, "};\n\n");
 }
 
 /* One view of a dense row-major operand: dims, and strides in elements
@@ -716,22 +306,21 @@ static void write_dnnl_view(Emit *em, const char *name, int rank, const int64_t 
         st[d] = stride;
         stride *= stored[d];
     }
-    sb_printf(&em->out, "            sp.%s.rank = %d;\n", name, rank);
+    sb_printf(&em->out, "        sp.%s.rank = %d;\n", name, rank);
     for (int d = 0; d < rank; d++)
-        sb_printf(&em->out, "            sp.%s.dims[%d] = %" PRId64 ", sp.%s.strides[%d] = %"
+        sb_printf(&em->out, "        sp.%s.dims[%d] = %" PRId64 ", sp.%s.strides[%d] = %"
                   PRId64 ";\n", name, d, dims[d], name, d, st[perm ? perm[d] : d]);
 }
 
-/* M_create: the engine, one primitive per oneDNN operator (with its
- * reorders, made from the operands' views), the shared workspace. */
+/* In ein_lib_create: the engine, one primitive per oneDNN operator (with
+ * its reorders, made from the operands' views), the shared workspace. */
 static void write_dnnl_create(Emit *em)
 {
     const IrProgram *p = em->p;
     Sb *o = &em->out;
-    emit_tpl(em, "    {\n"
-                 "        char msg[256];\n"
-                 "        if (ein_dnnl_open(&ctx->dnnl, msg) != 0)\n"
-                 "            return ein_fail(ctx, $M_ELIB, \"%s\", msg);\n");
+    emit_api_text(em, "    char msg[256];\n"
+                      "    if (ein_dnnl_open(&ctx->dnnl, msg) != 0)\n"
+                      "        return ein_fail(ctx, MODEL_ELIB, \"%s\", msg);\n");
     for (int i = 0; i < p->ntensors; i++) {
         const IrTensor *t = p->tensors[i];
         if (t->kind != IT_STAGE || emit_op(em, t)->impl != IMPL_DNNL_CONV)
@@ -740,10 +329,10 @@ static void write_dnnl_create(Emit *em)
         const OpMatch *m = &op->op;
         bool tr = m->kind == OPK_CONV_TRANSPOSE2D;
         int64_t g = m->groups > 0 ? m->groups : 1, oh = out_h(t), ow = out_w(t);
-        sb_printf(o, "        {   /* %s: %s */\n"
-                  "            ein_dnnl_spec sp;\n"
-                  "            memset(&sp, 0, sizeof sp);\n"
-                  "            sp.kind = %s;\n", t->name, op_kind_name(m->kind),
+        sb_printf(o, "    {   /* %s: %s */\n"
+                  "        ein_dnnl_spec sp;\n"
+                  "        memset(&sp, 0, sizeof sp);\n"
+                  "        sp.kind = %s;\n", t->name, op_kind_name(m->kind),
                   tr ? "EIN_DNNL_DECONV" : "EIN_DNNL_CONV");
         int64_t src[4] = {m->cn, m->c, m->h, m->w}, dst[4] = {m->cn, m->f, oh, ow};
         write_dnnl_view(em, "src", 4, src, NULL);
@@ -767,104 +356,81 @@ static void write_dnnl_create(Emit *em)
                                                                       : m->pad_w;
         bool wconst = m->in[1]->kind == IT_WEIGHT ||
                       (m->in[1]->kind == IT_STAGE && emit_op(em, m->in[1])->at_load);
-        sb_printf(o, "            sp.stride[0] = sp.stride[1] = %" PRId64 ";\n"
-                  "            sp.dilate[0] = sp.dilate[1] = %" PRId64 ";\n"
-                  "            sp.pad_l[0] = %" PRId64 ", sp.pad_l[1] = %" PRId64 ";\n"
-                  "            sp.pad_r[0] = %" PRId64 ", sp.pad_r[1] = %" PRId64 ";\n"
-                  "            sp.wei_const = %d;\n",
+        sb_printf(o, "        sp.stride[0] = sp.stride[1] = %" PRId64 ";\n"
+                  "        sp.dilate[0] = sp.dilate[1] = %" PRId64 ";\n"
+                  "        sp.pad_l[0] = %" PRId64 ", sp.pad_l[1] = %" PRId64 ";\n"
+                  "        sp.pad_r[0] = %" PRId64 ", sp.pad_r[1] = %" PRId64 ";\n"
+                  "        sp.wei_const = %d;\n",
                   m->stride, m->dilation - 1, m->pad, m->pad_w, pr_h, pr_w,
                   wconst && em->precision == PREC_FP32);
-        sb_printf(o, "            if (ein_dnnl_create(&ctx->dnnl, &ctx->dnnl_op[%d], &sp, msg) "
-                  "!= 0)\n", em->slot[i]);
-        emit_tpl(em, "                return ein_fail(ctx, $M_ELIB, \"");
-        sb_printf(o, "%s: %%s\", msg);\n        }\n", t->name);
+        sb_printf(o, "        if (ein_dnnl_create(&ctx->dnnl, &ctx->dnnl_op[%d], &sp, msg) "
+                  "!= 0)\n"
+                  "            return ein_fail(ctx, %s_ELIB, \"%s: %%s\", msg);\n    }\n",
+                  em->slot[i], em->upper, t->name);
     }
-    emit_tpl(em, "        if (ein_dnnl_alloc(&ctx->dnnl, msg) != 0)\n"
-                 "            return ein_fail(ctx, $M_ENOMEM, \"%s\", msg);\n"
-                 "    }\n");
+    emit_api_text(em, "    if (ein_dnnl_alloc(&ctx->dnnl, msg) != 0)\n"
+                      "        return ein_fail(ctx, MODEL_ENOMEM, \"%s\", msg);\n");
 }
 
-void lib_write_create(Emit *em)
+void lib_write_create_destroy(Emit *em)
 {
-    const IrProgram *p = em->p;
     Sb *o = &em->out;
-    if (em->libs & LIB_CUBLAS)
+    unsigned libs = em->libs;
+    bool any = (libs & (LIB_CUBLAS | LIB_CUDNN | LIB_DNNL)) || em->col_elems ||
+               em->rnd_elems[0] || em->rnd_elems[1];
+    if (libs & LIB_CUDNN)
+        write_conv_table(em);
+    emit_api_text(em, "/* What the library calls need: made after the tensors' buffers, freed\n"
+                      "   before them. */\n"
+                      "static int ein_lib_create(model_ctx *ctx)\n{\n");
+    if (libs & LIB_CUDNN)
+        sb_puts(o, "    int rc;\n");
+    if (!any)
+        sb_puts(o, "    (void)ctx;\n");
+    if (libs & LIB_CUBLAS)
         sb_puts(o, "    EIN_BLAS(cublasCreate(&ctx->blas));\n");
-    if (em->libs & LIB_CUDNN) {
-        sb_puts(o, "    EIN_DNN(cudnnCreate(&ctx->dnn));\n    {\n"
-                   "        int64_t ws = 0;\n");
-        for (int i = 0; i < p->ntensors; i++) {
-            const IrTensor *t = p->tensors[i];
-            if (em->slot[i] < 0)
-                continue;
-            const OpMatch *m = &emit_op(em, t)->op;
-            bool tr = m->kind == OPK_CONV_TRANSPOSE2D;
-            /* the filter as cuDNN sees it: [K, C/groups, R, S] of the
-             * forward convolution (for a transposed one: K = c, C = f) */
-            int64_t wk = tr ? m->c : m->f, wc = tr ? m->f : m->c / m->groups;
-            bool tc = em->precision != PREC_FP32 || t->elem != ELEM_F32;
-            sb_printf(o, "        {   /* %s: %s */\n", t->name, op_kind_name(m->kind));
-            sb_printf(o, "            static const int64_t x[4] = {%" PRId64 ", %" PRId64
-                      ", %" PRId64 ", %" PRId64 "};\n", m->cn, m->c, m->h, m->w);
-            sb_printf(o, "            static const int64_t w[4] = {%" PRId64 ", %" PRId64
-                      ", %" PRId64 ", %" PRId64 "};\n", wk, wc, m->r, m->s);
-            sb_printf(o, "            static const int64_t y[4] = {%" PRId64 ", %" PRId64
-                      ", %" PRId64 ", %" PRId64 "};\n", m->cn, m->f,
-                      out_h(t), out_w(t));
-            sb_printf(o, "            static const int64_t pad[2] = {%" PRId64 ", %" PRId64
-                      "}, st[2] = {%" PRId64 ", %" PRId64 "}, dil[2] = {%" PRId64 ", %"
-                      PRId64 "};\n", m->pad, m->pad_w, m->stride, m->stride, m->dilation,
-                      m->dilation);
-            sb_printf(o, "            if (ein_conv_setup(ctx, &ctx->conv[%d], \"%s\", %d, "
-                      "%s, x, w, y, pad, st, dil, %d) != 0)\n"
-                      "                ein_conv_fall_back(ctx, &ctx->conv[%d]);\n"
-                      "            else if (ctx->conv[%d].ws_bytes > ws)\n"
-                      "                ws = ctx->conv[%d].ws_bytes;\n        }\n",
-                      em->slot[i], t->name, tr, cudnn_type(t->elem), tc, em->slot[i],
-                      em->slot[i], em->slot[i]);
-        }
-        sb_puts(o, "        if (ws > 0)\n"
-                   "            EIN_CUDA(cudaMalloc(&ctx->ws, (size_t)ws));\n    }\n");
-    }
-    if (em->libs & LIB_DNNL)
+    if (libs & LIB_CUDNN)
+        sb_printf(o, "    if ((rc = ein_dnn_create(ctx, ein_convs, %d)) != 0)\n"
+                  "        return rc;\n", em->nconv);
+    if (libs & LIB_DNNL)
         write_dnnl_create(em);
     if (em->col_elems)
         sb_printf(o, "    if (!(ctx->col = (float *)malloc(sizeof(float) * %" PRId64 ")))\n"
                   "        return ein_fail(ctx, %s_ENOMEM, \"out of memory for the im2col "
                   "buffer\");\n", em->col_elems, em->upper);
     for (int j = 0; j < 2; j++)
-        if (em->rnd_elems[j])
+        if (em->rnd_elems[j] && emit_is_cuda(em))
+            sb_printf(o, "    EIN_CUDA(cudaMalloc((void **)&ctx->rnd%d, sizeof(float) * %" PRId64
+                      "));\n", j, em->rnd_elems[j]);
+        else if (em->rnd_elems[j])
             sb_printf(o, "    if (!(ctx->rnd%d = (float *)malloc(sizeof(float) * %" PRId64 ")))\n"
                       "        return ein_fail(ctx, %s_ENOMEM, \"out of memory for the "
                       "rounded operands\");\n", j, em->rnd_elems[j], em->upper);
-}
-
-void lib_write_destroy(Emit *em)
-{
-    Sb *o = &em->out;
-    if (em->libs & LIB_CUBLAS)
-        sb_puts(o, "    if (ctx->blas && cublasDestroy(ctx->blas) != CUBLAS_STATUS_SUCCESS)\n"
-                   "        rc = ");
-    if (em->libs & LIB_CUBLAS)
-        emit_tpl(em, "$M_ECUDA;\n");
-    if (em->libs & LIB_CUDNN) {
-        sb_printf(o, "    for (int i = 0; i < %d; i++)\n"
-                  "        ein_conv_drop(&ctx->conv[i]);\n"
-                  "    if (ctx->dnn && cudnnDestroy(ctx->dnn) != CUDNN_STATUS_SUCCESS)\n",
-                  em->nconv);
-        emit_tpl(em, "        rc = $M_ECUDA;\n"
-                     "    if (ctx->ws && cudaFree(ctx->ws) != cudaSuccess)\n"
-                     "        rc = $M_ECUDA;\n");
-    }
-    if (em->libs & LIB_DNNL)
+    emit_api_text(em, "    return MODEL_OK;\n}\n\n"
+                      "/* The context is gone by then: a failure has no message. */\n"
+                      "static int ein_lib_destroy(model_ctx *ctx)\n{\n"
+                      "    int rc = MODEL_OK;\n");
+    if (!any)
+        sb_puts(o, "    (void)ctx;\n");
+    if (libs & LIB_CUBLAS)
+        emit_api_text(em, "    if (ctx->blas && cublasDestroy(ctx->blas) != CUBLAS_STATUS_SUCCESS)\n"
+                          "        rc = MODEL_ECUDA;\n");
+    if (libs & LIB_CUDNN)
+        sb_printf(o, "    if (ein_dnn_destroy(ctx, %d) != 0)\n        rc = %s_ECUDA;\n",
+                  em->nconv, em->upper);
+    if (libs & LIB_DNNL)
         sb_printf(o, "    for (int i = 0; i < %d; i++)\n"
                   "        ein_dnnl_free(&ctx->dnnl_op[i]);\n"
                   "    ein_dnnl_close(&ctx->dnnl);\n", em->ndnnl);
     if (em->col_elems)
         sb_puts(o, "    free(ctx->col);\n");
     for (int j = 0; j < 2; j++)
-        if (em->rnd_elems[j])
+        if (em->rnd_elems[j] && emit_is_cuda(em))
+            sb_printf(o, "    if (ctx->rnd%d && cudaFree(ctx->rnd%d) != cudaSuccess)\n"
+                      "        rc = %s_ECUDA;\n", j, j, em->upper);
+        else if (em->rnd_elems[j])
             sb_printf(o, "    free(ctx->rnd%d);\n", j);
+    sb_puts(o, "    return rc;\n}\n\n");
 }
 
 /* ---- the calls ------------------------------------------------------------------ */
@@ -874,16 +440,32 @@ static const char *cuda_type(ElemType e)
     return e == ELEM_F16 ? "CUDA_R_16F" : e == ELEM_BF16 ? "CUDA_R_16BF" : "CUDA_R_32F";
 }
 
+/* fp32: _PEDANTIC, so that no math mode or environment (cuBLAS's TF32
+ * math mode, CUBLAS_EMULATE_SINGLE_PRECISION's BF16x9 emulation) changes
+ * the arithmetic.  Below fp32 the operands come rounded (lib_rounds), exact
+ * in TF32: FAST_TF32 computes them exactly, as the C target does.  16-bit
+ * operands: tensor cores, f32 sums (their products are exact). */
 static const char *cublas_compute(const Emit *em, ElemType e)
 {
     if (e != ELEM_F32)
-        return "CUBLAS_COMPUTE_32F";    /* 16-bit operands: tensor cores, f32 sums */
-    switch (em->precision) {
-    case PREC_TF32: return "CUBLAS_COMPUTE_32F_FAST_TF32";
-    case PREC_FP16: return "CUBLAS_COMPUTE_32F_FAST_16F";
-    case PREC_BF16: return "CUBLAS_COMPUTE_32F_FAST_16BF";
-    default: return "CUBLAS_COMPUTE_32F";
-    }
+        return "CUBLAS_COMPUTE_32F";
+    return em->precision == PREC_FP32 ? "CUBLAS_COMPUTE_32F_PEDANTIC"
+                                           : "CUBLAS_COMPUTE_32F_FAST_TF32";
+}
+
+/* CUDA: operand j of stage t's call rounded into ctx->rndJ on the stream;
+ * the operand is then that buffer. */
+static void write_round(Emit *em, const OpMatch *m, int j, const char *in)
+{
+    sb_printf(&em->out, "%sif ((rc = ein_round(ctx, ctx->rnd%d, (const float *)p[%d], %" PRId64
+              ", stream)) != 0)\n%s    return rc;\n", in, j, m->in[j]->id,
+              (int64_t)ir_tensor_numel(m->in[j]), in);
+}
+
+static const char *cuda_operand(Emit *em, const IrTensor *t, const OpMatch *m, int j)
+{
+    return lib_rounds(em, t) ? arena_printf(em->arena, "ctx->rnd%d", j)
+                             : arena_printf(em->arena, "p[%d]", m->in[j]->id);
 }
 
 /* Operand j of a C library call: the buffer, or its rounded copy. */
@@ -924,14 +506,18 @@ static void write_gemm(Emit *em, const IrTensor *t, const OpMatch *m, const char
     int64_t d1 = nm ? m->m : m->n, d2 = nm ? m->n : m->m;
     int64_t off[2] = {m->off_a, m->off_b}, ld[2] = {m->lda, m->ldb};
     int64_t st[2] = {m->stride_a, m->stride_b};
+    if (lib_rounds(em, t)) {
+        write_round(em, m, 0, in);
+        write_round(em, m, 1, in);
+    }
     sb_printf(o, "%sEIN_BLAS(cublasSetStream(ctx->blas, stream));\n", in);
     sb_printf(o, "%sEIN_BLAS(cublasGemm%sEx(ctx->blas, %s, %s, %" PRId64 ", %" PRId64 ", %"
               PRId64 ", &ein_one,\n", in, batch > 1 ? "StridedBatched" : "", op1, op2, d1,
               d2, m->k);
     for (int q = 0; q < 2; q++) {
         int j = q == 0 ? first : 1 - first;
-        sb_printf(o, "%s    (const char *)p[%d] + %" PRId64 ", %s, %" PRId64, in,
-                  m->in[j]->id, off[j] * (int64_t)es, ty, ld[j]);
+        sb_printf(o, "%s    (const char *)%s + %" PRId64 ", %s, %" PRId64, in,
+                  cuda_operand(em, t, m, j), off[j] * (int64_t)es, ty, ld[j]);
         if (batch > 1)
             sb_printf(o, ", %" PRId64, st[j]);
         sb_puts(o, ",\n");
@@ -947,13 +533,21 @@ static void write_conv(Emit *em, const IrTensor *t, const OpMatch *m, const char
     Sb *o = &em->out;
     if (emit_is_cuda(em)) {
         const Kernel *k = &em->kernels[em->kernel_of[t->id]];
-        sb_printf(o, "%sif (!ctx->conv[%d].plan) {     /* cuDNN had no plan for it */\n",
-                  in, em->slot[t->id]);
+        /* its generated kernel where cuDNN had no plan, or where a pointer
+         * is below the 16-byte alignment its tensors declare (a caller's
+         * buffer: device pointers of any alignment may be passed to run) */
+        sb_printf(o, "%sif (!ctx->conv[%d].plan || ((uintptr_t)%s | (uintptr_t)%s | "
+                  "(uintptr_t)p[%d]) %% 16 != 0) {\n", in, em->slot[t->id],
+                  cuda_operand(em, t, m, 0), cuda_operand(em, t, m, 1), t->id);
         cuda_write_launch(em, k, arena_printf(em->arena, "%s    ", in));
         sb_printf(o, "%s    return 0;\n%s}\n", in, in);
-        sb_printf(o, "%sif ((rc = ein_conv_run(ctx, &ctx->conv[%d], p[%d], p[%d], p[%d], "
-                  "stream)) != 0)\n%s    return rc;\n", in, em->slot[t->id], m->in[0]->id,
-                  m->in[1]->id, t->id, in);
+        if (lib_rounds(em, t)) {
+            write_round(em, m, 0, in);
+            write_round(em, m, 1, in);
+        }
+        sb_printf(o, "%sif ((rc = ein_conv_run(ctx, &ctx->conv[%d], %s, %s, p[%d], "
+                  "stream)) != 0)\n%s    return rc;\n", in, em->slot[t->id],
+                  cuda_operand(em, t, m, 0), cuda_operand(em, t, m, 1), t->id, in);
         return;
     }
     if (m->kind == OPK_CONV2D)
@@ -975,14 +569,11 @@ static void write_conv(Emit *em, const IrTensor *t, const OpMatch *m, const char
 /* A oneDNN operator's run: the operands' buffers into its primitive. */
 static void write_dnnl_call(Emit *em, const IrTensor *t, const OpMatch *m, const char *in)
 {
-    Sb *o = &em->out;
-    sb_printf(o, "%s{\n%s    char msg[256];\n"
+    sb_printf(&em->out, "%s{\n%s    char msg[256];\n"
               "%s    if (ein_dnnl_run(&ctx->dnnl, &ctx->dnnl_op[%d], %s, %s, NULL, p[%d], NULL, "
-              "msg) != 0)\n", in, in, in, em->slot[t->id], c_operand(em, m, 0),
-              c_operand(em, m, 1), t->id);
-    sb_printf(o, "%s        return ein_fail(ctx, ", in);
-    emit_tpl(em, "$M_ELIB");
-    sb_printf(o, ", \"%s: %%s\", msg);\n%s}\n", t->name, in);
+              "msg) != 0)\n%s        return ein_fail(ctx, %s_ELIB, \"%s: %%s\", msg);\n%s}\n",
+              in, in, in, em->slot[t->id], c_operand(em, m, 0), c_operand(em, m, 1), t->id,
+              in, em->upper, t->name, in);
 }
 
 void lib_write_call(Emit *em, const IrTensor *t, const char *indent)
@@ -1025,6 +616,23 @@ void lib_write_call(Emit *em, const IrTensor *t, const char *indent)
  * kernels. */
 void lib_write_kernels(Emit *em)
 {
+    if (!emit_is_cuda(em))
+        return;
+    if (em->rnd_elems[0] || em->rnd_elems[1])
+        sb_puts(&em->out,
+"/* --precision below fp32: a library call's f32 operand rounded as a whole\n"
+"   (ein_rnd) into a scratch buffer, as the C target rounds it. */\n"
+"static __global__ void __launch_bounds__(256)\n"
+"ein_round_k(const float *__restrict__ src, float *__restrict__ dst, int64_t n)\n"
+"{\n"
+"    const int64_t stride = (int64_t)gridDim.x * blockDim.x;\n"
+"    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)\n"
+"        dst[i] = ein_rnd(src[i]);\n"
+"}\n"
+"\n");
+    if (!(em->libs & LIB_BAND))
+        return;
+    band_write_support(em);
     for (int i = 0; i < em->p->ntensors; i++) {
         const IrTensor *t = em->p->tensors[i];
         if (t->kind == IT_STAGE && emit_op(em, t)->impl == IMPL_CUDA_BAND)

@@ -22,6 +22,11 @@ tests_emit_test_emit_LDADD = emit/libemit.a derive/libderive.a \
 TESTS += tests/emit/examples.test tests/emit/nvcc.test tests/emit/vendor.test
 EXTRA_DIST += tests/emit/examples.test tests/emit/nvcc.test tests/emit/vendor.test
 
+# No function body of more than 20 lines in emit/'s string literals: the
+# code every program carries is in runtime/.
+TESTS += tests/emit/literals.test
+EXTRA_DIST += tests/emit/literals.test tests/emit/literals.py
+
 # Every macro of the headers the output includes, as a tensor name: the
 # output still builds (C; CUDA where $NVCC is set).
 TESTS += tests/emit/reserved.test
@@ -36,3 +41,10 @@ TESTS += tests/emit/test_kern
 tests_emit_test_kern_SOURCES = tests/emit/test_kern.c
 tests_emit_test_kern_LDADD = emit/libemit.a derive/libderive.a sema/libsema.a \
 	parser/libparser.a runtime/libruntime_embed.a lang/liblang.a $(LIBS)
+
+# Every example and f32 program of tests/num as CUDA, run on the host:
+# the .cu built as C++ against NVIDIA's headers and the mocks of
+# tests/hostcuda (CUDA runtime, cuBLAS, cuDNN backend API), against the C
+# target (tests/hostcuda/README.md; skipped without the headers).
+TESTS += tests/emit/hostcuda.test
+EXTRA_DIST += tests/emit/hostcuda.test tests/hostcuda

@@ -1,9 +1,11 @@
 /* embed.h - the runtime sources, embedded into einc at build time so that
  * each generated program can carry them (see runtime/README.md).
- * runtime_pieces lists them in the order to paste them in: rt.h, st.h,
- * harness.h, st.c, harness.c.  Their texts are ready to paste: lines
- * marked EMBED-SKIP (the includes between pieces) are already removed.
- * The output must #define EINC_RT_STATIC before the first piece. */
+ * runtime_pieces lists first the core, in the order to paste it in: rt.h,
+ * st.h, harness.h, st.c, harness.c; then the support pieces (api.c,
+ * cudnn.cu, ...), which emit/ pastes where a program needs them.  Their
+ * texts are ready to paste: lines marked EMBED-SKIP (the includes between
+ * pieces, and of the stand-in model.h) are already removed.  The output
+ * must #define EINC_RT_STATIC before the first piece. */
 #ifndef EINC_RUNTIME_EMBED_H
 #define EINC_RUNTIME_EMBED_H
 

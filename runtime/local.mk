@@ -2,11 +2,29 @@
 # tests.  einc does not link the runtime: it embeds its text, generated at
 # build time into runtime/runtime_embed.c by runtime/embed (see README.md).
 
-# The pieces in the order they are pasted into an output; the oneDNN
-# pieces (C only) go only into C files that call oneDNN (einc --dnnl).
+# The pieces in the order they are pasted into an output.
 RUNTIME_PIECES = runtime/rt.h runtime/st.h runtime/harness.h \
 	runtime/st.c runtime/harness.c
+# The support pieces: the API, library calls, --main and the tuner, pasted
+# by emit/ where a program needs them (README.md, "Support pieces"); C
+# ones, CUDA ones, and ones for both targets.  model.h is the stand-in
+# for what a generated file defines before them, for compiling each on
+# its own (tests/runtime/support.test); it is not embedded.
+RUNTIME_SUPPORT_C = runtime/api_host.c runtime/cblas.c runtime/main_host.c
+RUNTIME_SUPPORT_CUDA = runtime/cudnn_types.h runtime/api_cuda.cu \
+	runtime/cublas.cu runtime/cudnn.cu runtime/band.cu runtime/main_cuda.cu \
+	runtime/tuner.cu
+RUNTIME_SUPPORT_BOTH = runtime/api_base.c runtime/api.c runtime/main.c
+RUNTIME_SUPPORT = $(RUNTIME_SUPPORT_C) $(RUNTIME_SUPPORT_CUDA) \
+	$(RUNTIME_SUPPORT_BOTH)
+# The oneDNN operators (C, pasted where a C file calls oneDNN: einc
+# --dnnl); embedded, but compiled on their own only by test_dnnl (below),
+# where configure found oneDNN, not by support.test.
 DNNL_PIECES = runtime/dnnl_types.h runtime/dnnl.c
+AM_TESTS_ENVIRONMENT += RUNTIME_SUPPORT_C='$(RUNTIME_SUPPORT_C)'; \
+	RUNTIME_SUPPORT_CUDA='$(RUNTIME_SUPPORT_CUDA)'; \
+	RUNTIME_SUPPORT_BOTH='$(RUNTIME_SUPPORT_BOTH)'; \
+	export RUNTIME_SUPPORT_C RUNTIME_SUPPORT_CUDA RUNTIME_SUPPORT_BOTH;
 
 noinst_PROGRAMS += runtime/embed
 runtime_embed_SOURCES = runtime/embed.c
@@ -16,15 +34,13 @@ runtime_libruntime_embed_a_SOURCES = runtime/embed.h
 nodist_runtime_libruntime_embed_a_SOURCES = runtime/runtime_embed.c
 BUILT_SOURCES += runtime/runtime_embed.c
 CLEANFILES += runtime/runtime_embed.c runtime/runtime_embed.c-t
-EXTRA_DIST += $(RUNTIME_PIECES) $(DNNL_PIECES)
+EXTRA_DIST += $(RUNTIME_PIECES) $(RUNTIME_SUPPORT) $(DNNL_PIECES) runtime/model.h
 
-runtime/runtime_embed.c: runtime/embed$(EXEEXT) $(RUNTIME_PIECES) $(DNNL_PIECES) \
-	$(srcdir)/runtime/local.mk
+runtime/runtime_embed.c: runtime/embed$(EXEEXT) $(RUNTIME_PIECES) $(RUNTIME_SUPPORT) \
+	$(DNNL_PIECES) $(srcdir)/runtime/local.mk
 	$(AM_V_GEN)$(MKDIR_P) runtime && \
-	runtime/embed$(EXEEXT) $@-t $(srcdir)/runtime/rt.h \
-	  $(srcdir)/runtime/st.h $(srcdir)/runtime/harness.h \
-	  $(srcdir)/runtime/st.c $(srcdir)/runtime/harness.c \
-	  $(srcdir)/runtime/dnnl_types.h $(srcdir)/runtime/dnnl.c && \
+	runtime/embed$(EXEEXT) $@-t \
+	  `for f in $(RUNTIME_PIECES) $(RUNTIME_SUPPORT) $(DNNL_PIECES); do echo $(srcdir)/$$f; done` && \
 	mv -f $@-t $@
 
 # The safetensors code as an ordinary library, for einc's own use (the
@@ -48,9 +64,11 @@ tests_runtime_st_replay_CPPFLAGS = $(AM_CPPFLAGS) -DST_FUZZ_REPLAY
 
 TESTS += tests/runtime/test_st tests/runtime/test_harness \
 	tests/runtime/python.test tests/runtime/args.test \
-	tests/runtime/paste.test tests/runtime/corpus.test
+	tests/runtime/paste.test tests/runtime/corpus.test \
+	tests/runtime/support.test
 EXTRA_DIST += tests/runtime/python.test tests/runtime/args.test \
 	tests/runtime/paste.test tests/runtime/corpus.test \
+	tests/runtime/support.test \
 	tests/runtime/st.py tests/runtime/paste_main.c \
 	tests/runtime/fuzz-st.sh tests/fuzz/corpus-st
 CLEANFILES += tests/runtime/test_st.tmp tests/runtime/test_harness.tmp \

@@ -1,12 +1,13 @@
 /* test_kern.c - the CUDA kernels run on the CPU.  There is no GPU here, so
  * the kernels einc writes for CUDA (the tiled band kernels of band.c and
  * the thread, warp and block layouts of cuda.c) are compiled as C++ with a
- * small emulation of the CUDA execution model: every block runs as 256
- * POSIX threads, __shared__ arrays are shared between them, __syncthreads
- * is a barrier of the block and __shfl_down_sync an exchange through a
- * barrier of the warp.  A kernel that reaches a barrier from only part of
- * a block or warp hangs here (the run has a time limit), as it would be
- * undefined on a GPU.  Every tensor a stage computes is compared with the
+ * small emulation of the CUDA execution model (tests/hostcuda/emu.h):
+ * every thread of a block is a fiber, __shared__ arrays are shared between
+ * them, __syncthreads is a barrier of the block and __shfl_down_sync an
+ * exchange through a barrier of the warp (a mask that is not the whole
+ * warp is an error).  A kernel that reaches a barrier from only part of a
+ * block or warp stops with a message saying so, where on a GPU it would
+ * hang or be undefined.  Every tensor a stage computes is compared with the
  * IR interpreter (derive/ir/interp.c, double precision) on seeded inputs.
  *
  * Programs: a few band programs written here (dilations, batches of
@@ -38,6 +39,7 @@
 
 static int failures, passed, skipped, nband, nwarp, nblock;
 static char workdir[256];
+static char emu_dir[1024];          /* tests/hostcuda: emu.h */
 static const char *nvcc;
 
 #define CHECK(cond, ...)                                                    \
@@ -151,70 +153,28 @@ static float uniform(void)
     return (float)((double)(rng >> 11) / (double)(1ULL << 53) * 2 - 1);
 }
 
-/* The emulation of the CUDA execution model (C++11, POSIX threads). */
+/* The emulation of the CUDA execution model: tests/hostcuda/emu.h (blocks
+ * of threads as fibers, barriers, shuffles), shared with the host build of
+ * whole .cu files; here each launch runs at once. */
 static const char shim[] =
-"#include <pthread.h>\n"
 "#include <stdint.h>\n"
 "#include <stdio.h>\n"
 "#include <stdlib.h>\n"
-"#include <string.h>\n"
 "#include <cmath>\n"
-"#include <thread>\n"
-"#include <vector>\n"
+"#include \"emu.h\"\n"
 "using std::isnan;\n"
-"struct ein_dim3 { unsigned x, y, z; };\n"
-"static thread_local ein_dim3 threadIdx, blockIdx;\n"
-"static ein_dim3 blockDim, gridDim;\n"
-"static pthread_barrier_t ein_block_bar, ein_warp_bar[32];\n"
-"static uint64_t ein_xchg[32][32];\n"
-"#define __global__\n"
-"#define __device__\n"
-"#define __forceinline__ inline\n"
-"#define __shared__ static\n"
-"#define __launch_bounds__(n)\n"
-"#define __restrict__ __restrict\n"
-"static void __syncthreads(void) { pthread_barrier_wait(&ein_block_bar); }\n"
-"template <class T> static T __shfl_down_sync(unsigned mask, T v, unsigned off)\n"
-"{\n"
-"    (void)mask;\n"
-"    unsigned w = threadIdx.x / 32, l = threadIdx.x % 32;\n"
-"    memcpy(&ein_xchg[w][l], &v, sizeof v);\n"
-"    pthread_barrier_wait(&ein_warp_bar[w]);\n"
-"    T r = v;\n"
-"    if (l + off < 32)\n"
-"        memcpy(&r, &ein_xchg[w][l + off], sizeof r);\n"
-"    pthread_barrier_wait(&ein_warp_bar[w]);\n"
-"    return r;\n"
-"}\n"
 "template <class... P, class... A>\n"
-"static void ein_emu(void (*kern)(P...), long grid, int block, int smem, int stream, A... args)\n"
+"static void ein_emu(void (*kern)(P...), const char *name, long grid, int block, int smem,\n"
+"                    int stream, A... args)\n"
 "{\n"
 "    (void)smem; (void)stream;\n"
 "    if (block % 32 || block > 1024 || grid < 1) { fprintf(stderr, \"bad launch\\n\"); exit(3); }\n"
-"    gridDim = {(unsigned)grid, 1, 1};\n"
-"    blockDim = {(unsigned)block, 1, 1};\n"
-"    pthread_barrier_init(&ein_block_bar, 0, (unsigned)block);\n"
-"    for (int w = 0; w < block / 32; w++)\n"
-"        pthread_barrier_init(&ein_warp_bar[w], 0, 32);\n"
-"    std::vector<std::thread> th;\n"
-"    for (int t = 0; t < block; t++)\n"
-"        th.emplace_back([=]() {\n"
-"            threadIdx = {(unsigned)t, 0, 0};\n"
-"            for (long b = 0; b < grid; b++) {\n"
-"                blockIdx = {(unsigned)b, 0, 0};\n"
-"                kern(args...);\n"
-"                pthread_barrier_wait(&ein_block_bar);\n"
-"            }\n"
-"        });\n"
-"    for (auto &x : th)\n"
-"        x.join();\n"
-"    pthread_barrier_destroy(&ein_block_bar);\n"
-"    for (int w = 0; w < block / 32; w++)\n"
-"        pthread_barrier_destroy(&ein_warp_bar[w]);\n"
+"    hc_emu::launch(kern, name, hc_emu::Dim{(unsigned)grid, 1, 1},\n"
+"                   hc_emu::Dim{(unsigned)block, 1, 1}, args...);\n"
 "}\n"
 "static int ein_launched(void *ctx, const char *name) { (void)ctx; (void)name; return 0; }\n";
 
-/* "    NAME<<<G, B, 0, stream>>>(ARGS);" -> "    ein_emu(NAME, G, B, 0, stream, ARGS);" */
+/* "    NAME<<<G, B, 0, stream>>>(ARGS);" -> "    ein_emu(NAME, "NAME", G, B, 0, stream, ARGS);" */
 static void emu_launches(Sb *o, const char *text)
 {
     while (*text) {
@@ -224,8 +184,9 @@ static void emu_launches(Sb *o, const char *text)
         char *a = strstr(l, "<<<"), *b = strstr(l, ">>>(");
         if (a && b) {
             size_t ind = strspn(l, " ");
-            sb_printf(o, "%.*sein_emu(%.*s, %.*s, %s\n", (int)ind, l, (int)(a - l - ind),
-                      l + ind, (int)(b - a - 3), a + 3, b + 4);
+            sb_printf(o, "%.*sein_emu(%.*s, \"%.*s\", %.*s, %s\n", (int)ind, l,
+                      (int)(a - l - ind), l + ind, (int)(a - l - ind), l + ind,
+                      (int)(b - a - 3), a + 3, b + 4);
         } else {
             sb_printf(o, "%s\n", l);
         }
@@ -269,13 +230,18 @@ static void run_program(const char *name, const IrProgram *p, bool with_nvcc)
     bool *band = arena_alloc(em.arena, sizeof *band * (size_t)(p->ntensors + 1));
     int bands = 0;
     for (int i = 0; i < em.nkernels; i++) {
-        const Kernel *k = &em.kernels[i];
-        const IrTensor *t = k->out;
+        const IrTensor *t = em.kernels[i].out;
         op[t->id] = &pl->ops[t->id].op;
         band[t->id] = pl->ops[t->id].impl == IMPL_CUDA_BAND;
+        bands += band[t->id];
+    }
+    if (bands > 0)
+        band_write_support(&em);        /* runtime/band.cu, as emit.c writes it */
+    for (int i = 0; i < em.nkernels; i++) {
+        const Kernel *k = &em.kernels[i];
+        const IrTensor *t = k->out;
         if (band[t->id]) {
             band_write_kernel(&em, t, op[t->id]);
-            bands++;
         } else {
             cuda_write_kernel(&em, k);
         }
@@ -350,9 +316,9 @@ static void run_program(const char *name, const IrProgram *p, bool with_nvcc)
     }
 
     snprintf(cmd, sizeof cmd,
-             "cd %s && g++ -std=c++14 -O1 -pthread -w %s.cpp -o %s.emu > %s.log 2>&1 && "
-             "timeout 300 ./%s.emu %s.in %s.out >> %s.log 2>&1", workdir, name, name, name,
-             name, name, name, name);
+             "cd %s && g++ -std=c++17 -O1 -w -I'%s' %s.cpp -o %s.emu > %s.log 2>&1 && "
+             "timeout 300 ./%s.emu %s.in %s.out >> %s.log 2>&1", workdir, emu_dir, name, name,
+             name, name, name, name, name);
     int rc = big ? 0 : run(cmd);
     CHECK(rc == 0, "%s: the emulation failed (%d), see %s/%s.log", name, rc, workdir, name);
     bool ok = rc == 0;
@@ -505,6 +471,10 @@ int main(int argc, char **argv)
         printf("no g++: skipped\n");
         return 77;
     }
+    /* absolute: the compiler runs in the work folder */
+    char *abs_src = realpath(srcdir ? srcdir : ".", NULL);
+    snprintf(emu_dir, sizeof emu_dir, "%s/tests/hostcuda", abs_src ? abs_src : ".");
+    free(abs_src);
     snprintf(workdir, sizeof workdir, "/tmp/test_kern.XXXXXX");
     if (!mkdtemp(workdir))
         return 99;

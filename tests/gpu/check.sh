@@ -33,6 +33,13 @@
 # script without a GPU, see README.md), TUNE_OUT (folder for the tuning
 # databases, default BUNDLE/tune), TUNE=0 to skip the tuners.
 #
+# Each program runs a second time, which must give the same bits (einc
+# keeps no nondeterministic cuDNN engine), and every run has
+# CUBLAS_EMULATE_SINGLE_PRECISION=1, which fp32 GEMMs must resist
+# (CUBLAS_COMPUTE_32F_PEDANTIC; it matters on GPUs with BF16x9 emulation).
+# The precision variants NAME.PRECISION are compared with their C target at
+# the same precision.  Then the C API's checks NAME_api (NAME_api.cu with
+# its driver NAME_api.cpp: streams, align), what emit/README.md promises.
 # Tuning: for each model the bundle holds NAME.tune.cu (einc --emit=tuner),
 # which is built with the programs and run after them; it times every
 # operator of every candidate plan and writes TUNE_OUT/NAME.db, the file
@@ -74,6 +81,7 @@ if [ -z "${NVCC_ARCH:-}" ]; then
     cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
     [ -n "$cap" ] && NVCC_ARCH=sm_$cap
 fi
+export CUBLAS_EMULATE_SINGLE_PRECISION=1
 host_cc=${CC:-cc}
 command -v "$host_cc" >/dev/null 2>&1 || host_cc=gcc
 
@@ -113,6 +121,24 @@ for n in $(cd "$bundle" && for m in $names $tuners; do echo "$(wc -c 2>/dev/null
     while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n 2>/dev/null || sleep 0.2; done
 done
 wait
+# the C API's checks (tests/hostcuda/NAME.cpp on NAME.ein: streams, align)
+api_report= api_fail=0
+for d in "$bundle"/*_api.cpp; do
+    [ -f "$d" ] || continue
+    a=$(basename "$d" .cpp)
+    cp "$bundle/$a.cu" . &&
+    "$NVCC" -O2 ${NVCC_ARCH:+-arch=$NVCC_ARCH} -x cu -I. "-DMODEL_CU=\"$a.cu\"" "$d" -o "$a" \
+        $(sed -n 's/^ \* Linking its object file takes \(.*\)\.$/\1/p' "$a.cu") \
+        >"$a.build.log" 2>&1 &&
+    line=$(timeout "$RUN_TIMEOUT" "./$a" 2>"$a.err" | tail -1) || line=
+    case $line in
+    *" 0 failed") ;;
+    *) api_fail=$((api_fail + 1))
+       line="FAIL ${line:-$(tail -3 "$a.build.log" "$a.err" 2>/dev/null | tr '\n' ' ')}" ;;
+    esac
+    api_report="$api_report
+  $a: $line"
+done
 t_built=$(date +%s)
 
 have_torch=0
@@ -152,16 +178,23 @@ for n in $names; do
             status="FAIL: run (exit $run_rc$([ $run_rc = 124 ] && echo ", timed out"))"
             tail -20 "$n.run.log" >"$n.detail"
         else
+            # the same bits again
+            timeout "$RUN_TIMEOUT" "./$n" --inputs "$n.in.st" --weights "$n.wt.st" --outputs "$n.gpu2.st" >>"$n.run.log" 2>&1 &&
+                cmp -s "$n.gpu.st" "$n.gpu2.st" || {
+                status="FAIL: a second run gives other bits"
+                echo "two runs of $n on the same inputs differ" >"$n.detail"
+            }
+            rm -f "$n.gpu2.st"
             if [ -f "$bundle/$n.ref.safetensors" ]; then
                 ./stcmp "$bundle/$n.ref.safetensors" "$n.gpu.st" "$TOL" >"$n.cmp.log" 2>&1
                 rc=$?
                 err=$(awk '$1 == "max" { print $2 }' "$n.cmp.log")
                 [ -n "$err" ] || err=-
                 if [ $rc -eq 1 ]; then
-                    status="FAIL: rel err >= $TOL"
+                    case $status in FAIL*) ;; *) status="FAIL: rel err >= $TOL" ;; esac
                     tail -20 "$n.cmp.log" >"$n.detail"
                 elif [ $rc -ne 0 ]; then
-                    status="FAIL: compare"
+                    case $status in FAIL*) ;; *) status="FAIL: compare" ;; esac
                     tail -20 "$n.cmp.log" >"$n.detail"
                 fi
             else
@@ -304,6 +337,9 @@ if [ -n "$torch_names" ]; then
             "$ms" "$e" "$c" "$(ratio "$e" "${ms%% *}")" "$(ratio "$c" "${ms%% *}")" "$terr" "$cs"
     done
 fi
+echo
+echo "C API checks:${api_report:- none in the bundle}"
+nfail=$((nfail + api_fail))
 echo
 echo "$nok ok, $nfail failed; build $((t_built - t_start)) s, einc runs $((t_ran - t_built)) s, PyTorch $((t_end - t_ran)) s, total $((t_end - t_start)) s"
 [ "$nfail" -eq 0 ]

@@ -3,7 +3,7 @@
 # machine with an NVIDIA GPU (which need have neither einc nor re2c, Bison
 # or PyTorch).  Run it here, where einc is built:
 #
-#   tests/gpu/prepare.sh [-o DIR] [-j JOBS] [-B BATCH] [NAME...]
+#   tests/gpu/prepare.sh [-o DIR] [-j JOBS] [-B BATCH] [-P PRECISION] [NAME...]
 #
 # For each example NAME (default: every examples/*.ein with an `output`),
 # with the -D options of tests/gpu/sizes.txt:
@@ -21,6 +21,14 @@
 # and NAME_bBATCH.model (the model's name), but no C run and no .ref
 # (the C target at batch 16 would take minutes): check.sh times it and
 # compares its outputs with PyTorch's.
+# For the examples of PREC_NAMES (conv_relu matmul resblock fsrcnn: cuDNN
+# and cuBLAS calls) a precision variant NAME.PRECISION (-P, default bf16;
+# -P none: none) compiled with --precision=PRECISION, with its C target's
+# outputs at that precision as the reference: the two targets round the
+# operands of their library calls alike, so they must agree as closely.
+# And the C API's checks: for each driver tests/hostcuda/NAME.cpp with a
+# NAME.ein (streams, align), NAME_api.cu (einc, no --main) and
+# NAME_api.cpp.
 # Then DIR/MANIFEST, check.sh, stgen.c, stcmp.c, torchbench.py, stio.py and
 # the PyTorch models.  DIR defaults to gpu-bundle/ in the source tree (git
 # ignores it).  Environment: EINC, top_srcdir, CC, PYTHON (/usr/bin/python3).
@@ -34,14 +42,17 @@ gpu=$top_srcdir/tests/gpu
 out=$top_srcdir/gpu-bundle
 jobs=2
 batch=16
+prec=bf16
+PREC_NAMES=${PREC_NAMES:-conv_relu matmul resblock fsrcnn}
 one=
 while [ $# -gt 0 ]; do
     case $1 in
     -o) out=$2; shift 2 ;;
     -j) jobs=$2; shift 2 ;;
     -B) batch=$2; shift 2 ;;
+    -P) prec=$2; shift 2 ;;
     --one) one=$2; shift 2 ;;         # internal: prepare one example
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
     -*) echo "prepare.sh: unknown option '$1'" >&2; exit 2 ;;
     *) break ;;
     esac
@@ -62,8 +73,9 @@ if [ -n "$one" ]; then
     n=$one
     work=$out/.work/$n
     mkdir -p "$work" || exit 1
-    base=$n variant=
-    if [ ! -f "$top_srcdir/examples/$n.ein" ]; then
+    base=$n variant= precision=
+    case $n in *.*) base=${n%.*} precision=${n##*.} ;; esac
+    if [ ! -f "$top_srcdir/examples/$base.ein" ]; then
         # NAME_bBATCH: the batch variant of NAME
         base=${n%_b*}
         variant=${n##*_b}
@@ -71,6 +83,8 @@ if [ -n "$one" ]; then
     src=$top_srcdir/examples/$base.ein
     defs=$(sed -n "s/^${base}[[:space:]][[:space:]]*//p" "$gpu/sizes.txt")
     [ -n "$variant" ] && defs="${defs:+$defs }-D B=$variant"
+    # einc's options: the -D ones, and --precision for a precision variant
+    eopts="$defs${precision:+ --precision=$precision}"
     log=$work/log
     : >"$log"
     step() {
@@ -78,12 +92,12 @@ if [ -n "$one" ]; then
         "$@" >>"$log" 2>&1 || { echo "FAIL $n: $*"; tail -15 "$log" | sed 's/^/    /'; exit 1; }
     }
     # shellcheck disable=SC2086
-    step "$EINC" $defs --main "$src" -o "$out/$n.cu"
+    step "$EINC" $eopts --main "$src" -o "$out/$n.cu"
     if [ -z "$variant" ]; then
         # shellcheck disable=SC2086
-        step "$EINC" $defs --emit=tuner "$src" -o "$out/$n.tune.cu"
+        [ -n "$precision" ] || step "$EINC" $defs --emit=tuner "$src" -o "$out/$n.tune.cu"
         # shellcheck disable=SC2086
-        step "$EINC" $defs --main "$src" -o "$work/$n.c"
+        step "$EINC" $eopts --main "$src" -o "$work/$n.c"
         cmd=$(sed -n '1s|^/\* build: \(.*\) \*/[[:space:]]*$|\1|p' "$work/$n.c")
         [ -n "$cmd" ] || { echo "FAIL $n: no '/* build: ... */' line in $n.c"; exit 1; }
         case $cmd in "cc "*) cmd="$CC ${cmd#cc }" ;; esac
@@ -117,8 +131,8 @@ print(" ".join("%s=%d" % kv for kv in p.consts.items()))' \
     step "$work/$n" --inputs "$work/in.st" --weights "$work/wt.st" --outputs "$work/out.st"
     t1=$(date +%s)
     step "$PYTHON" "$gpu/bundle.py" ref "$work/out.st" "$out/$n.ref.safetensors"
-    echo "$n $defs" >"$work/manifest"
-    echo "ok   $n ${defs:+($defs) }C run $((t1 - t0)) s"
+    echo "$n $eopts" >"$work/manifest"
+    echo "ok   $n ${eopts:+($eopts) }C run $((t1 - t0)) s"
     rm -f "$work/in.st" "$work/wt.st" "$work/out.st" "$work/$n" "$work/$n.c"
     exit 0
 fi
@@ -130,6 +144,11 @@ if [ $# -eq 0 ]; then
     set -- $(cd "$top_srcdir/examples" && grep -l '^[[:space:]]*output\b' *.ein | sed 's/\.ein$//')
 fi
 names=$*
+if [ "$prec" != none ]; then
+    for n in $PREC_NAMES; do
+        case " $names " in *" $n "*) names="$names $n.$prec" ;; esac
+    done
+fi
 if [ "$batch" != 0 ]; then
     for n in $names; do
         [ -f "$top_srcdir/tests/models/$n.py" ] &&
@@ -149,6 +168,13 @@ status=$?
 } >"$out/MANIFEST"
 cp "$gpu/check.sh" "$gpu/stgen.c" "$gpu/stcmp.c" "$gpu/torchbench.py" \
    "$top_srcdir/tests/num/stio.py" "$out/" || die "cannot copy the scripts"
+# the drivers of the C API (tests/hostcuda/NAME.cpp on NAME.ein, no --main)
+for d in "$top_srcdir"/tests/hostcuda/*.cpp; do
+    a=$(basename "$d" .cpp)
+    [ -f "${d%.cpp}.ein" ] || continue
+    cp "$d" "$out/${a}_api.cpp" && "$EINC" "${d%.cpp}.ein" -o "$out/${a}_api.cu" ||
+        die "cannot bundle the C API check $a"
+done
 mkdir -p "$out/models" && cp "$top_srcdir"/tests/models/*.py "$out/models/"
 rm -rf "$out/.work"
 du -sh "$out" | sed 's/^/prepare.sh: bundle size /'

@@ -6,7 +6,8 @@
  *   stgen SPEC KIND SEED OUT.safetensors
  *
  * SPEC has one line per tensor:  KIND NAME DTYPE LO HI D1 D2 ...
- * (KIND input or weight, DTYPE F32, F16 or BF16; rank 0 has no D).  Only
+ * (KIND input or weight, DTYPE F32, F16, BF16, I8, I16, I32, I64, U8 or
+ * BOOL; rank 0 has no D).  Only
  * the lines of the given KIND are written.  Element i of tensor NAME is
  * LO + (HI - LO) * u, u in [0, 1) from splitmix64 over (SEED, FNV-1a of
  * NAME, i), computed in double and rounded once to the element type.
@@ -91,7 +92,19 @@ static uint16_t f32_to_bf16(float f)
 
 static size_t elem_size(const char *dt)
 {
-    return strcmp(dt, "F32") == 0 ? 4 : 2;
+    static const struct { const char *n; size_t size; } t[] = {
+        {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I8", 1}, {"I16", 2}, {"I32", 4},
+        {"I64", 8}, {"U8", 1}, {"BOOL", 1},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof *t; i++)
+        if (strcmp(dt, t[i].n) == 0)
+            return t[i].size;
+    return 0;
+}
+
+static int is_int(const char *dt)
+{
+    return dt[0] == 'I' || dt[0] == 'U' || (dt[0] == 'B' && dt[1] == 'O');
 }
 
 static void die(const char *msg, const char *arg)
@@ -123,7 +136,7 @@ int main(int argc, char **argv)
             die("bad spec line: ", line);
         if (strcmp(k, kind) != 0)
             continue;
-        if (strcmp(s->dtype, "F32") && strcmp(s->dtype, "F16") && strcmp(s->dtype, "BF16"))
+        if (elem_size(s->dtype) == 0)
             die("unknown dtype in: ", line);
         s->rank = 0;
         s->count = 1;
@@ -194,7 +207,16 @@ int main(int argc, char **argv)
                 double dv = s->lo + (s->hi - s->lo) * u;
                 float v = (float)dv;
                 unsigned char *q = buf + j * es;
-                if (es == 4) {
+                if (is_int(s->dtype)) {
+                    /* integers: floor of the value, little-endian two's
+                     * complement; BOOL: 1 when the value is >= 0.5 */
+                    int64_t iv = (int64_t)dv;
+                    iv -= (double)iv > dv;              /* floor, without libm */
+                    if (strcmp(s->dtype, "BOOL") == 0)
+                        iv = dv >= 0.5;
+                    for (size_t b = 0; b < es; b++)
+                        q[b] = (unsigned char)((uint64_t)iv >> (8 * b));
+                } else if (es == 4) {
                     uint32_t b;
                     memcpy(&b, &v, 4);
                     q[0] = (unsigned char)b; q[1] = (unsigned char)(b >> 8);

@@ -1,0 +1,61 @@
+/* mock.h - what the three mock libraries share (cudart.cpp, cublas.cpp,
+ * cudnn.cpp): the record of device memory, the stream queues, reports and
+ * counts.  Not for the programs: they include hostcuda.h. */
+#ifndef HC_MOCK_H
+#define HC_MOCK_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace hc {
+
+/* A use of an API that NVIDIA's documentation does not allow: printed as
+ * "hostcuda: error: CALL: message", counted, and the program's exit status
+ * becomes 97 (the call itself returns the documented error code, so the
+ * caller's error path runs too). */
+void misuse(const char *call, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* What the mock did that a reader of the log wants to know. */
+void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* One more of KEY in the exit report ("hostcuda: count: KEY N"). */
+void count(const std::string &key, long n = 1);
+
+/* Environment: set and not "0"; a number (with a K, M or G suffix). */
+bool env_flag(const char *name);
+long long env_bytes(const char *name, long long dflt);
+
+/* Device memory: cudaMalloc's allocations. */
+struct Alloc {
+    char *base;
+    size_t size;
+    unsigned long id;
+};
+const Alloc *find_alloc(const void *p);     /* the one holding byte p, or null */
+bool is_device(const void *p);
+/* [p, p + n) inside one allocation? */
+bool device_range(const void *p, size_t n);
+
+/* The streams.  Work is queued and runs only when the host must see it
+ * (cudaStreamSynchronize, a blocking copy, an event waited for, ...), and
+ * then only what that needs: work the API does not order is run in the
+ * order least favourable to a caller who forgot to order it. */
+using Fn = std::function<void()>;
+bool stream_ok(const char *call, cudaStream_t s);
+/* `uses`: the device pointers the work reads or writes (cudaFree of their
+ * allocations while it is queued is reported). */
+void enqueue(cudaStream_t s, const char *what, Fn fn, std::vector<const void *> uses);
+void drain_all();                           /* what cudaDeviceSynchronize does */
+void set_last_error(cudaError_t e);
+
+/* Live objects of the other mocks, for the exit report. */
+extern long live_blas, live_dnn, live_desc;
+
+} /* namespace hc */
+
+#endif /* HC_MOCK_H */

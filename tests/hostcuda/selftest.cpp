@@ -1,0 +1,477 @@
+/* selftest.cpp - the mocks catch what they claim to catch.  Each check
+ * makes a call the documentation forbids (or a correct one) and looks at
+ * the status and at the mock's count of forbidden uses; the kernel
+ * emulation's errors (a partial shuffle mask, a barrier part of a block
+ * misses) and the leak report at exit run in child processes.  Built and
+ * run by tests/emit/hostcuda.test with the generated programs' flags;
+ * prints one line per failed check and `selftest: N checks, M failed`. */
+#include "hostcuda.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+long hc_misuses(bool reset);     /* cudart.cpp: the count of forbidden uses */
+
+static int checks, failed;
+
+#define CHECK(cond, ...)                                                   \
+    do {                                                                   \
+        checks++;                                                          \
+        if (!(cond)) {                                                     \
+            failed++;                                                      \
+            fprintf(stderr, "selftest.cpp:%d: FAIL: ", __LINE__);          \
+            fprintf(stderr, __VA_ARGS__);                                  \
+            fputc('\n', stderr);                                           \
+        }                                                                  \
+    } while (0)
+
+/* a forbidden use was reported (and forget it) */
+static bool reported()
+{
+    return hc_misuses(true) > 0;
+}
+
+/* ---- kernels ---------------------------------------------------------------------- */
+
+static __global__ void k_warp_sum(const float *x, float *y)
+{
+    float v = x[threadIdx.x];
+    for (int o = 16; o > 0; o /= 2)
+        v += __shfl_down_sync(0xffffffffu, v, o);
+    if (threadIdx.x % 32 == 0)
+        y[threadIdx.x / 32] = v;
+}
+
+static __global__ void k_block_sum(const float *x, float *y)
+{
+    __shared__ float part[8];
+    float v = x[blockIdx.x * blockDim.x + threadIdx.x];
+    for (int o = 16; o > 0; o /= 2)
+        v += __shfl_down_sync(0xffffffffu, v, o);
+    if (threadIdx.x % 32 == 0)
+        part[threadIdx.x / 32] = v;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float s = 0;
+        for (int w = 0; w < 8; w++)
+            s += part[w];
+        y[blockIdx.x] = s;
+    }
+    __syncthreads();
+}
+
+static __global__ void k_partial_mask(float *y)
+{
+    y[threadIdx.x] = __shfl_down_sync(0x0000ffffu, 1.0f, 1);
+}
+
+static __global__ void k_divergent_barrier(float *y)
+{
+    if (threadIdx.x == 0)
+        return;
+    __syncthreads();
+    y[threadIdx.x] = 1;
+}
+
+static __global__ void k_fill(float *y, float v, int n)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        y[i] = v;
+}
+
+/* Run f in a child; its exit status (128 + signal when killed). */
+template <class F> static int in_child(F f)
+{
+    fflush(stdout);
+    fflush(stderr);
+    pid_t p = fork();
+    if (p == 0) {
+        /* the child's messages are expected: keep them out of the log */
+        if (!freopen("/dev/null", "w", stderr))
+            _exit(99);
+        f();
+        _exit(0);
+    }
+    int st = 0;
+    waitpid(p, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void test_kernels()
+{
+    float *x, *y;
+    cudaMalloc((void **)&x, 512 * sizeof(float));
+    cudaMalloc((void **)&y, 512 * sizeof(float));
+    std::vector<float> h(512);
+    for (int i = 0; i < 512; i++)
+        h[i] = (float)(i % 7);
+    cudaMemcpy(x, h.data(), 512 * 4, cudaMemcpyHostToDevice);
+    HC_LAUNCH(k_warp_sum, 1, 256, 0, 0)(x, y);
+    HC_LAUNCH(k_block_sum, 2, 256, 0, 0)(x, y + 16);
+    float r[18];
+    cudaMemcpy(r, y, sizeof r, cudaMemcpyDeviceToHost);
+    for (int w = 0; w < 8; w++) {
+        float want = 0;
+        for (int i = 0; i < 32; i++)
+            want += h[w * 32 + i];
+        CHECK(r[w] == want, "warp %d sums to %g, not %g", w, r[w], want);
+    }
+    for (int b = 0; b < 2; b++) {
+        float want = 0;
+        for (int i = 0; i < 256; i++)
+            want += h[b * 256 + i];
+        CHECK(r[16 + b] == want, "block %d sums to %g, not %g", b, r[16 + b], want);
+    }
+    CHECK(cudaGetLastError() == cudaSuccess, "a launch set an error");
+    HC_LAUNCH(k_fill, 1, 2048, 0, 0)(y, 1.0f, 4);
+    CHECK(cudaGetLastError() == cudaErrorInvalidConfiguration,
+          "2048 threads a block is not cudaErrorInvalidConfiguration");
+    CHECK(cudaGetLastError() == cudaSuccess, "cudaGetLastError does not clear");
+    float host[4];
+    HC_LAUNCH(k_fill, 1, 32, 0, 0)(host, 1.0f, 4);
+    CHECK(reported(), "a host pointer passed to a kernel is not reported");
+    int st = in_child([&]() {
+        HC_LAUNCH(k_partial_mask, 1, 32, 0, 0)(y);
+        cudaDeviceSynchronize();
+    });
+    CHECK(st != 0, "a partial shuffle mask runs (exit %d)", st);
+    st = in_child([&]() {
+        HC_LAUNCH(k_divergent_barrier, 1, 64, 0, 0)(y);
+        cudaDeviceSynchronize();
+    });
+    CHECK(st != 0, "a barrier that thread 0 skips does not stop the kernel (exit %d)", st);
+    cudaFree(x);
+    cudaFree(y);
+}
+
+/* ---- memory and streams -------------------------------------------------------------- */
+
+static void test_memory()
+{
+    float *d;
+    CHECK(cudaMalloc((void **)&d, 16 * sizeof(float)) == cudaSuccess, "cudaMalloc");
+    uint32_t bits;
+    memcpy(&bits, &d[3], 4);
+    /* the mock's memory is host memory: read it as the GPU would */
+    CHECK(std::isnan(d[3]), "fresh device memory is not NaN (0x%08x)", bits);
+    float h[16] = {0};
+    CHECK(cudaMemcpy(d, h, sizeof h, cudaMemcpyDeviceToHost) != cudaSuccess && reported(),
+          "a copy whose pointers contradict its kind is accepted");
+    CHECK(cudaMemcpy(d + 8, h, sizeof h, cudaMemcpyHostToDevice) != cudaSuccess && reported(),
+          "a copy past the end of an allocation is accepted");
+    CHECK(cudaGetLastError() != cudaSuccess, "a failed copy leaves no error");
+    CHECK(cudaMemcpy(d, h, sizeof h, cudaMemcpyDefault) == cudaSuccess && !reported(),
+          "cudaMemcpyDefault");
+    void *big;
+    CHECK(cudaMalloc(&big, (size_t)64 << 30) == cudaErrorMemoryAllocation,
+          "64 GiB of device memory are given");
+    (void)cudaGetLastError();
+    CHECK(cudaFree(h) != cudaSuccess && reported(), "cudaFree of host memory is accepted");
+
+    /* ordering: a copy on the legacy stream waits for blocking streams,
+     * not for non-blocking ones */
+    cudaStream_t nb, bl;
+    cudaStreamCreateWithFlags(&nb, cudaStreamNonBlocking);
+    cudaStreamCreate(&bl);
+    HC_LAUNCH(k_fill, 1, 32, 0, nb)(d, 5.0f, 16);
+    float got = 0;
+    cudaMemcpy(&got, d, 4, cudaMemcpyDeviceToHost);
+    CHECK(got == 0.0f, "a blocking copy waited for a non-blocking stream (%g)", got);
+    cudaStreamSynchronize(nb);
+    cudaMemcpy(&got, d, 4, cudaMemcpyDeviceToHost);
+    CHECK(got == 5.0f, "cudaStreamSynchronize did not run the stream (%g)", got);
+    HC_LAUNCH(k_fill, 1, 32, 0, bl)(d, 6.0f, 16);
+    cudaMemcpy(&got, d, 4, cudaMemcpyDeviceToHost);
+    CHECK(got == 6.0f, "a blocking copy did not wait for a blocking stream (%g)", got);
+    /* an event orders two streams */
+    cudaEvent_t ev;
+    cudaEventCreate(&ev);
+    HC_LAUNCH(k_fill, 1, 32, 0, bl)(d, 7.0f, 16);
+    cudaEventRecord(ev, bl);
+    cudaMemcpyAsync(&got, d, 4, cudaMemcpyDeviceToHost, nb);
+    cudaStreamSynchronize(nb);
+    CHECK(got == 6.0f, "a non-blocking stream waited without an event (%g)", got);
+    cudaStreamWaitEvent(nb, ev, 0);
+    cudaMemcpyAsync(&got, d, 4, cudaMemcpyDeviceToHost, nb);
+    cudaStreamSynchronize(nb);
+    CHECK(got == 7.0f, "cudaStreamWaitEvent did not order the streams (%g)", got);
+    cudaEventDestroy(ev);
+    HC_LAUNCH(k_fill, 1, 32, 0, nb)(d, 8.0f, 16);
+    cudaFree(d);
+    CHECK(reported(), "cudaFree of memory queued work still uses is accepted");
+    cudaStreamDestroy(nb);
+    cudaStreamDestroy(bl);
+    int st = in_child([]() {
+        void *p;
+        cudaMalloc(&p, 4);
+        exit(0);
+    });
+    CHECK(st == 98, "a leaked allocation does not fail the exit (%d)", st);
+}
+
+/* ---- cuBLAS ----------------------------------------------------------------------------- */
+
+static void test_cublas()
+{
+    cublasHandle_t h;
+    CHECK(cublasCreate(&h) == CUBLAS_STATUS_SUCCESS, "cublasCreate");
+    const int m = 5, n = 3, k = 4;
+    float ha[m * k], hb[k * n], hc[m * n];
+    for (int i = 0; i < m * k; i++)
+        ha[i] = (float)(i % 5) - 2.0f + 1.0f / 3.0f;
+    for (int i = 0; i < k * n; i++)
+        hb[i] = (float)(i % 3) + 1.0f / 7.0f;
+    float *a, *b, *c;
+    cudaMalloc((void **)&a, sizeof ha);
+    cudaMalloc((void **)&b, sizeof hb);
+    cudaMalloc((void **)&c, sizeof hc);
+    cudaMemcpy(a, ha, sizeof ha, cudaMemcpyHostToDevice);
+    cudaMemcpy(b, hb, sizeof hb, cudaMemcpyHostToDevice);
+    const float one = 1, zero = 0;
+    auto gemm = [&](int lda, cublasComputeType_t ct, cudaDataType at, const float *A) {
+        return cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, A, at, lda, b,
+                            CUDA_R_32F, k, &zero, c, CUDA_R_32F, m, ct, CUBLAS_GEMM_DEFAULT);
+    };
+    CHECK(gemm(m, CUBLAS_COMPUTE_32F_PEDANTIC, CUDA_R_32F, a) == CUBLAS_STATUS_SUCCESS,
+          "a plain GEMM");
+    cudaMemcpy(hc, c, sizeof hc, cudaMemcpyDeviceToHost);
+    double worst = 0;
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            double s = 0;
+            for (int l = 0; l < k; l++)
+                s += (double)ha[l * m + i] * hb[j * k + l];
+            worst = std::max(worst, std::fabs(s - hc[j * m + i]));
+        }
+    CHECK(worst < 1e-5, "column-major GEMM off by %g", worst);
+    CHECK(gemm(m - 1, CUBLAS_COMPUTE_32F, CUDA_R_32F, a) == CUBLAS_STATUS_INVALID_VALUE,
+          "lda below the row count is accepted");
+    CHECK(gemm(m, CUBLAS_COMPUTE_32F, CUDA_R_32F, a + 2) != CUBLAS_STATUS_SUCCESS && reported(),
+          "A running past its allocation is accepted");
+    CHECK(gemm(m, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA_R_16F, a) == CUBLAS_STATUS_NOT_SUPPORTED,
+          "COMPUTE_32F_FAST_TF32 with 16F operands is accepted");
+    /* TF32 by the math mode: the mock counts the arithmetic it used */
+    cublasSetMathMode(h, CUBLAS_TF32_TENSOR_OP_MATH);
+    CHECK(gemm(m, CUBLAS_COMPUTE_32F, CUDA_R_32F, a) == CUBLAS_STATUS_SUCCESS, "TF32 mode");
+    cudaMemcpy(hc, c, sizeof hc, cudaMemcpyDeviceToHost);
+    double worst_tf32 = 0;
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            double s = 0;
+            for (int l = 0; l < k; l++)
+                s += (double)ha[l * m + i] * hb[j * k + l];
+            worst_tf32 = std::max(worst_tf32, std::fabs(s - hc[j * m + i]));
+        }
+    CHECK(worst_tf32 > 1e-4, "CUBLAS_TF32_TENSOR_OP_MATH gave fp32 results (%g)", worst_tf32);
+    cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);
+    cudaFree(a);
+    cudaFree(b);
+    cudaFree(c);
+    cublasDestroy(h);
+}
+
+/* ---- cuDNN ------------------------------------------------------------------------------ */
+
+struct Dnn {
+    cudnnHandle_t h;
+    std::vector<cudnnBackendDescriptor_t> made;
+    cudnnBackendDescriptor_t make(cudnnBackendDescriptorType_t t)
+    {
+        cudnnBackendDescriptor_t d;
+        cudnnBackendCreateDescriptor(t, &d);
+        made.push_back(d);
+        return d;
+    }
+    cudnnBackendDescriptor_t tensor(int64_t uid, const int64_t *dims, int64_t align = 16)
+    {
+        cudnnBackendDescriptor_t t = make(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+        int64_t st[4] = {dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1};
+        cudnnDataType_t dt = CUDNN_DATA_FLOAT;
+        cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt);
+        cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims);
+        cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, st);
+        cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
+        cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1,
+                                 &align);
+        cudnnBackendFinalize(t);
+        return t;
+    }
+    cudnnBackendDescriptor_t conv(int64_t pad)
+    {
+        cudnnBackendDescriptor_t c = make(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
+        int64_t nsp = 2, one2[2] = {1, 1}, pad2[2] = {pad, pad};
+        cudnnDataType_t comp = CUDNN_DATA_FLOAT;
+        cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+        cudnnBackendSetAttribute(c, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &nsp);
+        cudnnBackendSetAttribute(c, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1,
+                                 &comp);
+        cudnnBackendSetAttribute(c, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE,
+                                 1, &mode);
+        cudnnBackendSetAttribute(c, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, one2);
+        cudnnBackendSetAttribute(c, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2,
+                                 one2);
+        cudnnBackendSetAttribute(c, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pad2);
+        cudnnBackendSetAttribute(c, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2,
+                                 pad2);
+        cudnnBackendFinalize(c);
+        return c;
+    }
+    cudnnStatus_t op(cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t w,
+                     cudnnBackendDescriptor_t y, cudnnBackendDescriptor_t c,
+                     cudnnBackendDescriptor_t *out)
+    {
+        cudnnBackendDescriptor_t o = make(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+        float alpha = 1, beta = 0;
+        cudnnBackendSetAttribute(o, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
+        cudnnBackendSetAttribute(o, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
+                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w);
+        cudnnBackendSetAttribute(o, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
+        cudnnBackendSetAttribute(o, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c);
+        cudnnBackendSetAttribute(o, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+                                 CUDNN_TYPE_FLOAT, 1, &alpha);
+        cudnnBackendSetAttribute(o, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA,
+                                 CUDNN_TYPE_FLOAT, 1, &beta);
+        *out = o;
+        return cudnnBackendFinalize(o);
+    }
+    ~Dnn()
+    {
+        for (auto d : made)
+            cudnnBackendDestroyDescriptor(d);
+    }
+};
+
+static void test_cudnn()
+{
+    Dnn d;
+    CHECK(cudnnCreate(&d.h) == CUDNN_STATUS_SUCCESS, "cudnnCreate");
+    int64_t xd[4] = {1, 2, 5, 5}, wd[4] = {3, 2, 3, 3}, yd[4] = {1, 3, 5, 5}, bad_yd[4] = {1, 3, 4, 5};
+    cudnnBackendDescriptor_t x = d.tensor(1, xd), w = d.tensor(2, wd), y = d.tensor(3, yd);
+    cudnnBackendDescriptor_t op;
+    CHECK(d.op(x, w, d.tensor(3, bad_yd), d.conv(1), &op) == CUDNN_STATUS_BAD_PARAM_SHAPE_MISMATCH &&
+              reported(), "a y the convolution's arithmetic does not give is accepted");
+    cudnnBackendDescriptor_t t = d.make(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+    int32_t uid32 = 1;
+    CHECK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT32, 1, &uid32) ==
+              CUDNN_STATUS_BAD_PARAM_ATTRIBUTE_TYPE && reported(),
+          "a uid set as INT32 is accepted");
+    CHECK(cudnnBackendFinalize(t) != CUDNN_STATUS_SUCCESS && reported(),
+          "a tensor without its required attributes finalizes");
+    CHECK(cudnnBackendSetAttribute(x, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &xd[0]) !=
+              CUDNN_STATUS_SUCCESS && reported(), "a finalized tensor takes an attribute");
+    CHECK(d.op(x, w, y, d.conv(1), &op) == CUDNN_STATUS_SUCCESS && !reported(), "a right op");
+    cudnnBackendDescriptor_t g = d.make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+    cudnnBackendSetAttribute(g, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                             &op);
+    cudnnBackendSetAttribute(g, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &d.h);
+    CHECK(cudnnBackendFinalize(g) == CUDNN_STATUS_SUCCESS, "the graph");
+    cudnnBackendDescriptor_t heur = d.make(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+    cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
+    cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
+                             CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g);
+    cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
+    CHECK(cudnnBackendFinalize(heur) == CUDNN_STATUS_SUCCESS, "the heuristics");
+    cudnnBackendDescriptor_t cfg[8];
+    for (auto &c : cfg)
+        c = d.make(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+    int64_t n = 0;
+    CHECK(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                   CUDNN_TYPE_BACKEND_DESCRIPTOR, 8, &n, cfg) ==
+              CUDNN_STATUS_SUCCESS && n >= 3, "heuristics give %lld configs", (long long)n);
+    /* config 0 is a tensor-core engine, one asks for a large workspace */
+    cudnnBackendDescriptor_t eng = d.make(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+    int64_t cnt;
+    cudnnBackendGetAttribute(cfg[0], CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                             &cnt, &eng);
+    cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+    cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                             CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &cnt, notes);
+    CHECK(cnt >= 1 && notes[0] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE,
+          "the first engine is not a tensor-core one");
+    int64_t ws_max = 0;
+    for (int64_t i = 0; i < n && i < 8; i++) {
+        int64_t ws = 0;
+        cudnnBackendGetAttribute(cfg[i], CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1,
+                                 &cnt, &ws);
+        ws_max = std::max(ws_max, ws);
+    }
+    CHECK(ws_max >= (1LL << 30), "no config asks for a large workspace (%lld)",
+          (long long)ws_max);
+    /* a plan of the im2col engine (config 3): its workspace is checked */
+    cudnnBackendDescriptor_t plan = d.make(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+    cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &d.h);
+    cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+                             CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg[3]);
+    CHECK(cudnnBackendFinalize(plan) == CUDNN_STATUS_SUCCESS, "the plan");
+    int64_t ws = 0;
+    cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1,
+                             &cnt, &ws);
+    char *mem;
+    cudaMalloc((void **)&mem, 4096 + (size_t)ws);
+    float hx[50], hw[54];
+    for (int i = 0; i < 50; i++)
+        hx[i] = (float)(i % 9) - 4;
+    for (int i = 0; i < 54; i++)
+        hw[i] = (float)(i % 5) - 2;
+    float *dx = (float *)mem, *dw = (float *)(mem + 256), *dy = (float *)(mem + 512);
+    cudaMemcpy(dx, hx, sizeof hx, cudaMemcpyHostToDevice);
+    cudaMemcpy(dw, hw, sizeof hw, cudaMemcpyHostToDevice);
+    auto execute = [&](void *xp, void *wsp) {
+        cudnnBackendDescriptor_t pack;
+        cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack);
+        int64_t uids[3] = {1, 2, 3};
+        void *ptrs[3] = {xp, dw, dy};
+        cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids);
+        cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3,
+                                 ptrs);
+        cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1,
+                                 &wsp);
+        cudnnBackendFinalize(pack);
+        cudnnStatus_t s = cudnnBackendExecute(d.h, plan, pack);
+        cudnnBackendDestroyDescriptor(pack);
+        return s;
+    };
+    CHECK(execute(dx, mem + 4096) == CUDNN_STATUS_SUCCESS && !reported(), "a right execute");
+    float hy[75];
+    cudaMemcpy(hy, dy, sizeof hy, cudaMemcpyDeviceToHost);
+    double worst = 0;
+    for (int k = 0; k < 3; k++)
+        for (int p = 0; p < 5; p++)
+            for (int q = 0; q < 5; q++) {
+                double s = 0;
+                for (int c = 0; c < 2; c++)
+                    for (int r = 0; r < 3; r++)
+                        for (int t2 = 0; t2 < 3; t2++) {
+                            int h = p + r - 1, ww = q + t2 - 1;
+                            if (h >= 0 && h < 5 && ww >= 0 && ww < 5)
+                                s += (double)hx[(c * 5 + h) * 5 + ww] * hw[((k * 2 + c) * 3 + r) * 3 + t2];
+                        }
+                worst = std::max(worst, std::fabs(s - hy[(k * 5 + p) * 5 + q]));
+            }
+    CHECK(worst < 1e-5, "the reference convolution is off by %g", worst);
+    CHECK(execute((char *)dx + 4, mem + 4096) == CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER &&
+              reported(), "a pointer below its tensor's alignment is accepted");
+    CHECK(execute(dx, mem + 4096 + 8) == CUDNN_STATUS_BAD_PARAM_SIZE_INSUFFICIENT && reported(),
+          "a workspace short of the plan's is accepted");
+    cudaFree(mem);
+    cudnnDestroy(d.h);
+}
+
+int main()
+{
+    test_kernels();
+    test_memory();
+    test_cublas();
+    test_cudnn();
+    hc_misuses(true);
+    printf("selftest: %d checks, %d failed\n", checks, failed);
+    return failed ? 1 : 0;
+}
