@@ -186,8 +186,6 @@ void cuda_write_launch(Emit *em, const Kernel *k, const char *indent);
 
 /* lib.c: library calls for the operators the plan says are (see its header) */
 void lib_setup(Emit *em);                       /* slot, libs, scratch sizes */
-void emit_paste_piece(Emit *em, const char *name);   /* a runtime/ piece, as it is */
-void lib_write_runtime(Emit *em);               /* runtime pieces the calls need */
 void lib_write_weights_changed(Emit *em);       /* in ein_run when weights changed */
 bool lib_is_call(const Emit *em, const IrTensor *t);
 bool lib_rounds(const Emit *em, const IrTensor *t);    /* operands rounded first */
