@@ -95,6 +95,16 @@ static bool gemm_ok(Target tg, const IrTensor *t, const OpMatch *m)
         !lead_ok(m->ldb, m->trans_b ? m->k : m->n) ||
         !lead_ok(m->ldc, m->out_nm ? m->m : m->n))
         return false;
+    /* cuBLAS leaves a strided batch whose output matrices overlap in
+     * memory undefined, even where their elements do not (heads
+     * interleaved in the columns: stride 64, rows of H*64); the C target
+     * calls one GEMM per matrix */
+    if (tg == TARGET_CUDA && m->batch > 1) {
+        int64_t rows = m->out_nm ? m->n : m->m, cols = m->out_nm ? m->m : m->n;
+        if (rows > 0 && cols > 0 && (m->stride_c < 0 ? -m->stride_c : m->stride_c) <
+                                        (rows - 1) * m->ldc + cols)
+            return false;
+    }
     return tg == TARGET_CUDA || t->elem == ELEM_F32;
 }
 
