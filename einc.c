@@ -68,6 +68,12 @@ typedef struct Options {
 
 static Arena *arena;
 
+#ifdef HAVE_DNNL
+#define DNNL_DEFAULT "--dnnl (configure found oneDNN)"
+#else
+#define DNNL_DEFAULT "--no-dnnl (configure found no oneDNN)"
+#endif
+
 static void usage(FILE *fp)
 {
     fputs(
@@ -110,6 +116,9 @@ static void usage(FILE *fp)
 "      --precision=P   arithmetic of GEMMs and convolutions: fp32 (the\n"
 "                        default; TF32 off), tf32, fp16 or bf16 (operands\n"
 "                        rounded to that format, f32 accumulation)\n"
+"      --dnnl, --no-dnnl  C output: run convolutions on oneDNN (its file\n"
+"                        then links -ldnnl), or with im2col and CBLAS;\n"
+"                        default: " DNNL_DEFAULT "\n"
 "      --tune-db=FILE  use the operator times measured in FILE (by the\n"
 "                        program of --emit=tuner) for the operators it holds\n"
 "      --verify[=all]  check every chosen derivation (with =all: every\n"
@@ -234,6 +243,7 @@ static const struct { const char *name; int has_arg; int id; } long_opts[] = {
     {"explain", 0, 'X'}, {"search-depth", 1, 'S'}, {"search-budget", 1, 'B'},
     {"device", 1, 'E'}, {"verify", 2, 'v'}, {"precision", 1, 'P'},
     {"tune-db", 1, 'T'}, {"from", 1, 'F'}, {"shared", 0, 'L'}, {"bind", 1, 'Y'}, {"weights-out", 1, 'U'},
+    {"dnnl", 0, 'N'}, {"no-dnnl", 0, 'n'},
 };
 #define NLONG (sizeof long_opts / sizeof *long_opts)
 
@@ -320,6 +330,8 @@ static void handle(Options *o, int id, const char *val, const char *spelled)
         break;
     case 'm': o->main = true; break;
     case 'L': o->shared = true; break;
+    case 'N': o->derive.search.dnnl = true; break;
+    case 'n': o->derive.search.dnnl = false; break;
     case 'x':
         diag_set_max_errors((int)number(val, 0, 1000000, "--max-errors"));
         break;
@@ -829,7 +841,8 @@ static char *compile(const Options *o, size_t *len)
     case EMIT_EXPLAIN: derive_explain(cx, d, fp); break;
     case EMIT_DOT_DERIVATION: derive_dot(cx, d, fp); break;
     case EMIT_TUNER: {
-        CostModel cm = {dopt.search.dev, dopt.search.precision, NULL, dopt.search.target};
+        CostModel cm = {dopt.search.dev, dopt.search.precision, NULL, dopt.search.target,
+                        dopt.search.dnnl};
         const char *const *keys;
         const Plan *tp = tune_program(cx, d, &cm, &keys);
         eo.main = true;
@@ -906,6 +919,9 @@ int main(int argc, char **argv)
     Options o = {0};
     o.derive.level = 2;
     search_default_options(&o.derive.search);
+#ifdef HAVE_DNNL
+    o.derive.search.dnnl = true;   /* configure found oneDNN */
+#endif
     parse_args(&o, argc, argv);
     if (o.from_onnx)
         return import_onnx(&o, argc, argv);

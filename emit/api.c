@@ -215,8 +215,8 @@ void api_write_header_comment(Emit *em)
 " * safetensors file or tensor, MODEL_ENOMEM out of memory, ");
     emit_api_text(em, cuda ? "MODEL_ECUDA a CUDA\n * call failed, MODEL_EMISSING a weight or input was never set.  "
                              "A context is\n * not safe to use from two threads at once.\n"
-                           : "MODEL_EMISSING a\n * weight or input was never set.  A context is not safe "
-                             "to use from two\n * threads at once.\n");
+                           : "MODEL_EMISSING a\n * weight or input was never set, MODEL_ELIB a library call failed\n"
+                             " * (oneDNN).  A context is not safe to use from two threads at once.\n");
     if (h16)
         emit_api_text(em,
 " * Element types: an f32 tensor is an array of float; an f16 or bf16 tensor\n"
@@ -284,7 +284,8 @@ static void write_decls(Emit *em)
         emit_api_text(em,
 "    MODEL_ECUDA = 5,       /* a CUDA call failed */\n");
     emit_api_text(em,
-"    MODEL_EMISSING = 6     /* a weight or input was never set */\n"
+"    MODEL_EMISSING = 6,    /* a weight or input was never set */\n"
+"    MODEL_ELIB = 7         /* a library call failed (oneDNN) */\n"
 "};\n"
 "\n"
 "enum { MODEL_INPUT = 0, MODEL_WEIGHT = 1, MODEL_COMPUTED = 2 };\n"
@@ -521,6 +522,7 @@ static void write_run(Emit *em)
     for (int i = 0; i < p->ntensors; i++)
         if (at_load(em, p->tensors[i]))
             sb_printf(o, "        ctx->valid[%d] = 1;\n", i);
+    lib_write_weights_changed(em);
     sb_printf(o, "        ctx->weights_changed = 0;\n"
                "    }\n"
                "    if ((rc = %s(ctx, p", cuda ? "ein_graph_run" : "ein_run_stages");

@@ -96,6 +96,7 @@ typedef struct Emit {
     int *kernel_of;                 /* per tensor id: index in kernels, or -1 */
     int *pass_of;                   /* per tensor id: its epilogue pass, or -1 */
     int nconv, nlib;
+    int ndnnl;                      /* C: oneDNN operators (their slots) */
     unsigned libs;                  /* LIB_* bits */
     int64_t col_elems;              /* C: im2col buffer, elements */
     int64_t rnd_elems[2];           /* rounded operand copies, elements (lib_rounds) */
@@ -106,6 +107,7 @@ enum {
     LIB_GEMM_C = 1 << 3, LIB_CONV_C = 1 << 4, LIB_CONVT_C = 1 << 5,   /* C helpers used */
     LIB_BAND = 1 << 6,              /* tiled G2BMM/GBMM kernels (band.c) */
     LIB_G2BMM_C = 1 << 7, LIB_GBMM_C = 1 << 8,                        /* C helpers used */
+    LIB_DNNL = 1 << 9,              /* C: oneDNN (runtime/dnnl.c pasted) */
 };
 
 /* The helper functions of the generated file, written only when used
@@ -183,6 +185,7 @@ void cuda_write_launch(Emit *em, const Kernel *k, const char *indent);
 
 /* lib.c: library calls for the operators the plan says are (see its header) */
 void lib_setup(Emit *em);                       /* slot, libs, scratch sizes */
+void lib_write_weights_changed(Emit *em);       /* in ein_run when weights changed */
 bool lib_is_call(const Emit *em, const IrTensor *t);
 bool lib_rounds(const Emit *em, const IrTensor *t);    /* operands rounded first */
 const char *lib_call_name(const Emit *em, const IrTensor *t);

@@ -842,7 +842,8 @@ static int scattered(const IExpr *e, int var)
 
 /* Whether a plain map's value is arithmetic a vectorizer takes as it is:
  * reads of f32 tensors that stay inside their shapes (no select of a
- * zero) through affine indices, + - * /, and relu, fabsf, sqrtf.  The C
+ * zero) through affine indices, + - * /, and relu, max, min, fabsf,
+ * sqrtf (which gcc vectorizes only without errno).  The C
  * dialect marks the innermost loop of such a kernel `omp simd`. */
 static bool vec_ix(const Ix *ix)
 {
@@ -876,6 +877,11 @@ static bool vec_expr(const KGen *g, const IExpr *e)
     case IE_NEG:
         return vec_expr(g, e->bin.a);
     case IE_CALL:
+        /* max and min (ein_max, ein_min: a compare, an unordered compare
+         * and a select each, NaN from either operand as PyTorch gives
+         * it) if-convert under omp simd: ReLU6 vectorizes */
+        if ((e->call.fn == FN_MAX || e->call.fn == FN_MIN) && e->call.nargs == 2)
+            return vec_expr(g, e->call.args[0]) && vec_expr(g, e->call.args[1]);
         /* not sqrtf: it sets errno (-fmath-errno, the default), so no
          * compiler vectorizes it, and clang warns that it cannot do what
          * `omp simd` asks */

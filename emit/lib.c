@@ -13,7 +13,11 @@
  *                       runs as its generated kernel, with a note
  *         G2BMM, GBMM   tiled generated kernels (band.c), f32
  *   C     GEMMs         cblas_sgemm (OpenBLAS), a batch as a loop
- *         convolutions  im2col + cblas_sgemm per image (one group);
+ *         convolutions  with --dnnl, oneDNN (runtime/dnnl.c): a
+ *                       convolution or deconvolution primitive per
+ *                       operator made in ein_lib_create, weights
+ *                       reordered into its layout when they change;
+ *                       else im2col + cblas_sgemm per image (one group);
  *                       transposed: cblas_sgemm + col2im
  *         G2BMM, GBMM   cblas_sgemm per block of rows of one residue class
  *                       against the key rows its band covers
@@ -36,6 +40,8 @@
 
 #include <inttypes.h>
 #include <string.h>
+
+#define EMIT_DNNL_MAXD 6       /* runtime/dnnl_types.h: EIN_DNNL_MAXD */
 
 /* ---- what the plan's calls need ------------------------------------------- */
 
@@ -96,6 +102,10 @@ void lib_setup(Emit *em)
                 em->col_elems = tile;
             break;
         }
+        case IMPL_DNNL_CONV:
+            em->libs |= LIB_DNNL;
+            em->slot[i] = em->ndnnl++;
+            break;
         case IMPL_KERNEL:
             break;
         }
@@ -141,8 +151,20 @@ void lib_write_link_flags(const Emit *em, Sb *cmd)
         sb_puts(cmd, " -lcublas");
     if (em->libs & LIB_CUDNN)
         sb_puts(cmd, " -lcudnn");
+    if (em->libs & LIB_DNNL)
+        sb_puts(cmd, " -ldnnl");
     if (em->libs & LIB_CBLAS)
         sb_puts(cmd, " -lopenblas");
+}
+
+/* New weights: each oneDNN operator whose weights are constant reorders
+ * them again at its next run (in ein_run, when the load-time stages have
+ * run again). */
+void lib_write_weights_changed(Emit *em)
+{
+    if (em->libs & LIB_DNNL)
+        sb_printf(&em->out, "        for (int i = 0; i < %d; i++)\n"
+                  "            ctx->dnnl_op[i].wei_ready = 0;\n", em->ndnnl);
 }
 
 void lib_write_includes(Emit *em)
@@ -163,6 +185,8 @@ void lib_write_types(Emit *em)
 {
     if (em->libs & LIB_CUDNN)
         emit_paste(em, "cudnn_types.h");
+    if (em->libs & LIB_DNNL)
+        emit_paste(em, "dnnl_types.h");
 }
 
 void lib_write_ctx_fields(Emit *em)
@@ -176,6 +200,9 @@ void lib_write_ctx_fields(Emit *em)
                   "    ein_conv conv[%d];\n"
                   "    void *ws;                       /* the convolutions' workspace */\n",
                   em->nconv);
+    if (em->libs & LIB_DNNL)
+        sb_printf(o, "    ein_dnnl dnnl;                  /* engine, stream, workspace */\n"
+                  "    ein_dnnl_op dnnl_op[%d];\n", em->ndnnl);
     if (em->col_elems)
         sb_puts(o, "    float *col;                     /* im2col / col2im buffer */\n");
     for (int j = 0; j < 2; j++)
@@ -213,6 +240,8 @@ void lib_write_support(Emit *em)
                   "ein_gbmm */\n\n", BAND_C_ROWS);
         emit_paste(em, "cblas.c");
     }
+    if (em->libs & LIB_DNNL)
+        emit_paste(em, "dnnl.c");
     if (!emit_is_cuda(em) && (em->rnd_elems[0] || em->rnd_elems[1]))
         sb_puts(&em->out,
 "/* A library operand rounded as a whole (ein_rnd) into a scratch buffer. */\n"
@@ -266,12 +295,90 @@ static void write_conv_table(Emit *em)
     sb_puts(o, "};\n\n");
 }
 
+/* One view of a dense row-major operand: dims, and strides in elements
+ * (perm: which stored dim each view dim is; NULL: the same order). */
+static void write_dnnl_view(Emit *em, const char *name, int rank, const int64_t *dims,
+                            const int *perm)
+{
+    int64_t stored[EMIT_DNNL_MAXD], st[EMIT_DNNL_MAXD], stride = 1;
+    for (int d = 0; d < rank; d++)
+        stored[perm ? perm[d] : d] = dims[d];
+    for (int d = rank - 1; d >= 0; d--) {
+        st[d] = stride;
+        stride *= stored[d];
+    }
+    sb_printf(&em->out, "        sp.%s.rank = %d;\n", name, rank);
+    for (int d = 0; d < rank; d++)
+        sb_printf(&em->out, "        sp.%s.dims[%d] = %" PRId64 ", sp.%s.strides[%d] = %"
+                  PRId64 ";\n", name, d, dims[d], name, d, st[perm ? perm[d] : d]);
+}
+
+/* In ein_lib_create: the engine, one primitive per oneDNN operator (with
+ * its reorders, made from the operands' views), the shared workspace. */
+static void write_dnnl_create(Emit *em)
+{
+    const IrProgram *p = em->p;
+    Sb *o = &em->out;
+    emit_api_text(em, "    char msg[256];\n"
+                      "    if (ein_dnnl_open(&ctx->dnnl, msg) != 0)\n"
+                      "        return ein_fail(ctx, MODEL_ELIB, \"%s\", msg);\n");
+    for (int i = 0; i < p->ntensors; i++) {
+        const IrTensor *t = p->tensors[i];
+        if (t->kind != IT_STAGE || emit_op(em, t)->impl != IMPL_DNNL_CONV)
+            continue;
+        const PlanOp *op = emit_op(em, t);
+        const OpMatch *m = &op->op;
+        bool tr = m->kind == OPK_CONV_TRANSPOSE2D;
+        int64_t g = m->groups > 0 ? m->groups : 1, oh = out_h(t), ow = out_w(t);
+        sb_printf(o, "    {   /* %s: %s */\n"
+                  "        ein_dnnl_spec sp;\n"
+                  "        memset(&sp, 0, sizeof sp);\n"
+                  "        sp.kind = %s;\n", t->name, op_kind_name(m->kind),
+                  tr ? "EIN_DNNL_DECONV" : "EIN_DNNL_CONV");
+        int64_t src[4] = {m->cn, m->c, m->h, m->w}, dst[4] = {m->cn, m->f, oh, ow};
+        write_dnnl_view(em, "src", 4, src, NULL);
+        if (tr) {
+            /* oneDNN's [f, c, r, s] over einc's [c, f, r, s] */
+            static const int perm[4] = {1, 0, 2, 3};
+            int64_t wd[4] = {m->f, m->c, m->r, m->s};
+            write_dnnl_view(em, "wei", 4, wd, perm);
+        } else if (g == 1) {
+            int64_t wd[4] = {m->f, m->c, m->r, m->s};
+            write_dnnl_view(em, "wei", 4, wd, NULL);
+        } else {
+            int64_t wd[5] = {g, m->f / g, m->c / g, m->r, m->s};
+            write_dnnl_view(em, "wei", 5, wd, NULL);
+        }
+        write_dnnl_view(em, "dst", 4, dst, NULL);
+        /* the right and bottom padding: a convolution's output size is
+         * rounded down from the same padding on both sides (match.c); a
+         * deconvolution's output padding takes from it */
+        int64_t pr_h = tr ? m->pad - m->out_pad : m->pad, pr_w = tr ? m->pad_w - m->out_pad
+                                                                      : m->pad_w;
+        bool wconst = m->in[1]->kind == IT_WEIGHT ||
+                      (m->in[1]->kind == IT_STAGE && emit_op(em, m->in[1])->at_load);
+        sb_printf(o, "        sp.stride[0] = sp.stride[1] = %" PRId64 ";\n"
+                  "        sp.dilate[0] = sp.dilate[1] = %" PRId64 ";\n"
+                  "        sp.pad_l[0] = %" PRId64 ", sp.pad_l[1] = %" PRId64 ";\n"
+                  "        sp.pad_r[0] = %" PRId64 ", sp.pad_r[1] = %" PRId64 ";\n"
+                  "        sp.wei_const = %d;\n",
+                  m->stride, m->dilation - 1, m->pad, m->pad_w, pr_h, pr_w,
+                  wconst && em->precision == PREC_FP32);
+        sb_printf(o, "        if (ein_dnnl_create(&ctx->dnnl, &ctx->dnnl_op[%d], &sp, msg) "
+                  "!= 0)\n"
+                  "            return ein_fail(ctx, %s_ELIB, \"%s: %%s\", msg);\n    }\n",
+                  em->slot[i], em->upper, t->name);
+    }
+    emit_api_text(em, "    if (ein_dnnl_alloc(&ctx->dnnl, msg) != 0)\n"
+                      "        return ein_fail(ctx, MODEL_ENOMEM, \"%s\", msg);\n");
+}
+
 void lib_write_create_destroy(Emit *em)
 {
     Sb *o = &em->out;
     unsigned libs = em->libs;
-    bool any = (libs & (LIB_CUBLAS | LIB_CUDNN)) || em->col_elems || em->rnd_elems[0] ||
-               em->rnd_elems[1];
+    bool any = (libs & (LIB_CUBLAS | LIB_CUDNN | LIB_DNNL)) || em->col_elems ||
+               em->rnd_elems[0] || em->rnd_elems[1];
     if (libs & LIB_CUDNN)
         write_conv_table(em);
     emit_api_text(em, "/* What the library calls need: made after the tensors' buffers, freed\n"
@@ -287,6 +394,8 @@ void lib_write_create_destroy(Emit *em)
     if (libs & LIB_CUDNN)
         sb_printf(o, "    if ((rc = ein_dnn_create(ctx, ein_convs, %d)) != 0)\n"
                   "        return rc;\n", em->nconv);
+    if (libs & LIB_DNNL)
+        write_dnnl_create(em);
     if (em->col_elems)
         sb_printf(o, "    if (!(ctx->col = (float *)malloc(sizeof(float) * %" PRId64 ")))\n"
                   "        return ein_fail(ctx, %s_ENOMEM, \"out of memory for the im2col "
@@ -313,6 +422,10 @@ void lib_write_create_destroy(Emit *em)
     if (libs & LIB_CUDNN)
         sb_printf(o, "    if (ein_dnn_destroy(ctx, %d) != 0)\n        rc = %s_ECUDA;\n",
                   em->nconv, em->upper);
+    if (libs & LIB_DNNL)
+        sb_printf(o, "    for (int i = 0; i < %d; i++)\n"
+                  "        ein_dnnl_free(&ctx->dnnl_op[i]);\n"
+                  "    ein_dnnl_close(&ctx->dnnl);\n", em->ndnnl);
     if (em->col_elems)
         sb_puts(o, "    free(ctx->col);\n");
     for (int j = 0; j < 2; j++)
@@ -461,6 +574,16 @@ static void write_conv(Emit *em, const IrTensor *t, const OpMatch *m, const char
                   m->stride, m->pad);
 }
 
+/* A oneDNN operator's run: the operands' buffers into its primitive. */
+static void write_dnnl_call(Emit *em, const IrTensor *t, const OpMatch *m, const char *in)
+{
+    sb_printf(&em->out, "%s{\n%s    char msg[256];\n"
+              "%s    if (ein_dnnl_run(&ctx->dnnl, &ctx->dnnl_op[%d], %s, %s, NULL, p[%d], NULL, "
+              "msg) != 0)\n%s        return ein_fail(ctx, %s_ELIB, \"%s: %%s\", msg);\n%s}\n",
+              in, in, in, em->slot[t->id], c_operand(em, m, 0), c_operand(em, m, 1), t->id,
+              in, em->upper, t->name, in);
+}
+
 void lib_write_call(Emit *em, const IrTensor *t, const char *indent)
 {
     const PlanOp *op = emit_op(em, t);
@@ -474,6 +597,9 @@ void lib_write_call(Emit *em, const IrTensor *t, const char *indent)
         break;
     case IMPL_CUDA_BAND:
         band_write_launch(em, t, m, indent);
+        break;
+    case IMPL_DNNL_CONV:
+        write_dnnl_call(em, t, m, indent);
         break;
     case IMPL_CBLAS_BAND:
         sb_printf(&em->out, "%sein_%s(%s, %s, (float *)p[%d], ctx->col, %"

@@ -9,5 +9,7 @@ EXTRA_DIST += examples/README.md \
 	examples/infogan.ein examples/dcgan.ein examples/fsrcnn.ein \
 	examples/gcn.ein examples/resnet18.ein examples/csrnet.ein \
 	examples/longformer.ein examples/tinylm.ein \
+	examples/bert.ein examples/gpt2.ein examples/mobilenetv2.ein \
+	examples/unet.ein \
 	examples/check-examples.test
 TESTS += examples/check-examples.test

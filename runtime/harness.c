@@ -14,7 +14,7 @@ RT_API void rt_usage(FILE *out, const char *prog)
 {
     fprintf(out,
 "usage: %s [--weights FILE] [--inputs FILE] [--outputs FILE] [--seed N]\n"
-"          [--bench ITERS]\n"
+"          [--bench ITERS] [--threads N]\n"
 "  --weights FILE  read the weights from a safetensors file; without it\n"
 "                  they are seeded uniform(-1, 1) values\n"
 "  --inputs FILE   read the inputs from a safetensors file; without it\n"
@@ -24,6 +24,8 @@ RT_API void rt_usage(FILE *out, const char *prog)
 "                  (default 0)\n"
 "  --bench ITERS   after a warm-up run, run ITERS times and print the\n"
 "                  median milliseconds per run\n"
+"  --threads N     compute with N threads (default: as many as OpenMP\n"
+"                  would use, OMP_NUM_THREADS or every processor)\n"
 "  --help          print this help\n", prog);
 }
 
@@ -63,14 +65,16 @@ static int rt_parse_u64(const char *s, uint64_t max, uint64_t *out)
 }
 
 #define RT_BENCH_MAX 1000000000L
+#define RT_THREADS_MAX 4096
 
 RT_API int rt_parse_args(int argc, char **argv, RtArgs *a, char *err,
                          size_t errlen)
 {
     static const char *const opts[] = {
-        "--weights", "--inputs", "--outputs", "--seed", "--bench"
+        "--weights", "--inputs", "--outputs", "--seed", "--bench", "--threads"
     };
-    int seen[5] = { 0, 0, 0, 0, 0 };
+    enum { NOPTS = sizeof opts / sizeof *opts };
+    int seen[NOPTS] = { 0 };
     const char *slash;
     int i;
 
@@ -89,13 +93,13 @@ RT_API int rt_parse_args(int argc, char **argv, RtArgs *a, char *err,
         }
         if (arg[0] != '-' || arg[1] == 0)
             return rt_fail(err, errlen, "unexpected argument '%s'", arg);
-        for (k = 0; k < 5; k++) {
+        for (k = 0; k < NOPTS; k++) {
             n = strlen(opts[k]);
             if (strncmp(arg, opts[k], n) == 0 &&
                 (arg[n] == 0 || arg[n] == '='))
                 break;
         }
-        if (k == 5)
+        if (k == NOPTS)
             return rt_fail(err, errlen, "unknown option '%s'", arg);
         n = strlen(opts[k]);
         if (arg[n] == '=')
@@ -116,12 +120,20 @@ RT_API int rt_parse_args(int argc, char **argv, RtArgs *a, char *err,
                 return rt_fail(err, errlen, "option '--seed': '%s' is not a "
                                "number from 0 to 18446744073709551615", val);
             break;
-        default: {
+        case 4: {
             uint64_t v;
             if (rt_parse_u64(val, (uint64_t)RT_BENCH_MAX, &v) < 0 || v == 0)
                 return rt_fail(err, errlen, "option '--bench': '%s' is not "
                                "a count from 1 to %ld", val, RT_BENCH_MAX);
             a->bench = (long)v;
+            break;
+        }
+        default: {
+            uint64_t v;
+            if (rt_parse_u64(val, (uint64_t)RT_THREADS_MAX, &v) < 0 || v == 0)
+                return rt_fail(err, errlen, "option '--threads': '%s' is not "
+                               "a count from 1 to %d", val, RT_THREADS_MAX);
+            a->threads = (int)v;
             break;
         }
         }

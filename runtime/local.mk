@@ -17,6 +17,10 @@ RUNTIME_SUPPORT_CUDA = runtime/cudnn_types.h runtime/api_cuda.cu \
 RUNTIME_SUPPORT_BOTH = runtime/api_base.c runtime/api.c runtime/main.c
 RUNTIME_SUPPORT = $(RUNTIME_SUPPORT_C) $(RUNTIME_SUPPORT_CUDA) \
 	$(RUNTIME_SUPPORT_BOTH)
+# The oneDNN operators (C, pasted where a C file calls oneDNN: einc
+# --dnnl); embedded, but compiled on their own only by test_dnnl (below),
+# where configure found oneDNN, not by support.test.
+DNNL_PIECES = runtime/dnnl_types.h runtime/dnnl.c
 AM_TESTS_ENVIRONMENT += RUNTIME_SUPPORT_C='$(RUNTIME_SUPPORT_C)'; \
 	RUNTIME_SUPPORT_CUDA='$(RUNTIME_SUPPORT_CUDA)'; \
 	RUNTIME_SUPPORT_BOTH='$(RUNTIME_SUPPORT_BOTH)'; \
@@ -30,12 +34,13 @@ runtime_libruntime_embed_a_SOURCES = runtime/embed.h
 nodist_runtime_libruntime_embed_a_SOURCES = runtime/runtime_embed.c
 BUILT_SOURCES += runtime/runtime_embed.c
 CLEANFILES += runtime/runtime_embed.c runtime/runtime_embed.c-t
-EXTRA_DIST += $(RUNTIME_PIECES) $(RUNTIME_SUPPORT) runtime/model.h
+EXTRA_DIST += $(RUNTIME_PIECES) $(RUNTIME_SUPPORT) $(DNNL_PIECES) runtime/model.h
 
-runtime/runtime_embed.c: runtime/embed$(EXEEXT) $(RUNTIME_PIECES) $(RUNTIME_SUPPORT)
+runtime/runtime_embed.c: runtime/embed$(EXEEXT) $(RUNTIME_PIECES) $(RUNTIME_SUPPORT) \
+	$(DNNL_PIECES) $(srcdir)/runtime/local.mk
 	$(AM_V_GEN)$(MKDIR_P) runtime && \
 	runtime/embed$(EXEEXT) $@-t \
-	  `for f in $(RUNTIME_PIECES) $(RUNTIME_SUPPORT); do echo $(srcdir)/$$f; done` && \
+	  `for f in $(RUNTIME_PIECES) $(RUNTIME_SUPPORT) $(DNNL_PIECES); do echo $(srcdir)/$$f; done` && \
 	mv -f $@-t $@
 
 # The safetensors code as an ordinary library, for einc's own use (the
@@ -93,3 +98,14 @@ fuzz-st-file: $(srcdir)/tests/fuzz/fuzz_st_file.c $(srcdir)/runtime/st.c
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -I$(top_srcdir) -o tests/runtime/fuzz_st_file \
 	  $(srcdir)/tests/fuzz/fuzz_st_file.c $(srcdir)/runtime/st.c
 .PHONY: fuzz-st fuzz-st-file clean-local-runtime
+
+# The oneDNN operators (dnnl_types.h, dnnl.c) against plain loops, where
+# configure found oneDNN.
+if HAVE_DNNL
+check_PROGRAMS += tests/runtime/test_dnnl
+tests_runtime_test_dnnl_SOURCES = tests/runtime/test_dnnl.c runtime/dnnl.c \
+	runtime/dnnl_types.h runtime/rt.h
+tests_runtime_test_dnnl_CFLAGS = $(AM_CFLAGS) $(DNNL_CFLAGS)
+tests_runtime_test_dnnl_LDADD = $(DNNL_LIBS) -lm
+TESTS += tests/runtime/test_dnnl
+endif

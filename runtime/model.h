@@ -28,7 +28,7 @@ typedef struct model_ctx model_ctx;
 
 enum {
     MODEL_OK = 0, MODEL_EINVAL = 1, MODEL_EIO = 2, MODEL_EFORMAT = 3,
-    MODEL_ENOMEM = 4, MODEL_ECUDA = 5, MODEL_EMISSING = 6
+    MODEL_ENOMEM = 4, MODEL_ECUDA = 5, MODEL_EMISSING = 6, MODEL_ELIB = 7
 };
 enum { MODEL_INPUT = 0, MODEL_WEIGHT = 1, MODEL_COMPUTED = 2 };
 enum {

@@ -746,3 +746,49 @@ double cost_stage(const CostModel *cm, const Stage *s, const OpMatch *m)
 {
     return cost_stage_ex(cm, s, m, NULL);
 }
+
+/* A convolution on oneDNN (runtime/dnnl.c): its JIT kernels run a direct
+ * convolution on channel blocks of 16 at a fraction of their peak that
+ * grows with the channels per group (a depthwise one vectorizes over
+ * the channels instead), and the activations are reordered between
+ * einc's NCHW and the blocked layout the primitive takes, on the way in
+ * (but for an input of fewer than 8 channels, which the first layer's
+ * kernels read as it is) and on the way out.  Figures fitted to oneDNN
+ * 2.6.3 on one core of the machine cpucal.sh ran on (min of 20 runs,
+ * einc -O0 --dnnl --main, --bench): 3x3 64->64 56x56 1.65 ms, 1x1
+ * 64->256 56x56 1.40 ms (these two give the peak and the reorder rate),
+ * 7x7/2 3->64 224x224 1.86 ms (model 2.4), depthwise 3x3 96 56x56
+ * 0.61 ms. */
+#define DNNL_LAUNCH 2e-6        /* the call, its argument checks */
+#define DNNL_PEAK 200e9         /* FLOP/s, many channels per group */
+#define DNNL_F0 6.0             /* filters per group at half efficiency */
+#define DNNL_C0 1.0             /* input channels per group at half efficiency */
+#define DNNL_DW_EFF 0.25        /* depthwise: of the peak */
+#define DNNL_REORDER 4.7e9      /* bytes/s of a reorder (read and write) */
+static double cpu_dnnl_conv(const Stage *s, const OpMatch *m, double dram)
+{
+    const CpuFigures *c = &cpu_figures;
+    double g = (double)(m->groups > 0 ? m->groups : 1);
+    double fg = (double)m->f / g, cg = (double)m->c / g;
+    double eff = fg <= 1 && cg <= 1 ? DNNL_DW_EFF : fg / (fg + DNNL_F0) * cg / (cg + DNNL_C0);
+    double t = match_flops(s) / (DNNL_PEAK * eff);
+    double src = 4.0 * (double)m->cn * (double)m->c * (double)m->h * (double)m->w;
+    if (m->kind == OPK_CONV_TRANSPOSE2D || m->c >= 8)
+        t += src / DNNL_REORDER;
+    t += 4.0 * points(s) / DNNL_REORDER;
+    return DNNL_LAUNCH + fmax(t, dram / c->stream);
+}
+
+double cost_stage_impl(const CostModel *cm, const Stage *s, const OpMatch *m, OpImpl impl,
+                       bool *measured)
+{
+    if (impl != IMPL_DNNL_CONV || !is_cpu(cm->dev))
+        return cost_stage_ex(cm, s, impl == IMPL_KERNEL ? NULL : m, measured);
+    if (measured)
+        *measured = false;
+    const IrTensor *seen[64];
+    int nseen = 0;
+    double dram = 4 * points(s);
+    collect_reads(s->body, seen, &nseen, &dram);
+    return cpu_dnnl_conv(s, m, dram);
+}

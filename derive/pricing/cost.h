@@ -61,9 +61,11 @@ typedef enum {
     IMPL_CBLAS_IM2COL,          /* C: Conv2d as im2col + cblas_sgemm per image */
     IMPL_CBLAS_COL2IM,          /* C: ConvTranspose2d as cblas_sgemm + col2im */
     IMPL_CBLAS_BAND,            /* C: G2BMM/GBMM as blocks of dense cblas_sgemm */
+    IMPL_DNNL_CONV,             /* C with oneDNN: Conv2d as a oneDNN convolution,
+                                   ConvTranspose2d as a deconvolution (runtime/dnnl.c) */
 } OpImpl;
 /* A short name ("kernel", "cublas", "cudnn", "band", "cblas", "im2col",
- * "col2im", "cblas-band": --emit=plan, plan-json) and what the generated
+ * "col2im", "cblas-band", "dnnl": --emit=plan, plan-json) and what the generated
  * file calls it in its comments ("generated kernel", "cublasGemmEx", ...;
  * `batched`: a GEMM over a batch of matrices). */
 const char *cost_impl_name(OpImpl i);
@@ -73,14 +75,18 @@ const char *cost_impl_call(OpImpl i, OpKind kind, bool batched);
  * one residue class against the key rows their band covers. */
 #define BAND_C_ROWS 64
 
+typedef struct CostModel CostModel;
+
 /* The implementation of the stage `s`, matched as `m` (NULL or
  * OPK_KERNEL: none), computing the tensor `out` (its element type and
- * shape; `s` need not be out->stage) on target `tg`: a library call where
+ * shape; `s` need not be out->stage) on cm's target: a library call where
  * the target's library takes the operator as it is (its sizes fit an
  * int, its element types are the same, the stage writes every element of
- * `out`, and the target's own limits: f32 only and one group on C, the
- * band kernel's shapes on CUDA), IMPL_KERNEL otherwise. */
-OpImpl cost_impl(Target tg, const IrTensor *out, const Stage *s, const OpMatch *m);
+ * `out`, and the target's own limits: f32 only on C, and one group
+ * without oneDNN; the band kernel's shapes on CUDA), IMPL_KERNEL
+ * otherwise.  On C with cm->dnnl every convolution oneDNN takes is
+ * IMPL_DNNL_CONV. */
+OpImpl cost_impl(const CostModel *cm, const IrTensor *out, const Stage *s, const OpMatch *m);
 
 /* Measured operator times, by operator key (tunedb.c). */
 typedef struct TuneDb TuneDb;
@@ -88,12 +94,13 @@ typedef struct TuneDb TuneDb;
 /* What prices an operator: the device, the arithmetic of library calls,
  * measured times (db NULL: the model only), and the target whose
  * libraries take what (cost_impl). */
-typedef struct CostModel {
+struct CostModel {
     const Device *dev;
     Precision precision;
     const TuneDb *db;
     Target target;              /* whose libraries the plan calls */
-} CostModel;
+    bool dnnl;                  /* C: oneDNN takes the convolutions (einc --dnnl) */
+};
 
 /* Estimated seconds for the stage `s`, run as the operator `m` (or as a
  * generated kernel when m is NULL or m->kind == OPK_KERNEL): the measured
@@ -101,6 +108,11 @@ typedef struct CostModel {
  * *measured (when not NULL) says which. */
 double cost_stage(const CostModel *cm, const Stage *s, const OpMatch *m);
 double cost_stage_ex(const CostModel *cm, const Stage *s, const OpMatch *m, bool *measured);
+/* The same for the implementation `impl` (cost_impl) of a library call:
+ * on the CPU a convolution on oneDNN is priced as oneDNN runs it, not as
+ * im2col. */
+double cost_stage_impl(const CostModel *cm, const Stage *s, const OpMatch *m, OpImpl impl,
+                       bool *measured);
 /* The model alone. */
 double cost_model(const Device *d, Precision prec, const Stage *s, const OpMatch *m);
 

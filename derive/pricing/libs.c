@@ -9,7 +9,11 @@
  *         G2BMM, GBMM   the tiled band kernels of emit/band.c: f32, and
  *                       shapes the kernel indexes with in an int
  *   C     GEMMs         cblas_sgemm: f32 only
- *         convolutions  im2col (col2im) around cblas_sgemm: f32, one group
+ *         convolutions  with --dnnl, oneDNN (runtime/dnnl.c): f32, any
+ *                       groups, stride, dilation, padding; transposed ones
+ *                       as deconvolutions, one group, no dilation.
+ *                       Else im2col (col2im) around cblas_sgemm: f32,
+ *                       one group
  *         G2BMM, GBMM   blocks of dense cblas_sgemm: f32
  *
  * On both, a library writes every element of its output, takes its sizes
@@ -36,6 +40,7 @@ const char *cost_impl_name(OpImpl i)
         [IMPL_CUDNN_CONV] = "cudnn", [IMPL_CUDA_BAND] = "band",
         [IMPL_CBLAS_GEMM] = "cblas", [IMPL_CBLAS_IM2COL] = "im2col",
         [IMPL_CBLAS_COL2IM] = "col2im", [IMPL_CBLAS_BAND] = "cblas-band",
+        [IMPL_DNNL_CONV] = "dnnl",
     };
     return (unsigned)i < sizeof names / sizeof *names ? names[i] : "?";
 }
@@ -53,6 +58,8 @@ const char *cost_impl_call(OpImpl i, OpKind kind, bool batched)
     case IMPL_CBLAS_IM2COL: return "im2col + cblas_sgemm";
     case IMPL_CBLAS_COL2IM: return "cblas_sgemm + col2im";
     case IMPL_CBLAS_BAND: return "banded cblas_sgemm";
+    case IMPL_DNNL_CONV:
+        return kind == OPK_CONV_TRANSPOSE2D ? "oneDNN deconvolution" : "oneDNN convolution";
     case IMPL_KERNEL: break;
     }
     return "generated kernel";
@@ -88,6 +95,16 @@ static bool gemm_ok(Target tg, const IrTensor *t, const OpMatch *m)
         !lead_ok(m->ldb, m->trans_b ? m->k : m->n) ||
         !lead_ok(m->ldc, m->out_nm ? m->m : m->n))
         return false;
+    /* cuBLAS leaves a strided batch whose output matrices overlap in
+     * memory undefined, even where their elements do not (heads
+     * interleaved in the columns: stride 64, rows of H*64); the C target
+     * calls one GEMM per matrix */
+    if (tg == TARGET_CUDA && m->batch > 1) {
+        int64_t rows = m->out_nm ? m->n : m->m, cols = m->out_nm ? m->m : m->n;
+        if (rows > 0 && cols > 0 && (m->stride_c < 0 ? -m->stride_c : m->stride_c) <
+                                        (rows - 1) * m->ldc + cols)
+            return false;
+    }
     return tg == TARGET_CUDA || t->elem == ELEM_F32;
 }
 
@@ -160,8 +177,25 @@ static bool band_cuda_ok(const IrTensor *t, const OpMatch *mt)
            i64_mul(n, cdiv(g2 ? w2 : k, 16), &n) && n <= INT32_MAX;
 }
 
-OpImpl cost_impl(Target tg, const IrTensor *out, const Stage *s, const OpMatch *m)
+/* oneDNN (runtime/dnnl.c): f32 convolutions of any groups, stride,
+ * dilation and padding (match.c pads both sides alike, the output size
+ * rounded down, which is oneDNN's rule with the right padding equal to
+ * the left); deconvolutions with one group and no dilation whose output
+ * padding is at most the padding (it becomes the right padding less, and
+ * a negative one oneDNN refuses). */
+static bool dnnl_ok(const IrTensor *t, const OpMatch *m)
 {
+    if (t->elem != ELEM_F32 || m->groups < 1 || m->c % m->groups || m->f % m->groups ||
+        m->stride < 1 || m->dilation < 1 || m->pad < 0 || m->pad_w < 0)
+        return false;
+    if (m->kind == OPK_CONV_TRANSPOSE2D)
+        return m->groups == 1 && m->dilation == 1 && m->out_pad <= m->pad;
+    return true;
+}
+
+OpImpl cost_impl(const CostModel *cm, const IrTensor *out, const Stage *s, const OpMatch *m)
+{
+    Target tg = cm->target;
     if (!m || m->kind == OPK_KERNEL || !covers_output(out, s))
         return IMPL_KERNEL;
     /* the libraries compute in floating point: integer tensors are kernels */
@@ -175,6 +209,8 @@ OpImpl cost_impl(Target tg, const IrTensor *out, const Stage *s, const OpMatch *
             return cuda ? IMPL_CUBLAS_GEMM : IMPL_CBLAS_GEMM;
         break;
     case OPK_CONV2D: case OPK_CONV_TRANSPOSE2D:
+        if (!cuda && cm->dnnl && same && conv_ok(TARGET_CUDA, out, m) && dnnl_ok(out, m))
+            return IMPL_DNNL_CONV;
         if (same && conv_ok(tg, out, m))
             return cuda ? IMPL_CUDNN_CONV
                         : m->kind == OPK_CONV2D ? IMPL_CBLAS_IM2COL : IMPL_CBLAS_COL2IM;

@@ -425,9 +425,14 @@ static bool conv_channels(const Stage *s, const Table *t, const Ix *ci,
     int f = s->loops[1].id;
     if (plain(ci, &c, &cc) && cc == 0 && c == f) {                     /* depthwise */
         *groups = X->shape[1];
-        *kr = 1;
         *nsums = 0;
-        return K->rank == 3 && s->loops[1].hi == X->shape[1];
+        if (s->loops[1].hi != X->shape[1])
+            return false;
+        /* a filter [C, R, S], or PyTorch's [C, 1, R, S] read at 0: the
+         * same memory */
+        *kr = K->rank == 3 ? 1 : 2;
+        return K->rank == 3 || (K->rank == 4 && K->shape[1] == 1 && ki[1]->n == 0 &&
+                                ki[1]->c == 0);
     }
     /* grouped: one plain sum term and one quotient of the output channel */
     if (ci->n != 2 || ci->c != 0 || K->rank != 4)

@@ -1,7 +1,8 @@
 # derive/rules/local.mk - the derivation rules and their tests (see derive/rules/RULES.md)
 derive_libderive_a_SOURCES += derive/rules/rules.h derive/rules/rules_int.h derive/rules/rules.c \
 	derive/rules/rule_util.c derive/rules/rule_split.c derive/rules/rule_subst.c \
-	derive/rules/rule_merge.c derive/rules/rule_bound.c derive/rules/rule_layout.c derive/rules/rule_tile.c
+	derive/rules/rule_merge.c derive/rules/rule_bound.c derive/rules/rule_layout.c derive/rules/rule_tile.c \
+	derive/rules/rule_factor.c
 
 # Every rule against the interpreter on random stages, and EinNet's
 # showcase derivation steps with their printed results.

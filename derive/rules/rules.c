@@ -22,6 +22,8 @@ const Rule rule_table[RULE_COUNT] = {
     [RULE_LAYOUT_MERGE] = {"data-layout transformation (merge)", "layout-merge", lmerge_sites, lmerge_apply},
     [RULE_LOOP_SWAP] = {"data-layout transformation (output)", "loop-swap", loopswap_sites, loopswap_apply},
     [RULE_SUM_TILE] = {"summation tiling (relax, split, split Σ)", "sum-tile", tile_sites, tile_apply},
+    [RULE_FACTOR_OUT] = {"summation splitting (factors)", "factor-out", factor_sites, factor_apply},
+    [RULE_MASK] = {"guard masking", "mask", mask_sites, mask_apply},
 };
 
 /* ---- context ------------------------------------------------------------------ */
@@ -197,7 +199,10 @@ void rule_print_site(const IrCtx *cx, const Stage *root, const RuleSite *s, FILE
     case RULE_SUM_TILE:
         fprintf(fp, " mask=%#llx k=%lld", (unsigned long long)s->k, (long long)s->k2);
         break;
-    case RULE_TIGHTEN:
+    case RULE_TIGHTEN: case RULE_FACTOR_OUT:
+        break;
+    case RULE_MASK:
+        fprintf(fp, " guard=%d access=%d", s->a, s->b);
         break;
     default:
         if (s->tensor)

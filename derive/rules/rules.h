@@ -37,6 +37,8 @@ typedef enum {
     RULE_LAYOUT_MERGE,              /* data layout: merge two adjacent dimensions */
     RULE_LOOP_SWAP,                 /* data layout of a stage's own output: swap loops */
     RULE_SUM_TILE,                  /* summation tiling: relax, split by k, split Σ */
+    RULE_FACTOR_OUT,                /* summation splitting: factors without Σ vars outside */
+    RULE_MASK,                      /* a guard on Σ vars into a masked copy of an operand */
     RULE_COUNT
 } RuleKind;
 
@@ -57,7 +59,10 @@ typedef enum {
  *                SWAP a < b: dims; MERGE a: dims a and a + 1
  *   LOOP_SWAP    a < b: loop positions of the focus
  *   SUM_TILE     k: bit i set = the focus's i-th sum variable is tiled;
- *                k2: the factor (root focus only) */
+ *                k2: the factor (root focus only)
+ *   FACTOR_OUT   -
+ *   MASK         a: the guard (index in the focus's guards), b: the factor
+ *                access it masks (counted among the focus's factor accesses) */
 typedef struct RuleSite {
     RuleKind rule;
     const Stage *focus;

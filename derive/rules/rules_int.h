@@ -106,6 +106,8 @@ RULE_FNS(lswap)
 RULE_FNS(lmerge)
 RULE_FNS(loopswap)
 RULE_FNS(tile)
+RULE_FNS(factor)
+RULE_FNS(mask)
 #undef RULE_FNS
 
 #endif

@@ -24,7 +24,7 @@ Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o)
     VEC(IrTensor *) order = {0};
     VEC(PlanOp) ops = {0};
     SearchOptions so = o->search;
-    CostModel cm = {so.dev, so.precision, so.tune_db, so.target};
+    CostModel cm = {so.dev, so.precision, so.tune_db, so.target, so.dnnl};
     d->precision = so.precision;
     if (o->level < 2)
         so.depth = 0;

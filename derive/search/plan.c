@@ -45,8 +45,7 @@ static double epilogue_cost(IrCtx *cx, const CostModel *cm, const PlanOp *op)
 
 void plan_price(IrCtx *cx, const CostModel *cm, PlanOp *op)
 {
-    const OpMatch *m = op->impl == IMPL_KERNEL ? NULL : &op->op;
-    op->cost = cost_stage_ex(cm, op->stage, m, &op->measured);
+    op->cost = cost_stage_impl(cm, op->stage, &op->op, op->impl, &op->measured);
     if (op->epi.value)
         op->cost += epilogue_cost(cx, cm, op);
     /* A row group is priced as its members' kernels until the fused row
@@ -67,7 +66,7 @@ static PlanOp match_op(const CostModel *cm, const IrTensor *out, const Stage *s)
     op.buf.kind = BUF_OWN;
     if (!match_stage(s, &op.op))
         op.op.kind = OPK_KERNEL;
-    op.impl = cost_impl(cm->target, out, s, &op.op);
+    op.impl = cost_impl(cm, out, s, &op.op);
     if (op.impl == IMPL_KERNEL) {
         memset(&op.op, 0, sizeof op.op);
         op.op.kind = OPK_KERNEL;

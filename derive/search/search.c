@@ -13,10 +13,11 @@
 static const RuleKind explicit_rules[] = {
     RULE_SUM_SPLIT, RULE_VAR_MERGE, RULE_VAR_SPLIT, RULE_VAR_FUSE,
     RULE_RELAX, RULE_INLINE, RULE_LAYOUT_SPLIT, RULE_LAYOUT_MERGE, RULE_SUM_TILE,
+    RULE_FACTOR_OUT, RULE_MASK,
 };
 static const RuleKind guided_rules[] = {
     RULE_VAR_MERGE, RULE_VAR_SPLIT, RULE_VAR_FUSE, RULE_LAYOUT_SPLIT,
-    RULE_LAYOUT_MERGE,
+    RULE_LAYOUT_MERGE, RULE_FACTOR_OUT, RULE_MASK,
 };
 #define N_OF(a) ((int)(sizeof a / sizeof *a))
 #define GUIDED_STEPS 4
@@ -33,6 +34,7 @@ void search_default_options(SearchOptions *o)
     o->precision = PREC_FP32;
     o->tune_db = NULL;
     o->target = TARGET_CUDA;
+    o->dnnl = false;
 }
 
 static double now_ms(void)
@@ -113,10 +115,44 @@ static int expr_distance(const IExpr *e)
     return d;
 }
 
+/* The factors of a product body (top-level * and /, unary -): how many,
+ * and how many are accesses that use a sum variable of s; -1 past 16. */
+static int product_factors(const Stage *s, const IExpr *e, int *summed, int *dims)
+{
+    switch (e->kind) {
+    case IE_MUL: case IE_DIV: {
+        int a = product_factors(s, e->bin.a, summed, dims);
+        int b = e->kind == IE_MUL ? product_factors(s, e->bin.b, summed, dims) : 1;
+        return a < 0 || b < 0 || a + b > 16 ? -1 : a + b;
+    }
+    case IE_NEG: {
+        int a = product_factors(s, e->bin.a, summed, dims);
+        return a < 0 ? -1 : a + 1;
+    }
+    case IE_ACCESS:
+        for (int i = 0; i < s->nsums; i++)
+            if (ir_expr_uses(e, s->sums[i].id)) {
+                ++*summed;
+                for (int k = 0; k < e->access.nidx; k++)
+                    *dims += dim_distance(e->access.idx[k]);
+                break;
+            }
+        return 1;
+    default:
+        return 1;
+    }
+}
+
 static int stage_distance(const Stage *s)
 {
     int d = expr_distance(s->body);
     const IExpr *b = s->body;
+    /* A product of two summed reads with other factors (a scale, a 1/z,
+     * a sign) is that many steps from the plain one factoring out makes. */
+    int summed = 0, dims = 0;
+    int nf = s->red == RED_SUM && s->nsums ? product_factors(s, b, &summed, &dims) : -1;
+    if (summed >= 2 && nf > 2)
+        return d + (nf - summed) + dims + s->nguards;
     if (s->red != RED_SUM || b->kind != IE_MUL || b->bin.a->kind != IE_ACCESS ||
         b->bin.b->kind != IE_ACCESS)
         return d;
@@ -264,7 +300,8 @@ static int add_node(Search *s, const Stage *e, int parent, const RuleSite *via,
     /* Instantiate; keep what that built only when the plan is new. */
     Candidate c = {{{0}, 0}, s->out->nodes.len, 0};
     IrMark mark = ir_ctx_mark(s->cx);
-    CostModel cm = {s->opt->dev, s->opt->precision, s->opt->tune_db, s->opt->target};
+    CostModel cm = {s->opt->dev, s->opt->precision, s->opt->tune_db, s->opt->target,
+                    s->opt->dnnl};
     plan_instantiate(s->cx, &cm, s->result, e, s->next_id, &c.pieces);
     n.cost = c.pieces.cost;
     c.key = search_plan_key(&c.pieces, s->opt->precision);

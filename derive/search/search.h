@@ -28,6 +28,7 @@ typedef struct SearchOptions {
     Precision precision;        /* --precision: what vendor operators compute in */
     const TuneDb *tune_db;      /* --tune-db: measured times, or NULL */
     Target target;              /* whose libraries the plan calls (cost_impl) */
+    bool dnnl;                  /* C: convolutions on oneDNN (CostModel.dnnl) */
 } SearchOptions;
 void search_default_options(SearchOptions *o);
 

@@ -1,40 +1,56 @@
 #!/usr/bin/python3
-"""cpu.py - einc's C target against PyTorch on the CPU, one thread each, for
-the seven models of examples/ (run by tests/bench/cpu.sh).  Not part of
-`make check`: it prints numbers and asserts nothing about them.
+"""cpu.py - einc's C target against PyTorch eager on the CPU, for every
+model of examples/ that has a PyTorch reference in tests/models/, at one
+and at two threads (run by tests/bench/cpu.sh).  Not part of `make
+check`: it prints numbers and asserts nothing about them.
 
-For each model NAME (tests/models/NAME.py, the numerical suite's PyTorch
-reference, and examples/NAME.ein):
+For each model NAME (tests/models/NAME.py and examples/NAME.ein):
   1. inputs and weights made with torch as tests/num/run.py makes them
      (the model's value ranges, a seed per model), written as safetensors;
   2. `einc --main -D B=BATCH NAME.ein -o NAME.c`, built with the command on
      the first line of NAME.c (all models are built before any is timed);
-  3. `./NAME --inputs F --weights F --outputs F` once (its wall time sets
-     how many timed runs fit in the budget), then `./NAME --inputs F
-     --weights F --bench N`: the median of N runs after a warm-up, as the
-     program prints it;
-  4. PyTorch: the model's reference (its `bench_reference` where it has
-     one, checked first against `reference` in float64 at the model's test
-     sizes) in f32 under torch.no_grad(), torch.set_num_threads(1): one
-     warm-up run (which sets N the same way), then the median of N runs;
-  5. the max relative error of einc's outputs against PyTorch's f32
+  3. for each thread count T (--threads, default 1,2), REPEAT rounds of:
+     `taskset -c CPUS ./NAME --threads T --bench N` (CPUS: the first T
+     processors this process may use), then the PyTorch reference in a
+     worker process (`cpu.py --torch-worker`) under the same taskset,
+     with OMP_NUM_THREADS, OPENBLAS_NUM_THREADS (PyTorch's BLAS, which
+     torch.set_num_threads leaves alone), MKL_NUM_THREADS and
+     GOTO_NUM_THREADS set to T before torch is imported and
+     torch.set_num_threads(T): the model's `bench_reference` where it
+     has one (checked first against `reference` in float64), in f32
+     under torch.no_grad(), one warm-up call, then the median of N;
+     each round's figure is a median of N runs, the table's the median
+     of the REPEAT rounds (the two sides alternate, so a change of load
+     hits both);
+  4. the max relative error of einc's outputs against PyTorch's f32
      outputs, max|einc - torch| / max|torch| (tests/num/run.py's compare).
 N is ITERS, or fewer where ITERS runs would take more than BUDGET seconds
-(at least 1); the table gives N for both sides.  Everything is timed one
-model at a time with OMP_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1 (cpu.sh
-sets them) so that the two sides run on one core each.
+(at least 1).  The load average is printed at the start and the end.
 
 Usage: cpu.py [--einc PATH] [--einc-flags FLAGS] [--models A,B,...]
-              [--iters N] [--budget S] [--batch B] [--keep DIR]
-Environment: EINC, EINC_FLAGS, top_srcdir, CC, MODELS, ITERS, BUDGET, BATCH.
+              [--threads 1,2] [--repeat R] [--iters N] [--budget S]
+              [--batch B] [--keep DIR]
+Environment: EINC, EINC_FLAGS, CC, MODELS, THREADS, REPEAT, ITERS, BUDGET,
+BATCH; OPENBLAS_CORETYPE (passed to both sides) chooses OpenBLAS's
+kernels where it misdetects the processor.
 """
 
 import argparse
+import os
 import sys
 sys.dont_write_bytecode = True   # keep the source tree clean
 
+# The torch worker sets its thread counts before torch is imported (OpenBLAS
+# reads OPENBLAS_NUM_THREADS when it is loaded).
+if "--torch-worker" in sys.argv:
+    _t = sys.argv[sys.argv.index("--threads") + 1]
+    for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+               "GOTO_NUM_THREADS"):
+        os.environ[_v] = _t
+
 import importlib.util
-import os
+import json
+import math
 import platform
 import re
 import shutil
@@ -46,29 +62,64 @@ from concurrent.futures import ThreadPoolExecutor
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(TOP, "tests", "num"))
+sys.path.insert(0, os.path.join(TOP, "tests", "models"))
 
 import torch                                  # noqa: E402
 import eindecl                                # noqa: E402
 import run as num                             # noqa: E402  tests/num/run.py
 import stio                                   # noqa: E402
 
-MODELS = ["infogan", "dcgan", "fsrcnn", "csrnet", "resnet18", "longformer",
-          "gcn"]
-ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-              "MKL_NUM_THREADS": "1", "GOTO_NUM_THREADS": "1"}
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+               "GOTO_NUM_THREADS")
+
+
+def all_models():
+    """Every tests/models/NAME.py whose EIN is examples/NAME.ein."""
+    out = []
+    mdir = os.path.join(TOP, "tests", "models")
+    for fn in sorted(os.listdir(mdir)):
+        if fn.endswith(".py") and not fn.startswith("_"):
+            name = fn[:-3]
+            if os.path.exists(os.path.join(TOP, "examples", name + ".ein")):
+                out.append(name)
+    return out
+
+
+def thread_env(t):
+    return dict(os.environ, **{v: str(t) for v in THREAD_VARS})
+
+
+def cpus_for(t):
+    """The first t processors this process may run on, for taskset."""
+    allowed = sorted(os.sched_getaffinity(0))
+    return ",".join(str(c) for c in allowed[:t])
 
 
 class Row:
-    def __init__(self, name):
-        self.name = name
+    """One model at one thread count."""
+
+    def __init__(self, name, threads):
+        self.name, self.threads = name, threads
         self.batch = "-"
-        self.einc_ms = self.torch_ms = None
+        self.einc = []              # per round: median ms
+        self.torch = []
         self.einc_n = self.torch_n = 0
         self.err = None
         self.note = ""
 
     def fail(self, what):
-        self.note = (self.note + "; " if self.note else "") + what
+        if what not in self.note:
+            self.note = (self.note + "; " if self.note else "") + what
+
+    def einc_ms(self):
+        return median(self.einc) if self.einc else None
+
+    def torch_ms(self):
+        return median(self.torch) if self.torch else None
+
+    def ratio(self):
+        e, t = self.einc_ms(), self.torch_ms()
+        return t / e if e and t else None
 
 
 def load_model(name):
@@ -114,36 +165,86 @@ def runs_for(one_s, iters, budget):
     return max(1, min(iters, int(budget / one_s)))
 
 
+def config_of(mod, batch):
+    """The model's constants after -D B=batch, and the -D options."""
+    prog = eindecl.read(os.path.join(TOP, mod.EIN), {"B": batch})
+    defines = {"B": batch} if "B" in prog.consts else {}
+    return dict(prog.consts), defines
+
+
+def torch_worker(a):
+    """--torch-worker: time one model's PyTorch reference at a.threads
+    threads (the environment set them before torch was imported); inputs
+    and weights from a.wd, outputs of the first call written there; JSON
+    {"ms", "n", "one_s", "blas"} on the standard output."""
+    torch.set_num_threads(a.threads)
+    mod = load_model(a.torch_worker)
+    cfg, _ = config_of(mod, a.batch)
+    ins = stio.load(os.path.join(a.wd, "in.safetensors"))
+    wts = stio.load(os.path.join(a.wd, "wt.safetensors"))
+    fn = getattr(mod, "bench_reference", mod.reference)
+    t = {k: v.to(torch.float32) if v.is_floating_point() else v
+         for k, v in list(ins.items()) + list(wts.items())}
+    with torch.no_grad():
+        t0 = time.perf_counter()
+        ref = fn(cfg, **t)
+        one = time.perf_counter() - t0
+        n = a.n or runs_for(one, a.iters, a.budget)
+        ms = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            fn(cfg, **t)
+            ms.append((time.perf_counter() - t0) * 1e3)
+    out = os.path.join(a.wd, "torch-out.safetensors")
+    if not os.path.exists(out):
+        stio.save({k: v.detach().to(torch.float32).contiguous()
+                   for k, v in ref.items()}, out)
+    blas = "?"
+    try:
+        import ctypes
+        lib = ctypes.CDLL("libopenblas.so.0")
+        lib.openblas_get_corename.restype = ctypes.c_char_p
+        blas = "OpenBLAS %s, %d threads" % (
+            lib.openblas_get_corename().decode(), lib.openblas_get_num_threads())
+    except (OSError, AttributeError):
+        pass
+    print(json.dumps({"ms": median(ms), "n": n, "one_s": one, "blas": blas}))
+    return 0
+
+
 class Case:
-    """One model: its files, its build, its torch tensors."""
+    """One model: its files, its build, its rows (one per thread count)."""
 
     def __init__(self, name, args, root):
         self.name, self.args = name, args
-        self.row = Row(name)
+        self.rows = [Row(name, t) for t in args.threads]
         self.wd = os.path.join(root, name)
         self.exe = None
+        self.einc_n = self.torch_n = 0
         os.makedirs(self.wd, exist_ok=True)
         self.mod = load_model(name)
         self.ein = os.path.join(TOP, self.mod.EIN)
-        prog = eindecl.read(self.ein, {"B": args.batch})
-        self.defines = {"B": args.batch} if "B" in prog.consts else {}
-        self.cfg = dict(prog.consts)          # every constant, after -D
-        self.row.batch = str(self.cfg.get("B", "-"))
+        self.cfg, self.defines = config_of(self.mod, args.batch)
+        for r in self.rows:
+            r.batch = str(self.cfg.get("B", "-"))
         ins, wts = self.mod.shapes(self.cfg)
         bad = check_bench_reference(self.mod)
         if bad:
-            self.row.fail(bad)
+            self.fail(bad)
         self.spec = num.Spec(name, self.ein, ins, wts, self.defines, None,
                              num.TOL_DEFAULT)
 
+    def fail(self, what):
+        for r in self.rows:
+            r.fail(what)
+
     def prepare(self):
         """Inputs, einc, the C build (run in a thread pool)."""
-        r = self.row
         try:
-            self.ins, self.wts = num.generate(self.spec)
-            num.check_decls(self.spec, self.ins, self.wts)
-            stio.save(self.ins, os.path.join(self.wd, "in.safetensors"))
-            stio.save(self.wts, os.path.join(self.wd, "wt.safetensors"))
+            ins, wts = num.generate(self.spec)
+            num.check_decls(self.spec, ins, wts)
+            stio.save(ins, os.path.join(self.wd, "in.safetensors"))
+            stio.save(wts, os.path.join(self.wd, "wt.safetensors"))
             argv = [self.args.einc, "--main", self.ein, "-o", self.name + ".c"]
             argv += self.args.einc_flags
             for k, v in self.defines.items():
@@ -163,79 +264,91 @@ class Case:
             exe = exe or self.name
             self.exe = os.path.join(self.wd, exe)    # unless absolute
         except num.Failure as e:
-            r.fail(str(e).replace("\n", " "))
+            self.fail(str(e).replace("\n", " "))
         except Exception as e:
-            r.fail("%s: %s" % (type(e).__name__, e))
+            self.fail("%s: %s" % (type(e).__name__, e))
 
-    def time_einc(self):
-        r, a = self.row, self.args
-        if not self.exe:
-            return None
-        env = dict(os.environ, **ONE_THREAD)
-        base = [self.exe, "--inputs", "in.safetensors",
-                "--weights", "wt.safetensors"]
+    def run(self, argv, t, timeout):
+        return subprocess.run(["taskset", "-c", cpus_for(t)] + argv,
+                              cwd=self.wd, env=thread_env(t), timeout=timeout,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True, errors="replace")
+
+    def time_einc(self, r):
+        a = self.args
+        base = [self.exe, "--threads", str(r.threads),
+                "--inputs", "in.safetensors", "--weights", "wt.safetensors"]
         try:
-            t0 = time.time()
-            p = subprocess.run(base + ["--outputs", "out.safetensors"],
-                               cwd=self.wd, env=env, timeout=a.timeout,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               universal_newlines=True, errors="replace")
-            one = time.time() - t0
-            if p.returncode != 0:
-                r.fail("einc program exited with %d: %s"
-                       % (p.returncode, num.tail(p.stderr, 2)))
-                return None
-            out = stio.load(os.path.join(self.wd, "out.safetensors"))
-            n = runs_for(one, a.iters, a.budget)
-            p = subprocess.run(base + ["--bench", str(n)], cwd=self.wd,
-                               env=env, timeout=a.timeout + 3 * one * (n + 2),
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               universal_newlines=True, errors="replace")
+            if not self.einc_n:         # one run: the outputs, and how many fit
+                t0 = time.time()
+                p = self.run(base + ["--outputs", "out.safetensors"],
+                             r.threads, a.timeout)
+                one = time.time() - t0
+                if p.returncode != 0:
+                    r.fail("einc program exited with %d: %s"
+                           % (p.returncode, num.tail(p.stderr, 2)))
+                    return
+                self.einc_n = runs_for(one, a.iters, a.budget)
+                self.einc_one = one
+            n = self.einc_n
+            p = self.run(base + ["--bench", str(n)], r.threads,
+                         a.timeout + 3 * self.einc_one * (n + 2))
             m = re.search(r"median ([0-9.]+) ms", p.stdout)
             if p.returncode != 0 or not m:
                 r.fail("--bench failed (exit %d): %s"
                        % (p.returncode, num.tail(p.stderr + p.stdout, 2)))
-                return out
-            r.einc_ms, r.einc_n = float(m.group(1)), n
-            return out
+                return
+            r.einc.append(float(m.group(1)))
+            r.einc_n = n
         except subprocess.TimeoutExpired:
             r.fail("einc program timed out")
         except Exception as e:
             r.fail("einc: %s: %s" % (type(e).__name__, e))
-        return None
 
-    def time_torch(self):
-        r, a = self.row, self.args
-        fn = getattr(self.mod, "bench_reference", self.mod.reference)
-        t = {k: v.to(torch.float32) for k, v in self.ins.items()}
-        t.update({k: v.to(torch.float32) for k, v in self.wts.items()})
+    def time_torch(self, r):
+        a = self.args
+        argv = [sys.executable, os.path.abspath(__file__), "--torch-worker",
+                self.name, "--threads", str(r.threads), "--wd", self.wd,
+                "--batch", str(a.batch), "--iters", str(a.iters),
+                "--budget", str(a.budget), "--n", str(self.torch_n)]
         try:
-            with torch.no_grad():
-                t0 = time.perf_counter()
-                ref = fn(self.cfg, **t)
-                one = time.perf_counter() - t0
-                n = runs_for(one, a.iters, a.budget)
-                ms = []
-                for _ in range(n):
-                    t0 = time.perf_counter()
-                    fn(self.cfg, **t)
-                    ms.append((time.perf_counter() - t0) * 1e3)
-            r.torch_ms, r.torch_n = median(ms), n
-            return ref
+            p = self.run(argv, r.threads, a.timeout * 4)
+            if p.returncode != 0:
+                r.fail("torch: exit %d: %s" % (p.returncode,
+                                               num.tail(p.stderr, 2)))
+                return
+            res = json.loads(p.stdout.strip().splitlines()[-1])
+            self.torch_n = res["n"]
+            r.torch.append(res["ms"])
+            r.torch_n = res["n"]
+            self.blas = res["blas"]
+        except subprocess.TimeoutExpired:
+            r.fail("torch timed out")
         except Exception as e:
             r.fail("torch: %s: %s" % (type(e).__name__, e))
-        return None
+
+    def check(self):
+        """einc's outputs against PyTorch's f32 ones."""
+        try:
+            out = stio.load(os.path.join(self.wd, "out.safetensors"))
+            ref = stio.load(os.path.join(self.wd, "torch-out.safetensors"))
+        except Exception as e:
+            self.fail("no outputs to compare: %s" % e)
+            return
+        worst, problems = num.compare(self.name, out, ref, self.args.tol)
+        for r in self.rows:
+            r.err = worst
+        if problems:
+            self.fail("; ".join(problems))
 
     def bench(self):
-        out = self.time_einc()
-        ref = self.time_torch()
-        if out is not None and ref is not None:
-            worst, problems = num.compare(self.name, out, ref, self.args.tol)
-            self.row.err = worst
-            if problems:
-                self.row.fail("; ".join(problems))
-        # free the big tensors before the next model
-        self.ins = self.wts = None
+        if not self.exe:
+            return
+        for rnd in range(self.args.repeat):
+            for r in self.rows:
+                self.time_einc(r)
+                self.time_torch(r)
+        self.check()
 
 
 def fmt_ms(ms):
@@ -246,22 +359,55 @@ def fmt_ms(ms):
     return "%.1f" % ms if ms < 1000 else "%.0f" % ms
 
 
-def table(rows, iters):
-    print("| model | B | einc C ms | runs | PyTorch ms | runs "
-          "| PyTorch / einc | max rel err | note |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
-    for r in rows:
-        ratio = "-"
-        if r.einc_ms and r.torch_ms:
-            ratio = "%.3g" % (r.torch_ms / r.einc_ms)
-        err = "-" if r.err is None else "%.1e" % r.err
-        note = r.note
-        if 0 < r.einc_n < iters or 0 < r.torch_n < iters:
-            note = ("fewer runs (budget)" + ("; " + note if note else ""))
-        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            r.name, r.batch, fmt_ms(r.einc_ms), r.einc_n or "-",
-            fmt_ms(r.torch_ms), r.torch_n or "-", ratio, err,
-            note.replace("|", "/")))
+def geomean(v):
+    v = [x for x in v if x]
+    return math.exp(sum(math.log(x) for x in v) / len(v)) if v else None
+
+
+def table(cases, a):
+    ts = a.threads
+    print("| model | B | threads | einc C ms | runs | PyTorch ms | runs "
+          "| PyTorch / einc | einc vs 1 thread | max rel err | note |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for c in cases:
+        one = c.rows[0].einc_ms() if c.rows and c.rows[0].threads == 1 else None
+        for r in c.rows:
+            ratio = r.ratio()
+            scale = "-"
+            if one and r.einc_ms() and r.threads != 1:
+                scale = "%.2fx" % (one / r.einc_ms())
+            err = "-" if r.err is None else "%.1e" % r.err
+            note = r.note
+            if 0 < r.einc_n < a.iters or 0 < r.torch_n < a.iters:
+                note = ("fewer runs (budget)" + ("; " + note if note else ""))
+            spread = ""
+            if len(r.einc) > 1:
+                spread = " (%s-%s)" % (fmt_ms(min(r.einc)), fmt_ms(max(r.einc)))
+            print("| %s | %s | %d | %s%s | %s | %s | %s | %s | %s | %s | %s |" % (
+                r.name, r.batch, r.threads, fmt_ms(r.einc_ms()), spread,
+                r.einc_n or "-", fmt_ms(r.torch_ms()), r.torch_n or "-",
+                "-" if ratio is None else "%.3g" % ratio, scale, err,
+                note.replace("|", "/")))
+    print()
+    for t in ts:
+        g = geomean([r.ratio() for c in cases for r in c.rows if r.threads == t])
+        rs = [r.ratio() for c in cases for r in c.rows if r.threads == t]
+        slower = [c.name for c in cases for r in c.rows
+                  if r.threads == t and r.ratio() is not None and r.ratio() < 1]
+        print("- %d thread%s: geometric mean of PyTorch / einc %s over %d models; "
+              "slower than PyTorch: %s" % (
+                  t, "" if t == 1 else "s", "-" if g is None else "%.3g" % g,
+                  len([x for x in rs if x]), ", ".join(slower) or "none"))
+    if len(ts) > 1 and ts[0] == 1:
+        for t in ts[1:]:
+            worse = []
+            for c in cases:
+                e1 = c.rows[0].einc_ms()
+                et = next((r.einc_ms() for r in c.rows if r.threads == t), None)
+                if e1 and et and et > e1:
+                    worse.append("%s (%.2fx)" % (c.name, e1 / et))
+            print("- einc at %d threads slower than at 1: %s"
+                  % (t, ", ".join(worse) or "none"))
 
 
 def cpu_name():
@@ -290,29 +436,48 @@ def main():
     ap.add_argument("--einc-flags", default=env.get("EINC_FLAGS", ""),
                     help="extra einc options, blank-separated (e.g. "
                          "--device=cpu)")
-    ap.add_argument("--models", default=env.get("MODELS", ",".join(MODELS)),
-                    help="comma- or space-separated (default: all seven)")
+    ap.add_argument("--models", default=env.get("MODELS", ""),
+                    help="comma- or space-separated (default: every model "
+                         "of examples/ with a tests/models reference)")
+    ap.add_argument("--threads", default=env.get("THREADS", "1,2"),
+                    help="thread counts, comma-separated (default 1,2)")
+    ap.add_argument("--repeat", type=int, default=int(env.get("REPEAT", "3")),
+                    help="rounds per model and thread count; the table has "
+                         "the median (default 3)")
     ap.add_argument("--iters", type=int, default=int(env.get("ITERS", "10")),
-                    help="timed runs per side at most (default 10)")
+                    help="timed runs per side and round at most (default 10)")
     ap.add_argument("--budget", type=float,
-                    default=float(env.get("BUDGET", "20")),
-                    help="seconds of timed runs per side and model at most, "
-                         "the runs at least 1 (default 20)")
+                    default=float(env.get("BUDGET", "10")),
+                    help="seconds of timed runs per side, round and model at "
+                         "most, the runs at least 1 (default 10)")
     ap.add_argument("--batch", type=int, default=int(env.get("BATCH", "1")))
     ap.add_argument("--timeout", type=float, default=600,
                     help="seconds one einc program run may take")
     ap.add_argument("--tol", type=float, default=1e-4,
                     help="flag a rel err at or above this in the note")
     ap.add_argument("--keep", help="work in this folder and keep it")
+    # the worker that times PyTorch in a process of its own
+    ap.add_argument("--torch-worker", help=argparse.SUPPRESS)
+    ap.add_argument("--wd", help=argparse.SUPPRESS)
+    ap.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.torch_worker:
+        a.threads = int(a.threads)
+        return torch_worker(a)
+    a.threads = [int(t) for t in re.split(r"[,\s]+", a.threads) if t]
+    if not a.threads or min(a.threads) < 1:
+        ap.error("--threads: positive counts")
+    if max(a.threads) > len(os.sched_getaffinity(0)):
+        ap.error("--threads: only %d processors here" % len(os.sched_getaffinity(0)))
     a.einc_flags = a.einc_flags.split()
-    torch.set_num_threads(1)
-    names = [n for n in re.split(r"[,\s]+", a.models) if n]
+    names = [n for n in re.split(r"[,\s]+", a.models) if n] or all_models()
     for n in names:
         if not os.path.exists(os.path.join(TOP, "tests", "models", n + ".py")):
             ap.error("no model '%s' (tests/models/%s.py)" % (n, n))
     if not a.einc or not os.access(a.einc, os.X_OK):
         ap.error("no einc to run (set EINC or --einc): %r" % a.einc)
+    if not shutil.which("taskset"):
+        ap.error("taskset (util-linux) is needed to pin the threads")
     a.einc = os.path.abspath(a.einc)
     ver = subprocess.run([a.einc, "--version"], stdout=subprocess.PIPE,
                          universal_newlines=True).stdout.split("\n")[0]
@@ -336,37 +501,49 @@ def main():
         with ThreadPoolExecutor(max_workers=2) as ex:     # einc and cc
             list(ex.map(lambda c: c.prepare(), cases))
         t_built = time.time()
+        load1 = loadavg()
         for c in cases:
             c.bench()
-            r = c.row
-            print("%-10s einc %s ms (%d), torch %s ms (%d), err %s %s" % (
-                c.name, fmt_ms(r.einc_ms), r.einc_n, fmt_ms(r.torch_ms),
-                r.torch_n, "-" if r.err is None else "%.1e" % r.err, r.note),
-                file=sys.stderr, flush=True)
+            for r in c.rows:
+                print("%-12s %d thr: einc %s ms %s, torch %s ms %s, err %s %s" % (
+                    c.name, r.threads, fmt_ms(r.einc_ms()),
+                    [fmt_ms(x) for x in r.einc], fmt_ms(r.torch_ms()),
+                    [fmt_ms(x) for x in r.torch],
+                    "-" if r.err is None else "%.1e" % r.err, r.note),
+                    file=sys.stderr, flush=True)
     finally:
         if not a.keep:
             shutil.rmtree(root, ignore_errors=True)
     t_end = time.time()
-    print("einc C target against PyTorch %s on the CPU, one thread each"
+    print("einc C target against PyTorch %s eager on the CPU"
           % torch.__version__.split("+")[0])
     print()
-    print("- machine: %s, %s cores; load average %s at the start, %s at the "
-          "end" % (cpu_name(), os.cpu_count(), load0, loadavg()))
+    print("- machine: %s, %s processors (%s usable); load average %s at the "
+          "start, %s after the builds, %s at the end" % (
+              cpu_name(), os.cpu_count(), len(os.sched_getaffinity(0)),
+              load0, load1, loadavg()))
     cmd = next((c.build_cmd for c in cases if hasattr(c, "build_cmd")), "?")
     print("- %s; each .c built with the command on its first line, e.g. "
           "`%s`" % (ver, cmd))
-    print("- einc options: `--main -D B=%d%s`" % (
-        a.batch, "".join(" " + f for f in a.einc_flags)))
-    print("- median of ITERS=%d runs after a warm-up, fewer where they "
-          "would take more than BUDGET=%g s (the runs column); batch %d"
-          % (a.iters, a.budget, a.batch))
+    print("- einc options: `--main -D B=%d%s`; PyTorch: %s" % (
+        a.batch, "".join(" " + f for f in a.einc_flags),
+        next((c.blas for c in cases if hasattr(c, "blas")), "?")
+        + (", OPENBLAS_CORETYPE=" + env["OPENBLAS_CORETYPE"]
+           if env.get("OPENBLAS_CORETYPE") else "")))
+    print("- both sides pinned with taskset to the first T processors, "
+          "OMP/OPENBLAS/MKL/GOTO_NUM_THREADS=T, `--threads T`, "
+          "torch.set_num_threads(T)")
+    print("- each figure: the median of REPEAT=%d rounds (einc's range in "
+          "brackets), each the median of ITERS=%d runs after a warm-up, "
+          "fewer where they would take more than BUDGET=%g s"
+          % (a.repeat, a.iters, a.budget))
     print("- PyTorch / einc > 1: einc is faster; max rel err: einc's outputs "
           "against PyTorch's f32 ones, max|einc - torch| / max|torch|")
     print("- wall time %.0f s (prepare %.0f s)" % (t_end - t_start,
                                                   t_built - t_start))
     print()
-    table([c.row for c in cases], a.iters)
-    return 0 if all(not c.row.note for c in cases) else 1
+    table(cases, a)
+    return 0 if all(not r.note for c in cases for r in c.rows) else 1
 
 
 if __name__ == "__main__":

@@ -200,7 +200,9 @@ static const IExpr *guard(Gen *g, int depth)
 {
     IrCtx *cx = g->cx;
     const Ix *x = affine(g, 0);
-    switch (gen_range(g, 0, 4)) {
+    switch (gen_range(g, 0, 5)) {
+    case 5:                         /* causal: i - j >= 0 */
+        return ir_icmp(cx, OP_GE, ix_sub(cx, V(g, pick(g)), V(g, pick(g))), ix_const(cx, 0));
     case 4: return ir_cmp(cx, OP_LT, factor(g, depth), ir_const(cx, 0.5));
     case 0: return ir_icmp(cx, OP_EQ, ix_mod(cx, x, gen_range(g, 2, 3)), ix_const(cx, 0));
     case 1: return ir_icmp(cx, OP_GE, x, ix_const(cx, 0));

@@ -114,6 +114,14 @@ static void grouped(void)
         "d[n, c, h, w] : [1, 8, 6, 6] += x[n, c, h + r - 1, w + s - 1] * dw[c, r, s]\noutput d\n";
     EXPECT(match_named(dwc, "d", &m) && m.kind == OPK_CONV2D && m.groups == 8 && m.f == 8 &&
            m.c == 8 && m.r == 3, dwc);
+    /* PyTorch's depthwise filter [C, 1, R, S], read at 0 */
+    const char *dw1 = "input x : f32[1, 8, 6, 6]\nweight dw : f32[8, 1, 3, 3]\n"
+        "d[n, c, h, w] : [1, 8, 6, 6] += x[n, c, h + r - 1, w + s - 1] * dw[c, 0, r, s]\noutput d\n";
+    EXPECT(match_named(dw1, "d", &m) && m.kind == OPK_CONV2D && m.groups == 8 && m.f == 8 &&
+           m.c == 8 && m.r == 3 && m.s == 3 && m.pad == 1, dw1);
+    const char *dw2 = "input x : f32[1, 8, 6, 6]\nweight dw : f32[8, 2, 3, 3]\n"
+        "d[n, c, h, w] : [1, 8, 6, 6] += x[n, c, h + r - 1, w + s - 1] * dw[c, 1, r, s]\noutput d\n";
+    EXPECT(!match_named(dw2, "d", &m) || m.kind != OPK_CONV2D, dw2);
     /* a channel index that is not a group pattern does not match */
     const char *bad = "input x : f32[1, 8, 6, 6]\nweight k : f32[8, 4, 3, 3]\n"
         "y[n, f, h, w] : [1, 8, 6, 6] += x[n, 4*(f / 2) + c, h + r - 1, w + s - 1] * k[f, c, r, s]\noutput y\n";

@@ -283,7 +283,11 @@ static const char program[] =
     "sm[b, i] += e[b, i, j]\n"
     "sel[n, c, h, w] = select(x[n, c, h, w] > 0 && h < w, x[n, c, h, w], -x[n, c, h, w] / (h + 1))\n"
     "tot[] += conv[n, f, h, w] * tc[n, f, 2*h, 2*w]\n"
-    "output dil, c5, tc, mp, fl, sm, sel, tot\n";
+    "sc[b, i, j] : [2, L, L] += q[b, i, d] * k[b, j, d] * 0.5 where j <= i\n"
+    "at[b, i, d] += sc[b, i, j] * q[b, j, d] / sm[b, i] where j <= i\n"
+    "zs[b, i] += sc[b, i, j] where j <= i\n"
+    "cm[b, i, d] += k[b, j, d] * sc[b, i, j] where j < i\n"
+    "output dil, c5, tc, mp, fl, sm, sel, tot, sc, at, zs, cm\n";
 
 static void test_lowered(int walks, int depth)
 {

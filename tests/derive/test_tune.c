@@ -189,9 +189,9 @@ static void test_keys(void)
     CHECK(db != NULL);
     free(msgs);
     free(text);
-    CostModel plain = {cost_device("h200"), PREC_FP32, NULL, TARGET_CUDA};
-    CostModel tuned = {cost_device("h200"), PREC_FP32, db, TARGET_CUDA};
-    CostModel other = {cost_device("h200"), PREC_FP16, db, TARGET_CUDA};
+    CostModel plain = {cost_device("h200"), PREC_FP32, NULL, TARGET_CUDA, false};
+    CostModel tuned = {cost_device("h200"), PREC_FP32, db, TARGET_CUDA, false};
+    CostModel other = {cost_device("h200"), PREC_FP16, db, TARGET_CUDA, false};
     bool measured = true;
     double model = cost_stage_ex(&plain, s, &m, &measured);
     CHECK(!measured && model > 0 && model < 1e-3);

@@ -252,9 +252,11 @@ static int sh(char **out, const char *fmt, ...)
 
 /* The plan of p as written for `target` (derive/search/plan.h), the
  * cost model's default device. */
+static bool use_dnnl;               /* C: convolutions on oneDNN (case_api) */
+
 static const Plan *plan_as_written(const IrProgram *p, Target target)
 {
-    CostModel cm = {cost_device("h200"), PREC_FP32, NULL, target};
+    CostModel cm = {cost_device("h200"), PREC_FP32, NULL, target, use_dnnl};
     return plan_program(p->cx, &cm, (IrProgram *)p);
 }
 
@@ -1135,6 +1137,10 @@ static const char api_driver[] =
     "    OK(conv_set_tensor(ctx, \"b1\", b1, sizeof b1));\n"
     "    OK(conv_run(ctx, x, z2, yy));\n"
     "    if (z2[30] != (y[30] + 7 > 0 ? y[30] + 7 : 0) || memcmp(y, yy, sizeof y)) { puts(\"changed weight not used\"); return 1; }\n"
+    "    for (size_t i = 0; i < sizeof w1 / 4; i++) w1[i] *= 2;   /* doubles y exactly */\n"
+    "    OK(conv_set_tensor(ctx, \"w1\", w1, sizeof w1));\n"
+    "    OK(conv_run(ctx, x, z2, yy));\n"
+    "    for (int i = 0; i < 240; i++) if (yy[i] != 2 * y[i]) { puts(\"changed filter not used\"); return 1; }\n"
     "    if (conv_destroy(ctx)) return 1;\n"
     "    ctx = NULL;\n"
     "    if (strcmp(conv_last_error(NULL), \"\")) return 1;\n"
@@ -1168,6 +1174,22 @@ static void case_api(void)
                 "cc -fopenmp apidriver.o apiconv.o -o apidriver -lopenblas -lm && ./apidriver");
     CHECK(st == 0 && log && strcmp(log, "api ok\n") == 0, "api: %d\n%s", st, log ? log : "");
     free(log);
+#ifdef HAVE_DNNL
+    /* The same with the convolution on oneDNN: its filter reordered once,
+     * and again when it changes. */
+    use_dnnl = true;
+    c = emit_to_string(p, TARGET_C, false, "apiconv.c", &rc);
+    use_dnnl = false;
+    CHECK(rc == 0 && c && strstr(c, "ein_dnnl_run(") && !strstr(c, "cblas_sgemm("),
+          "api: the convolution is not on oneDNN");
+    write_file("apiconv.c", c);
+    free(c);
+    st = sh(&log, "cc -std=c99 -O1 -fopenmp -Wall -Wextra -c apiconv.c -o apiconv.o && "
+            "cc -fopenmp apidriver.o apiconv.o -o apidriver -ldnnl -lm && ./apidriver");
+    CHECK(st == 0 && log && strcmp(log, "api ok\n") == 0, "api (oneDNN): %d\n%s", st,
+          log ? log : "");
+    free(log);
+#endif
     if (nvcc) {
         /* The CUDA API from C++ through its declarations alone. */
         c = emit_to_string(p, TARGET_CUDA, false, "apiconv.cu", &rc);
@@ -1629,7 +1651,7 @@ static const Plan *plan_by_hand(const IrProgram *p, Target target)
     const Stage *g = ir_stage(cx, ys->red, ys->loops, ys->nloops, ys->sums, ys->nsums, NULL,
                               0, ir_map_access(cx, ys->body, copy_access, &c));
     z->stage = g;
-    CostModel cm = {cost_device("h200"), PREC_FP32, NULL, target};
+    CostModel cm = {cost_device("h200"), PREC_FP32, NULL, target, false};
     Plan *pl = plan_program(cx, &cm, q);
     PlanOp *op = &pl->ops[3];
     CHECK(op->impl == (target == TARGET_C ? IMPL_CBLAS_GEMM : IMPL_CUBLAS_GEMM),

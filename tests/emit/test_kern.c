@@ -198,7 +198,7 @@ static void run_program(const char *name, const IrProgram *p, bool with_nvcc)
         }
     /* the plan for CUDA of the program as written: band kernels where
      * the target takes the band (derive/pricing/libs.c) */
-    CostModel cm = {cost_device("h200"), PREC_FP32, NULL, TARGET_CUDA};
+    CostModel cm = {cost_device("h200"), PREC_FP32, NULL, TARGET_CUDA, false};
     const Plan *pl = plan_program(p->cx, &cm, (IrProgram *)p);
     EmitOptions opt = {.out_name = "k.cu"};
     Emit em;
@@ -446,7 +446,7 @@ static void test_unsupported(void)
         OpMatch m;
         bool is_band = t && match_stage(t->stage, &m) && m.kind == OPK_G2BMM;
         CHECK(c == 0 || is_band, "case %d: no G2BMM match", c);
-        bool tiled = is_band && cost_impl(TARGET_CUDA, t, t->stage, &m) == IMPL_CUDA_BAND;
+        bool tiled = is_band && cost_impl(&(CostModel){.target = TARGET_CUDA}, t, t->stage, &m) == IMPL_CUDA_BAND;
         if (is_band)
             CHECK(tiled == (c == 2), "case %d: the tiled band kernel is %staken", c,
                   tiled ? "" : "not ");

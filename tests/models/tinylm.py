@@ -46,7 +46,8 @@ def reference(cfg, tok, wte, ln1_g, ln1_b, ln2_g, ln2_b, lnf_g, lnf_b,
     inv = torch.exp(-torch.arange(0, hd, 2, dtype=torch.float64) * math.log(10000) / hd)
     ang = torch.arange(t, dtype=torch.float64).unsqueeze(1) * inv
     ang = torch.cat([ang, ang], dim=-1)
-    cos, sin = torch.cos(ang), torch.sin(ang)
+    # the angles in float64, used in the model's dtype (f32 in the benchmarks)
+    cos, sin = torch.cos(ang).to(x.dtype), torch.sin(ang).to(x.dtype)
     q, k = (z * cos + _rotate_half(z) * sin for z in heads[:2])
     s = q @ k.transpose(-1, -2) / math.sqrt(hd)
     mask = torch.ones(t, t, dtype=torch.bool).tril()

@@ -121,6 +121,8 @@ def model_specs(srcdir):
     out, missing = [], []
     if not os.path.isdir(mdir):
         return out, missing
+    if mdir not in sys.path:
+        sys.path.insert(0, mdir)          # their helpers (_modules.py)
     for fn in sorted(os.listdir(mdir)):
         if not fn.endswith(".py") or fn.startswith("_"):
             continue

@@ -178,10 +178,10 @@ int main(int argc, char **argv)
         RtArgs a;
         argv[1] = argv[0];
         rt_main_args(argc - 1, argv + 1, &a);
-        printf("prog=%s weights=%s inputs=%s outputs=%s seed=%llu bench=%ld\n",
+        printf("prog=%s weights=%s inputs=%s outputs=%s seed=%llu bench=%ld threads=%d\n",
                a.prog, a.weights ? a.weights : "-",
                a.inputs ? a.inputs : "-", a.outputs ? a.outputs : "-",
-               (unsigned long long)a.seed, a.bench);
+               (unsigned long long)a.seed, a.bench, a.threads);
         return 0;
     }
     fprintf(stderr, "usage: st_tool dump|write-sample|narrow|fill|args ...\n");
