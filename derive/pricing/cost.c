@@ -787,8 +787,7 @@ double cost_stage_impl(const CostModel *cm, const Stage *s, const OpMatch *m, Op
     if (measured)
         *measured = false;
     const IrTensor *seen[64];
-    int nseen = 0;
-    double dram = 4 * points(s);
-    collect_reads(s->body, seen, &nseen, &dram);
-    return cpu_dnnl_conv(s, m, dram);
+    Reads rd = {seen, 0, 4 * points(s)};
+    ir_expr_visit(s->body, collect_read, &rd);
+    return cpu_dnnl_conv(s, m, rd.bytes);
 }

@@ -254,11 +254,11 @@ typedef struct MaskRepl {
     const IExpr *from, *by;
 } MaskRepl;
 
-static const IExpr *mask_repl(RuleCtx *rc, void *arg, const IExpr *acc)
+/* IrAccessMap: the masked read for the access it masks, else the access. */
+static const IExpr *mask_repl(void *arg, const IExpr *acc)
 {
-    (void)rc;
     MaskRepl *m = arg;
-    return ir_expr_equal(acc, m->from) ? m->by : NULL;
+    return ir_expr_equal(acc, m->from) ? m->by : acc;
 }
 
 const Stage *mask_apply(RuleCtx *rc, const RuleFocus *f, const RuleSite *site)
@@ -302,12 +302,12 @@ const Stage *mask_apply(RuleCtx *rc, const RuleFocus *f, const RuleSite *site)
     const Stage *mask = ir_stage(cx, RED_NONE, dv, n, NULL, 0, NULL, 0,
                                  ir_call(cx, FN_SELECT, args, 3));
     MaskRepl m = {acc, ir_access_stage(cx, mask, acc->access.idx, n)};
-    const IExpr *body = rc_map_access(rc, s->body, mask_repl, &m);
+    const IExpr *body = ir_map_access(cx, s->body, mask_repl, &m);
     const IExpr **guards = xmalloc((size_t)(s->nguards + 1) * sizeof *guards);
     int ng = 0;
     for (int i = 0; i < s->nguards; i++)
         if (i != site->a)
-            guards[ng++] = rc_map_access(rc, s->guards[i], mask_repl, &m);
+            guards[ng++] = ir_map_access(cx, s->guards[i], mask_repl, &m);
     const Stage *to = ir_stage(cx, s->red, s->loops, s->nloops, s->sums, s->nsums, guards, ng,
                                body);
     const Stage *r = rc_replace(rc, f, to);
