@@ -337,7 +337,8 @@ static void gen_access(KGen *g, const IExpr *e, Sb *b)
                 sb_printf(&cond, " < %" PRId64, S);
         }
     }
-    note_read(g, t);
+    if (t != g->out)            /* an epilogue pass reads its output in place */
+        note_read(g, t);
     const char *name = g->em->cname[t->id];
     if (nconds)
         sb_printf(b, "(%s ? ", sb_str(&cond));
