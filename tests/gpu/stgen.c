@@ -19,7 +19,7 @@
 #include <string.h>
 
 #define MAXT 4096
-#define MAXR 8
+#define MAXR 64                 /* dims of a tensor */
 
 typedef struct {
     char name[256];
