@@ -20,7 +20,7 @@
 #include <string.h>
 
 #define MAXT 1024
-#define MAXR 8
+#define MAXR 64                 /* dims of a tensor */
 
 typedef struct {
     char name[256];
