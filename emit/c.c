@@ -38,7 +38,7 @@ void c_write_kernel(Emit *em, const Kernel *k)
     Sb *o = &em->out;
     int r = k->out->rank;
     emit_block_comment(o, k->comment, 0);
-    sb_printf(o, "static void %s(", k->name);
+    sb_printf(o, "%sstatic void %s(", k->simd ? "EIN_TARGETS " : "", k->name);
     for (int i = 0; i < k->nreads; i++)
         sb_printf(o, "const %s *restrict t_%s, ", emit_ctype(k->reads[i]->elem),
                   em->cname[k->reads[i]->id]);
@@ -56,7 +56,9 @@ void c_write_kernel(Emit *em, const Kernel *k)
          * what restrict says, which gcc's vectorizer needs; simd gives it
          * back (iterations write distinct elements). */
         if (i == r - 1 && i >= n && k->simd && k->out->shape[i] > 1)
-            sb_puts(o, "#ifdef _OPENMP\n#pragma omp simd\n#endif\n");
+            sb_puts(o, k->simd_vmath ? "#if defined(_OPENMP) && EIN_VMATH\n#pragma omp simd\n"
+                                       "#endif\n"
+                                     : "#ifdef _OPENMP\n#pragma omp simd\n#endif\n");
         sb_printf(o, "%*sfor (%s %s = 0; %s < %" PRId64 "; ++%s)%s\n", ind, "",
                   k->ity, k->loopvar[i], k->loopvar[i], k->out->shape[i],
                   k->loopvar[i], i + 1 == r ? " {" : "");

@@ -241,6 +241,34 @@ void emit_write_helpers(Emit *em)
     }
     if (h & (HELP_RELU | HELP_MAX | HELP_MIN))
         sb_puts(o, "/* relu, max and min propagate NaN, as PyTorch does. */\n");
+    if (h & HELP_VMATH)
+        sb_puts(o, "/* Vector variants of libm's functions, for the kernels whose innermost\n"
+                   "   loop is `omp simd` under EIN_VMATH: glibc's libmvec (2.35 has them\n"
+                   "   all; within 4 ulp), which gcc calls from a vectorized loop when the\n"
+                   "   function is declared simd (math.h declares them so only with\n"
+                   "   -ffast-math).  Elsewhere the loops stay scalar. */\n"
+                   "#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \\\n"
+                   "    defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)\n"
+                   "#define EIN_VMATH 1\n"
+                   "#ifndef __FAST_MATH__\n"
+                   "#define EIN_SIMD_FN __attribute__((__simd__(\"notinbranch\")))\n"
+                   "EIN_SIMD_FN float expf(float);\nEIN_SIMD_FN float logf(float);\n"
+                   "EIN_SIMD_FN float tanhf(float);\nEIN_SIMD_FN float erff(float);\n"
+                   "EIN_SIMD_FN float sinf(float);\nEIN_SIMD_FN float cosf(float);\n"
+                   "EIN_SIMD_FN float expm1f(float);\nEIN_SIMD_FN float log1pf(float);\n"
+                   "#endif\n"
+                   "#else\n#define EIN_VMATH 0\n#endif\n\n");
+    if (h & HELP_TARGETS)
+        sb_puts(o, "/* The vectorized kernels (`omp simd`) in three versions, for AVX-512,\n"
+                   "   AVX2 and the baseline, the one the processor has chosen when the\n"
+                   "   program is loaded (gcc's target_clones, an ifunc of glibc): the\n"
+                   "   same file runs wider vectors where there are, without -march.\n"
+                   "   -DEIN_NO_TARGETS builds the baseline only. */\n"
+                   "#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \\\n"
+                   "    defined(__GLIBC__) && !defined(EIN_NO_TARGETS)\n"
+                   "#define EIN_TARGETS __attribute__((target_clones(\"avx512f\", \"avx2\", "
+                   "\"default\")))\n"
+                   "#else\n#define EIN_TARGETS\n#endif\n\n");
     if (h & HELP_RELU)
         sb_printf(o, "%s float ein_relu(float x)\n{\n    return x < 0.0f ? 0.0f : x;\n}\n\n", fn);
     if (h & HELP_SIGMOID)

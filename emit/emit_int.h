@@ -50,8 +50,10 @@ typedef struct Kernel {
      * sum variable steps by one (coalescing of the two CUDA layouts). */
     int scatter_out, scatter_sum;
     /* A plain map of arithmetic on f32 reads inside their shapes: the C
-     * dialect marks its innermost loop `omp simd`. */
-    bool simd;
+     * dialect marks its innermost loop `omp simd`; simd_vmath: it calls
+     * libm functions, and is simd only where the file has vector variants
+     * of them (EIN_VMATH). */
+    bool simd, simd_vmath;
 } Kernel;
 
 /* Index arithmetic is in int unless a value could pass this (the
@@ -124,6 +126,10 @@ enum {
     HELP_RND = 1 << 13,
     HELP_SIGN = 1 << 14, HELP_SOFTPLUS = 1 << 15, HELP_GELU = 1 << 16,
     HELP_TO_INT = 0x3f << 17,         /* ein_to_i8 .. ein_to_bool: HELP_TO(e) */
+    /* C: vector variants of libm functions (EIN_VMATH) */
+    HELP_VMATH = 1 << 23,
+    /* C: vectorized kernels compiled for several instruction sets (EIN_TARGETS) */
+    HELP_TARGETS = 1 << 24,
 };
 /* The conversion helper of an integer type. */
 #define HELP_TO(e) (1u << (17 + (int)(e) - (int)ELEM_I8))

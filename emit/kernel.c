@@ -843,9 +843,14 @@ static int scattered(const IExpr *e, int var)
 
 /* Whether a plain map's value is arithmetic a vectorizer takes as it is:
  * reads of f32 tensors that stay inside their shapes (no select of a
- * zero) through affine indices, + - * /, and relu, max, min, fabsf,
- * sqrtf (which gcc vectorizes only without errno).  The C
- * dialect marks the innermost loop of such a kernel `omp simd`. */
+ * zero) through affine indices, + - * /, and relu, max, min, fabsf; and
+ * (setting *vm) the libm functions that have vector variants where the
+ * generated file says EIN_VMATH (emit_write_helpers: glibc's libmvec,
+ * with gcc), and the helpers built on them.  Not sqrtf: it sets errno
+ * (-fmath-errno, the default), so no compiler vectorizes it, and clang
+ * warns that it cannot do what `omp simd` asks.  The C dialect marks the
+ * innermost loop of such a kernel `omp simd` (only under EIN_VMATH when
+ * *vm). */
 static bool vec_ix(const Ix *ix)
 {
     for (int i = 0; i < ix->n; i++)
@@ -854,7 +859,21 @@ static bool vec_ix(const Ix *ix)
     return true;
 }
 
-static bool vec_expr(const KGen *g, const IExpr *e)
+/* The functions libmvec has a vector variant of (glibc 2.35: erff and
+ * tanhf; expf, logf, sinf and cosf since 2.22), and the helpers that
+ * call only those. */
+static bool vmath_fn(Func fn)
+{
+    switch (fn) {
+    case FN_EXP: case FN_LOG: case FN_TANH: case FN_ERF: case FN_SIN: case FN_COS:
+    case FN_EXPM1: case FN_LOG1P: case FN_GELU: case FN_SIGMOID:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static bool vec_expr(const KGen *g, const IExpr *e, bool *vm)
 {
     switch (e->kind) {
     case IE_CONST:
@@ -874,21 +893,24 @@ static bool vec_expr(const KGen *g, const IExpr *e)
         return true;
     }
     case IE_ADD: case IE_SUB: case IE_MUL: case IE_DIV:
-        return vec_expr(g, e->bin.a) && vec_expr(g, e->bin.b);
+        return vec_expr(g, e->bin.a, vm) && vec_expr(g, e->bin.b, vm);
     case IE_NEG:
-        return vec_expr(g, e->bin.a);
+        return vec_expr(g, e->bin.a, vm);
     case IE_CALL:
         /* max and min (ein_max, ein_min: a compare, an unordered compare
          * and a select each, NaN from either operand as PyTorch gives
          * it) if-convert under omp simd: ReLU6 vectorizes */
         if ((e->call.fn == FN_MAX || e->call.fn == FN_MIN) && e->call.nargs == 2)
-            return vec_expr(g, e->call.args[0]) && vec_expr(g, e->call.args[1]);
-        /* not sqrtf: it sets errno (-fmath-errno, the default), so no
-         * compiler vectorizes it, and clang warns that it cannot do what
-         * `omp simd` asks */
-        if (e->call.nargs != 1 || (e->call.fn != FN_RELU && e->call.fn != FN_ABS))
+            return vec_expr(g, e->call.args[0], vm) && vec_expr(g, e->call.args[1], vm);
+        if (e->call.nargs != 1)
             return false;
-        return vec_expr(g, e->call.args[0]);
+        if (vmath_fn(e->call.fn) && g->em->target == TARGET_C) {
+            *vm = true;
+            return vec_expr(g, e->call.args[0], vm);
+        }
+        if (e->call.fn != FN_RELU && e->call.fn != FN_ABS)
+            return false;
+        return vec_expr(g, e->call.args[0], vm);
     default:
         return false;
     }
@@ -1001,8 +1023,14 @@ static int size_kernel(KGen *g, Kernel *k, const IExpr *epi)
 /* A plain map: the element is the body. */
 static void map_body(KGen *g, Kernel *k, const IExpr *epi, Sb *b)
 {
-    k->simd = k->out->elem == ELEM_F32 && vec_expr(g, k->st->body) &&
-              (!epi || vec_expr(g, epi));
+    bool vm = false;
+    k->simd = k->out->elem == ELEM_F32 && vec_expr(g, k->st->body, &vm) &&
+              (!epi || vec_expr(g, epi, &vm));
+    k->simd_vmath = k->simd && vm;
+    if (k->simd_vmath)
+        g->em->helpers |= HELP_VMATH;
+    if (k->simd && g->em->target == TARGET_C)
+        g->em->helpers |= HELP_TARGETS;
     Sb body = {0};
     gen_f(g, k->st->body, &body);
     flush_pre(g, b, 0);
