@@ -38,7 +38,7 @@ void c_write_kernel(Emit *em, const Kernel *k)
     Sb *o = &em->out;
     int r = k->out->rank;
     emit_block_comment(o, k->comment, 0);
-    sb_printf(o, "%sstatic void %s(", k->simd ? "EIN_TARGETS " : "", k->name);
+    sb_printf(o, "%sstatic void %s(", k->simd || k->simd_sum ? "EIN_TARGETS " : "", k->name);
     for (int i = 0; i < k->nreads; i++)
         sb_printf(o, "const %s *restrict t_%s, ", emit_ctype(k->reads[i]->elem),
                   em->cname[k->reads[i]->id]);
@@ -51,7 +51,13 @@ void c_write_kernel(Emit *em, const Kernel *k)
                   "#endif\n", n > 1 ? arena_printf(em->arena, " collapse(%d)", n) : "");
     }
     int ind = 4;
+    /* the per-row values before the innermost loop, unless the threads
+     * share it: then in the body */
+    bool hoist_out = k->hoist && r >= 1 && r - 1 >= n;
     for (int i = 0; i < r; i++) {
+        bool open = i + 1 == r || (hoist_out && i + 2 == r);
+        if (hoist_out && i == r - 1)
+            sb_indent(o, k->hoist, ind);
         /* Each thread's innermost loop: OpenMP's outlined loop body loses
          * what restrict says, which gcc's vectorizer needs; simd gives it
          * back (iterations write distinct elements). */
@@ -61,18 +67,23 @@ void c_write_kernel(Emit *em, const Kernel *k)
                                      : "#ifdef _OPENMP\n#pragma omp simd\n#endif\n");
         sb_printf(o, "%*sfor (%s %s = 0; %s < %" PRId64 "; ++%s)%s\n", ind, "",
                   k->ity, k->loopvar[i], k->loopvar[i], k->out->shape[i],
-                  k->loopvar[i], i + 1 == r ? " {" : "");
+                  k->loopvar[i], open ? " {" : "");
         if (i + 1 < r)
             ind += 4;
     }
     if (r == 0)
         sb_printf(o, "%*s{\n", ind, "");
+    if (k->hoist && !hoist_out)
+        sb_indent(o, k->hoist, ind + 4);
     sb_indent(o, k->body, ind + 4);
     sb_printf(o, "%*st_%s[", ind + 4, "", em->cname[k->out->id]);
     emit_store_offset(o, k);
     sb_puts(o, "] = ");
     emit_store_value(em, o, k->out->elem, k->store);
-    sb_printf(o, ";\n%*s}\n}\n\n", ind, "");
+    sb_printf(o, ";\n%*s}\n", ind, "");
+    if (hoist_out && r >= 2)
+        sb_printf(o, "%*s}\n", ind - 4, "");
+    sb_puts(o, "}\n\n");
 }
 
 void c_write_launch(Emit *em, const Kernel *k, const char *indent)

@@ -54,10 +54,19 @@ typedef struct Kernel {
      * libm functions, and is simd only where the file has vector variants
      * of them (EIN_VMATH). */
     bool simd, simd_vmath;
+    /* A reduction whose innermost sum loop is `omp simd` (in the body,
+     * kernel.c's vec_sum_loop); simd_vmath as for simd. */
+    bool simd_sum;
+    /* C, a map: lines defining its per-row values (ein_h0, ...), which do
+     * not change along the innermost loop; NULL when none. */
+    char *hoist;
 } Kernel;
 
 /* Index arithmetic is in int unless a value could pass this (the
  * grid-stride counter overshoots the total by up to one grid). */
+/* Per-row values a map computes before its innermost loop, at most. */
+#define KERNEL_MAX_HOIST 8
+
 #define KERNEL_INT_LIMIT (INT32_MAX - (INT64_C(1) << 25))
 
 /* ---- emitter state ---------------------------------------------------- */

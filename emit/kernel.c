@@ -53,6 +53,14 @@ typedef struct KGen {
      * the output's own element, in place, after a library call. */
     const IrTensor *self;
     const char *self_text;
+    /* Writing a loop the C dialect marks `omp simd`: a select's operands
+     * become temporaries, computed whichever is taken (they read inside
+     * their tensors, vec_expr), so that the compiler if-converts it. */
+    bool vec;
+    /* A map's subexpressions that do not change along its innermost loop
+     * (hoist_map): written once per row before that loop, as ein_hN. */
+    const IExpr *hoist[KERNEL_MAX_HOIST];
+    int nhoist;
 } KGen;
 
 /* Largest magnitude an index expression or any partial sum of it can
@@ -387,6 +395,8 @@ static bool is_bool(const IExpr *e)
     }
 }
 
+static void gen_temp(KGen *g, const IExpr *e, Sb *b, bool real);
+
 static void gen_call(KGen *g, const IExpr *e, Sb *b)
 {
     static const struct { Func fn; const char *c; int nargs; unsigned help; } fns[] = {
@@ -428,9 +438,13 @@ static void gen_call(KGen *g, const IExpr *e, Sb *b)
         sb_putc(b, '(');
         gen_b(g, a[0], b);
         sb_puts(b, " ? ");
-        gen_f(g, a[1], b);
-        sb_puts(b, " : ");
-        gen_f(g, a[2], b);
+        for (int i = 1; i < 3; i++) {
+            if (g->vec && a[i]->kind != IE_CONST)
+                gen_temp(g, a[i], b, true);
+            else
+                gen_f(g, a[i], b);
+            sb_puts(b, i == 1 ? " : " : "");
+        }
         sb_putc(b, ')');
         return;
     }
@@ -504,6 +518,11 @@ static void gen_temp(KGen *g, const IExpr *e, Sb *b, bool real)
 /* A real-valued expression. */
 static void gen_f(KGen *g, const IExpr *e, Sb *b)
 {
+    for (int i = 0; i < g->nhoist; i++)
+        if (g->hoist[i] == e) {
+            sb_printf(b, "ein_h%d", i);
+            return;
+        }
     if (g->nest >= EMIT_MAX_NEST && !is_leaf(e)) {
         gen_temp(g, e, b, true);
         return;
@@ -873,8 +892,33 @@ static bool vmath_fn(Func fn)
     }
 }
 
+static bool vec_expr(const KGen *g, const IExpr *e, bool *vm);
+
+/* A condition a vectorizer takes: comparisons of such values, of affine
+ * indices with 0, and their and, or, not. */
+static bool vec_bool(const KGen *g, const IExpr *e, bool *vm)
+{
+    switch (e->kind) {
+    case IE_CONST:
+        return true;
+    case IE_ICMP:
+        return vec_ix(e->icmp.ix);
+    case IE_CMP:
+        return vec_expr(g, e->bin.a, vm) && vec_expr(g, e->bin.b, vm);
+    case IE_AND: case IE_OR:
+        return vec_bool(g, e->bin.a, vm) && vec_bool(g, e->bin.b, vm);
+    case IE_NOT:
+        return vec_bool(g, e->bin.a, vm);
+    default:
+        return false;
+    }
+}
+
 static bool vec_expr(const KGen *g, const IExpr *e, bool *vm)
 {
+    for (int i = 0; i < g->nhoist; i++)
+        if (g->hoist[i] == e)
+            return true;
     switch (e->kind) {
     case IE_CONST:
         return true;
@@ -902,6 +946,10 @@ static bool vec_expr(const KGen *g, const IExpr *e, bool *vm)
          * it) if-convert under omp simd: ReLU6 vectorizes */
         if ((e->call.fn == FN_MAX || e->call.fn == FN_MIN) && e->call.nargs == 2)
             return vec_expr(g, e->call.args[0], vm) && vec_expr(g, e->call.args[1], vm);
+        /* a select of two values both computed (KGen.vec) */
+        if (e->call.fn == FN_SELECT && e->call.nargs == 3)
+            return vec_bool(g, e->call.args[0], vm) && vec_expr(g, e->call.args[1], vm) &&
+                   vec_expr(g, e->call.args[2], vm);
         if (e->call.nargs != 1)
             return false;
         if (vmath_fn(e->call.fn) && g->em->target == TARGET_C) {
@@ -1020,9 +1068,68 @@ static int size_kernel(KGen *g, Kernel *k, const IExpr *epi)
     return empty;
 }
 
+/* The subexpressions of e worth computing once per row of a map: the
+ * largest that do not use variable `var` and call a function or divide
+ * (a layer norm's rsqrt of the row's variance), at most KERNEL_MAX_HOIST. */
+static void find_hoists(KGen *g, const IExpr *e, int var)
+{
+    if (g->nhoist == KERNEL_MAX_HOIST || e->kind == IE_CONST || is_leaf(e))
+        return;
+    if ((e->kind == IE_CALL || e->kind == IE_DIV) && !ir_expr_uses(e, var)) {
+        for (int i = 0; i < g->nhoist; i++)
+            if (g->hoist[i] == e)
+                return;
+        g->hoist[g->nhoist++] = e;
+        return;
+    }
+    switch (e->kind) {
+    case IE_CALL:
+        for (int i = 0; i < e->call.nargs; i++)
+            find_hoists(g, e->call.args[i], var);
+        return;
+    case IE_NEG: case IE_NOT:
+        find_hoists(g, e->bin.a, var);
+        return;
+    case IE_ADD: case IE_SUB: case IE_MUL: case IE_DIV: case IE_CMP: case IE_AND: case IE_OR:
+        find_hoists(g, e->bin.a, var);
+        find_hoists(g, e->bin.b, var);
+        return;
+    default:
+        return;
+    }
+}
+
+/* C: a map's per-row values (find_hoists) as the lines k->hoist, which
+ * the dialect writes before the innermost loop (or in the body, when
+ * that loop is one of those the threads share). */
+static void hoist_map(KGen *g, Kernel *k)
+{
+    const Stage *st = k->st;
+    int r = st->nloops;
+    if (g->em->target != TARGET_C || r == 0 || k->out->shape[r - 1] < 2)
+        return;
+    find_hoists(g, st->body, st->loops[r - 1].id);
+    if (!g->nhoist)
+        return;
+    Sb h = {0};
+    int n = g->nhoist;
+    for (int i = 0; i < n; i++) {
+        Sb t = {0};
+        g->nhoist = i;          /* each may use the ones before it */
+        gen_f_node(g, g->hoist[i], &t);
+        flush_pre(g, &h, 0);
+        line(&h, 0, "const float ein_h%d = %s;", i, sb_str(&t));
+        sb_free(&t);
+    }
+    g->nhoist = n;
+    k->hoist = arena_strdup(g->em->arena, sb_str(&h));
+    sb_free(&h);
+}
+
 /* A plain map: the element is the body. */
 static void map_body(KGen *g, Kernel *k, const IExpr *epi, Sb *b)
 {
+    hoist_map(g, k);
     bool vm = false;
     k->simd = k->out->elem == ELEM_F32 && vec_expr(g, k->st->body, &vm) &&
               (!epi || vec_expr(g, epi, &vm));
@@ -1032,7 +1139,10 @@ static void map_body(KGen *g, Kernel *k, const IExpr *epi, Sb *b)
     if (k->simd && g->em->target == TARGET_C)
         g->em->helpers |= HELP_TARGETS;
     Sb body = {0};
+    g->vec = k->simd && g->em->target == TARGET_C;
     gen_f(g, k->st->body, &body);
+    g->vec = false;
+    g->nhoist = 0;
     flush_pre(g, b, 0);
     line(b, 0, "const float acc = %s;", sb_str(&body));
     sb_free(&body);
@@ -1070,6 +1180,106 @@ static int outer_condition(KGen *g, Kernel *k, Sb *cond, int *level)
     return nc;
 }
 
+/* Whether the innermost sum loop of a reduction is vectorizable in C
+ * (`omp simd` with a reduction clause): a sum, max or min at fp32 whose
+ * body vec_expr takes and whose guards on that variable vec_bool takes;
+ * every term is then computed and the guards select which count.  *vm:
+ * it calls vector math (EIN_VMATH). */
+static bool vec_sum(KGen *g, Kernel *k, const int *level, bool *vm)
+{
+    const Stage *st = k->st;
+    int last = st->nsums - 1;
+    if (g->em->target != TARGET_C || last < 0 || g->em->precision != PREC_FP32 ||
+        (st->red != RED_SUM && st->red != RED_MAX && st->red != RED_MIN) ||
+        st->sums[last].hi - st->sums[last].lo < 2)
+        return false;
+    bool v = false;
+    if (!vec_expr(g, st->body, &v))
+        return false;
+    for (int i = 0; i < st->nguards; i++)
+        if (level[i] == last && !vec_bool(g, st->guards[i], &v))
+            return false;
+    *vm = v;
+    if (v)
+        g->em->helpers |= HELP_VMATH;
+    g->em->helpers |= HELP_TARGETS;
+    k->simd_sum = true;
+    return true;
+}
+
+/* The innermost sum loop as vec_sum allows, at `depth`: each lane's
+ * partial in a reduction clause.  A sum adds the terms whose guards hold
+ * (0 for the others); max and min keep the extreme of those in `ein_m`,
+ * whether there was one (ein_any) and whether one was NaN (ein_nan), and
+ * give acc as the scalar loop would: NaN propagates, no term leaves acc
+ * as it was. */
+static void vec_sum_loop(KGen *g, Kernel *k, const int *level, Sb *b, int depth)
+{
+    const Stage *st = k->st;
+    int last = st->nsums - 1;
+    const IrVar *v = &st->sums[last];
+    const char *n = g->vname[v->id];
+    bool sum = st->red == RED_SUM;
+    char op = st->red == RED_MAX ? '>' : '<';
+    /* the condition: the guards on this variable */
+    Sb gc = {0};
+    int ng = 0;
+    for (int i = 0; i < st->nguards; i++) {
+        if (level[i] != last)
+            continue;
+        sb_puts(&gc, ng++ ? " && " : "");
+        gen_b(g, st->guards[i], &gc);
+    }
+    const char *pre_guard = arena_strdup(g->em->arena, sb_str(&g->pre));
+    sb_free(&g->pre);
+    g->pre = (Sb){0};
+    Sb body = {0};
+    g->vec = true;
+    gen_f(g, st->body, &body);
+    g->vec = false;
+    const char *guard = k->simd_vmath ? "#if defined(_OPENMP) && EIN_VMATH"
+                                      : "#ifdef _OPENMP";
+    if (!sum) {
+        line(b, depth++, "{");
+        line(b, depth, "float ein_m = %sINFINITY;", op == '>' ? "-" : "");
+        line(b, depth, "int ein_any = 0, ein_nan = 0;");
+    }
+    sb_printf(b, "%s\n", guard);
+    if (sum)
+        sb_puts(b, "#pragma omp simd reduction(+:acc)\n");
+    else
+        sb_printf(b, "#pragma omp simd reduction(%s:ein_m) reduction(|:ein_any, ein_nan)\n",
+                  op == '>' ? "max" : "min");
+    sb_puts(b, "#endif\n");
+    line(b, depth++, "for (%s %s = %" PRId64 "; %s < %" PRId64 "; ++%s) {", k->ity, n,
+         v->lo, n, v->hi, n);
+    if (*pre_guard)
+        sb_indent(b, pre_guard, 4 * depth);
+    flush_pre(g, b, depth);
+    line(b, depth, "const float v = %s;", sb_str(&body));
+    if (ng)
+        line(b, depth, "const int ok = %s;", sb_str(&gc));
+    if (sum) {
+        line(b, depth, ng ? "acc += ok ? v : 0.0f;" : "acc += v;");
+    } else {
+        line(b, depth, "ein_m = %sv %c ein_m ? v : ein_m;", ng ? "ok && " : "", op);
+        line(b, depth, "ein_any |= %s;", ng ? "ok" : "1");
+        line(b, depth, "ein_nan |= %sv != v;", ng ? "ok && " : "");
+    }
+    line(b, --depth, "}");
+    if (!sum) {
+        line(b, depth, "if (ein_any) {");
+        line(b, depth + 1, "const float v = ein_nan ? NAN : ein_m;");
+        line(b, depth + 1, "if (!any || v %c acc || isnan(v))", op);
+        line(b, depth + 2, "acc = v;");
+        line(b, depth + 1, "any = 1;");
+        line(b, depth, "}");
+        line(b, --depth, "}");
+    }
+    sb_free(&gc);
+    sb_free(&body);
+}
+
 /* A reduction, or a map with output padding or guards: the outer
  * condition, a loop per sum variable with the guards that depend on it,
  * and the accumulation; then the lanes' part (build_part). */
@@ -1092,9 +1302,15 @@ static void reduce_body(KGen *g, Kernel *k, Sb *b)
         line(b, depth++, "if (%s) {", sb_str(&cond));
     const char *part_cond = arena_strdup(g->em->arena, sb_str(&cond));
     sb_free(&cond);
+    int last = st->nsums - 1;
+    bool vec = vec_sum(g, k, level, &k->simd_vmath);
     for (int j = 0; j < st->nsums; j++) {
         const IrVar *v = &st->sums[j];
         const char *n = g->vname[v->id];
+        if (j == last && vec) {
+            vec_sum_loop(g, k, level, b, depth);
+            break;
+        }
         line(b, depth++, "for (%s %s = %" PRId64 "; %s < %" PRId64 "; ++%s) {",
              k->ity, n, v->lo, n, v->hi, n);
         for (int i = 0; i < st->nguards; i++) {
@@ -1108,33 +1324,35 @@ static void reduce_body(KGen *g, Kernel *k, Sb *b)
             sb_free(&gc);
         }
     }
-    Sb body = {0};
-    g->rnd = st->red == RED_SUM && g->em->precision != PREC_FP32;
-    gen_f(g, st->body, &body);
-    g->rnd = false;
-    flush_pre(g, b, depth);
-    switch (st->red) {
-    case RED_NONE:
-        line(b, depth, "acc = %s;", sb_str(&body));
-        break;
-    case RED_SUM:
-        line(b, depth, "acc += %s;", sb_str(&body));
-        break;
-    case RED_PROD:
-        line(b, depth, "float v = %s;", sb_str(&body));
-        line(b, depth, "acc = any ? acc * v : v;");
-        line(b, depth, "any = 1;");
-        break;
-    case RED_MAX:
-    case RED_MIN:
-        /* NaN propagates, as in PyTorch's amax/amin. */
-        line(b, depth, "float v = %s;", sb_str(&body));
-        line(b, depth, "if (!any || v %c acc || isnan(v))", st->red == RED_MAX ? '>' : '<');
-        line(b, depth + 1, "acc = v;");
-        line(b, depth, "any = 1;");
-        break;
+    if (!vec) {
+        Sb body = {0};
+        g->rnd = st->red == RED_SUM && g->em->precision != PREC_FP32;
+        gen_f(g, st->body, &body);
+        g->rnd = false;
+        flush_pre(g, b, depth);
+        switch (st->red) {
+        case RED_NONE:
+            line(b, depth, "acc = %s;", sb_str(&body));
+            break;
+        case RED_SUM:
+            line(b, depth, "acc += %s;", sb_str(&body));
+            break;
+        case RED_PROD:
+            line(b, depth, "float v = %s;", sb_str(&body));
+            line(b, depth, "acc = any ? acc * v : v;");
+            line(b, depth, "any = 1;");
+            break;
+        case RED_MAX:
+        case RED_MIN:
+            /* NaN propagates, as in PyTorch's amax/amin. */
+            line(b, depth, "float v = %s;", sb_str(&body));
+            line(b, depth, "if (!any || v %c acc || isnan(v))", st->red == RED_MAX ? '>' : '<');
+            line(b, depth + 1, "acc = v;");
+            line(b, depth, "any = 1;");
+            break;
+        }
+        sb_free(&body);
     }
-    sb_free(&body);
     while (depth > 0)
         line(b, --depth, "}");
     if (st->red != RED_NONE)
