@@ -22,6 +22,12 @@ tests_emit_test_emit_LDADD = emit/libemit.a derive/libderive.a \
 TESTS += tests/emit/examples.test tests/emit/nvcc.test tests/emit/vendor.test
 EXTRA_DIST += tests/emit/examples.test tests/emit/nvcc.test tests/emit/vendor.test
 
+# The C target's vectorized loops (vector math, clones, reductions,
+# selects, per-row values) are there and give PyTorch's values, NaNs and
+# empty rows included (skipped without torch).
+TESTS += tests/emit/vector.test
+EXTRA_DIST += tests/emit/vector.test tests/emit/vector.py
+
 # No function body of more than 20 lines in emit/'s string literals: the
 # code every program carries is in runtime/.
 TESTS += tests/emit/literals.test

@@ -396,6 +396,10 @@ typedef struct CpuFigures {
      * [-1, 1]: glibc's slow path), other libm calls (not measured: about
      * expf's) */
     double call_exp, call_tanh, call_other;
+    /* the same in a vectorized loop (glibc's libmvec, AVX-512: what the
+     * call adds to an elementwise element), and per term of a
+     * vectorized reduction (omp simd reduction, emit/kernel.c) */
+    double vcall_exp, vcall_tanh, vcall_other, vred_term;
     double kernel_launch;
     double l2_bytes, l2_ways, line;
 } CpuFigures;
@@ -410,6 +414,7 @@ static const CpuFigures cpu_figures = {
     .stream = 52e9,
     .stride_hit = 0.79e-9, .stride_miss = 3.9e-9,
     .call_exp = 3.4e-9, .call_tanh = 16.3e-9, .call_other = 4e-9,
+    .vcall_exp = 0.2e-9, .vcall_tanh = 0.3e-9, .vcall_other = 0.7e-9, .vred_term = 0.12e-9,
     .kernel_launch = 0.02e-6,
     .l2_bytes = 1 << 20, .l2_ways = 8, .line = 64,
 };
@@ -480,10 +485,12 @@ static double cpu_calls(const CpuFigures *c, const IExpr *e, bool scalar)
     double t = 0;
     if (e->kind == IE_CALL) {
         switch (e->call.fn) {
-        case FN_EXP: case FN_SIGMOID: t = c->call_exp; break;
-        case FN_TANH: t = c->call_tanh; break;
-        case FN_LOG: case FN_ERF: case FN_POW: case FN_SIN: case FN_COS:
-        case FN_EXPM1: case FN_LOG1P: case FN_SOFTPLUS: case FN_GELU:
+        case FN_EXP: case FN_SIGMOID: t = scalar ? c->call_exp : c->vcall_exp; break;
+        case FN_TANH: t = scalar ? c->call_tanh : c->vcall_tanh; break;
+        case FN_LOG: case FN_ERF: case FN_SIN: case FN_COS: case FN_EXPM1: case FN_LOG1P:
+        case FN_GELU:
+            t = scalar ? c->call_other : c->vcall_other; break;
+        case FN_POW: case FN_SOFTPLUS:
             t = c->call_other; break;
         case FN_RELU: case FN_MAX: case FN_MIN: t = scalar ? c->relu_branch : 0; break;
         default: break;
@@ -553,6 +560,67 @@ static bool plain_reads(const Stage *s, const IExpr *e)
     return sum_accesses(e, not_plain, s) == 0;
 }
 
+/* Whether the C target's loop over e vectorizes: what emit/kernel.c
+ * marks `omp simd` (vec_expr, vec_bool): plain reads, arithmetic, relu,
+ * abs, max, min, select, and the functions of libmvec; conditions
+ * comparing those or affine indices; in a map (inner: its innermost loop
+ * variable, else -1) anything that loop does not change.  (The emitter checks the same with
+ * its own bounds, and prices nothing.) */
+static bool cpu_vec(const Stage *s, const IExpr *e, int inner)
+{
+    /* a map's call or division that does not change along its innermost
+     * loop is computed once per row, before it (kernel.c's hoist_map) */
+    if ((e->kind == IE_CALL || e->kind == IE_DIV) && inner >= 0 && !ir_expr_uses(e, inner))
+        return true;
+    switch (e->kind) {
+    case IE_CONST:
+        return true;
+    case IE_ICMP:
+        for (int i = 0; i < e->icmp.ix->n; i++)
+            if (e->icmp.ix->t[i].kind != IX_VAR)
+                return false;
+        return true;
+    case IE_ACCESS:
+        return e->access.tensor && e->access.tensor->elem == ELEM_F32 &&
+               not_plain(s, e) == 0;
+    case IE_CALL:
+        switch (e->call.fn) {
+        case FN_RELU: case FN_ABS: case FN_MAX: case FN_MIN: case FN_SELECT:
+        case FN_EXP: case FN_LOG: case FN_TANH: case FN_ERF: case FN_SIN: case FN_COS:
+        case FN_EXPM1: case FN_LOG1P: case FN_GELU: case FN_SIGMOID:
+            break;
+        default:
+            return false;
+        }
+        for (int i = 0; i < e->call.nargs; i++)
+            if (!cpu_vec(s, e->call.args[i], inner))
+                return false;
+        return true;
+    case IE_ADD: case IE_SUB: case IE_MUL: case IE_DIV: case IE_CMP: case IE_AND:
+    case IE_OR:
+        return cpu_vec(s, e->bin.a, inner) && cpu_vec(s, e->bin.b, inner);
+    case IE_NEG: case IE_NOT:
+        return cpu_vec(s, e->bin.a, inner);
+    default:
+        return false;
+    }
+}
+
+/* A reduction whose innermost sum loop the C target vectorizes
+ * (kernel.c's vec_sum): a sum, max or min of such a body, its guards on
+ * that sum variable such conditions. */
+static bool cpu_vec_sum(const Stage *s)
+{
+    int last = s->nsums - 1;
+    if (last < 0 || (s->red != RED_SUM && s->red != RED_MAX && s->red != RED_MIN) ||
+        s->sums[last].hi - s->sums[last].lo < 2 || !cpu_vec(s, s->body, -1))
+        return false;
+    for (int i = 0; i < s->nguards; i++)
+        if (ir_expr_uses(s->guards[i], s->sums[last].id) && !cpu_vec(s, s->guards[i], -1))
+            return false;
+    return true;
+}
+
 /* A generated loop nest (emit/c.c): the output's loops, then the sums in
  * order, the last one with more than one value innermost.  Per term the
  * arithmetic (a reduction's add chain, or an elementwise loop's share)
@@ -578,13 +646,19 @@ static double cpu_kernel(const CpuFigures *c, const Stage *s, double dram)
         stalls = cpu_stalls(c, w, inner->hi - inner->lo, s->body);
         free(w);
     }
-    bool vector = s->nsums == 0 && s->nguards == 0 && plain_reads(s, s->body);
-    double arith = s->nsums > 0 ? c->red_term : vector ? c->ew_elem : c->ew_scalar;
+    int last = s->nloops - 1;
+    bool vector = s->nsums == 0 && s->nguards == 0 && plain_reads(s, s->body) &&
+                  cpu_vec(s, s->body, last >= 0 && s->loops[last].hi - s->loops[last].lo > 1
+                                          ? s->loops[last].id : -1);
+    /* a vectorized reduction: no add chain, no branch per record */
+    bool vsum = s->nsums > 0 && cpu_vec_sum(s);
+    double arith = vsum ? c->vred_term : s->nsums > 0 ? c->red_term
+                 : vector ? c->ew_elem : c->ew_scalar;
     if (s->nsums == 0 && !vector)
         arith += divmods(s->body) * c->divmod;  /* hidden by a sum's add chain */
-    if ((s->red == RED_MAX || s->red == RED_MIN) && terms > 1)
+    if ((s->red == RED_MAX || s->red == RED_MIN) && terms > 1 && !vsum)
         arith += c->max_update * (log(terms) + 0.5772 + 0.5 / terms) / terms;
-    double t = pts * terms * fmax(arith + cpu_calls(c, s->body, !vector), stalls);
+    double t = pts * terms * fmax(arith + cpu_calls(c, s->body, !vector && !vsum), stalls);
     if (s->nsums > 0)
         t += pts * c->red_point;        /* starting and storing each sum */
     if (dram > c->l2_bytes)

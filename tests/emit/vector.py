@@ -1,0 +1,166 @@
+"""vector.py - the C target's vectorized loops (emit/kernel.c, c.c), run
+by vector.test: a program of a masked max= with rows that have no term,
+a min=, a masked sum of exp (softmax's), maps calling erf (GELU), tanh,
+exp and sigmoid, a masked select, and a layer norm's per-row rsqrt.
+
+1. The C output (--device=cpu) has each mechanism: the maps' innermost
+   loops `omp simd` under EIN_VMATH with libmvec's functions declared
+   simd, the kernels cloned (EIN_TARGETS), the reductions `omp simd
+   reduction(max|min|+)`, the select's operands computed before it, the
+   rsqrt once per row (ein_h0 before the innermost loop).
+2. Built with its first line (and again with -DEIN_NO_TARGETS, and with
+   -fno-openmp: the scalar loops), run on inputs with NaNs, each output
+   matches PyTorch: NaN where PyTorch has NaN (a NaN among the terms of a
+   max= or min= propagates; one whose guard fails does not), a row with
+   no term is 0, the rest within 1e-5 (max-norm relative, as tests/num).
+Exit 0 pass, 1 fail, 77 no torch."""
+
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.dont_write_bytecode = True
+TOP = os.environ.get("top_srcdir", ".")
+sys.path.insert(0, os.path.join(TOP, "tests", "num"))
+try:
+    import torch
+    import stio
+except ImportError as e:
+    print("vector: no torch (%s): skipped" % e)
+    sys.exit(77)
+
+EINC = os.environ.get("EINC", "./einc")
+R, C = 7, 40
+PROG = """
+const R = %d, C = %d
+input x : f32[R, C]
+weight w : f32[C]
+m[i] max= x[i, j]  where j < i
+n[i] min= x[i, j]
+z[i] += exp(x[i, j] - m[i])  where j <= i
+g[i, j] = 0.5 * x[i, j] * (1 + erf(x[i, j] * 0.7071067811865476))
+t[i, j] = tanh(x[i, j]) + sigmoid(x[i, j]) * exp(-x[i, j] * x[i, j])
+s[i, j] = select(j <= i, x[i, j] / 8, 0)
+mu[i] += x[i, j] / C
+xc[i, j] = x[i, j] - mu[i]
+var[i] += xc[i, j] * xc[i, j] * w[j]
+y[i, j] = xc[i, j] * rsqrt(var[i] / C + 1e-5)
+output m, n, z, g, t, s, y
+""" % (R, C)
+
+# what each mechanism leaves in the file
+EXPECT = [
+    ("vector math", "EIN_SIMD_FN float erff(float);"),
+    ("vector math", "#if defined(_OPENMP) && EIN_VMATH\n#pragma omp simd"),
+    ("clones", 'target_clones("avx512f", "avx2", "default")'),
+    ("clones", "EIN_TARGETS static void"),
+    ("max reduction", "reduction(max:ein_m)"),
+    ("min reduction", "reduction(min:ein_m)"),
+    ("sum reduction", "reduction(+:acc)"),
+    ("select", "? ein_x0 : 0.0f"),
+    ("per-row value", "const float ein_h0 = ein_rsqrt("),
+]
+
+
+def reference(x, w):
+    mask = torch.arange(C)[None, :] < torch.arange(R)[:, None]       # j < i
+    le = torch.arange(C)[None, :] <= torch.arange(R)[:, None]        # j <= i
+    m = torch.where(mask, x, torch.tensor(-float("inf"), dtype=x.dtype))
+    m = torch.where(mask.any(1), m.amax(1), torch.zeros(R, dtype=x.dtype))
+    n = x.amin(1)
+    z = torch.where(le, torch.exp(x - m[:, None]), torch.zeros((), dtype=x.dtype)).sum(1)
+    g = torch.nn.functional.gelu(x)
+    t = torch.tanh(x) + torch.sigmoid(x) * torch.exp(-x * x)
+    s = torch.where(le, x / 8, torch.zeros((), dtype=x.dtype))
+    xc = x - x.mean(1, keepdim=True)
+    var = (xc * xc * w).sum(1)
+    y = xc * torch.rsqrt(var / C + 1e-5)[:, None]
+    return {"m": m, "n": n, "z": z, "g": g, "t": t, "s": s, "y": y}
+
+
+def compare(name, got, ref):
+    """'' or what is wrong."""
+    got, ref = got.double(), ref.double()
+    if got.shape != ref.shape:
+        return "%s: shape %s, expected %s" % (name, tuple(got.shape), tuple(ref.shape))
+    gn, rn = torch.isnan(got), torch.isnan(ref)
+    if not torch.equal(gn, rn):
+        return "%s: NaN at %s, PyTorch at %s" % (
+            name, gn.nonzero().tolist(), rn.nonzero().tolist())
+    ok = ~rn
+    if ok.any():
+        scale = max(ref[ok].abs().max().item(), 1e-30)
+        err = (got[ok] - ref[ok]).abs().max().item() / scale
+        if err >= 1e-5:
+            return "%s: max rel err %.2e" % (name, err)
+    return ""
+
+
+def main():
+    fails = []
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "vec.ein")
+        with open(src, "w") as f:
+            f.write(PROG)
+        cfile = os.path.join(tmp, "vec.c")
+        p = subprocess.run([EINC, "--main", "--device=cpu", src, "-o", cfile],
+                           stderr=subprocess.PIPE, universal_newlines=True)
+        if p.returncode != 0:
+            print("FAIL einc: %s" % p.stderr)
+            return 1
+        text = open(cfile).read()
+        for what, s in EXPECT:
+            if s not in text:
+                fails.append("%s: no '%s' in the C output" % (what, s.replace("\n", "\\n")))
+        # per-row value: written before the innermost loop, not inside it
+        lines = text.split("\n")
+        for k, ln in enumerate(lines):
+            if "const float ein_h0 = ein_rsqrt(" in ln:
+                nxt = [x.strip() for x in lines[k + 1:k + 5] if not x.startswith("#")]
+                if not nxt or not nxt[0].startswith("for ("):
+                    fails.append("per-row value: not before the innermost loop: %r"
+                                 % lines[k:k + 5])
+        torch.manual_seed(11)
+        x = torch.randn(R, C, dtype=torch.float32) * 2
+        x[3, 1] = float("nan")      # a term of m[3], n[3], z[3]: NaN
+        x[1, 30] = float("nan")     # guarded out of m[1] and z[1], not of n[1]
+        w = torch.rand(C, dtype=torch.float32) + 0.5
+        stio.save({"x": x}, os.path.join(tmp, "in.safetensors"))
+        stio.save({"w": w}, os.path.join(tmp, "wt.safetensors"))
+        ref = reference(x.double(), w.double())
+        first = text.split("\n", 1)[0]
+        build = first[first.index("build:") + 6:first.rindex("*/")].strip()
+        cc = os.environ.get("CC") or "cc"
+        if build.startswith("cc "):
+            build = cc + build[2:]
+        variants = [("as built", build + " -Wall -Wextra -Werror"),
+                    ("-DEIN_NO_TARGETS", build + " -DEIN_NO_TARGETS"),
+                    ("without OpenMP", build.replace("-fopenmp", "-fno-openmp"))]
+        for label, cmd in variants:
+            p = subprocess.run(cmd, shell=True, cwd=tmp, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, universal_newlines=True)
+            if p.returncode != 0 or p.stdout.strip():
+                fails.append("%s: build: %s: %s" % (label, cmd, p.stdout.strip()))
+                continue
+            out = os.path.join(tmp, "out.safetensors")
+            p = subprocess.run(["./vec", "--inputs", "in.safetensors", "--weights",
+                                "wt.safetensors", "--outputs", out], cwd=tmp,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               universal_newlines=True)
+            if p.returncode != 0:
+                fails.append("%s: run: %s" % (label, p.stdout.strip()))
+                continue
+            got = stio.load(out)
+            for k in sorted(ref):
+                msg = compare(k, got[k], ref[k])
+                if msg:
+                    fails.append("%s: %s" % (label, msg))
+    for f in fails:
+        print("FAIL " + f)
+    print("vector: %s" % ("%d failures" % len(fails) if fails else "pass"))
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
