@@ -132,54 +132,87 @@ static bool product_of_two(const Stage *s, const IExpr **a, const IExpr **b)
 
 enum { G_BATCH, G_M, G_N, G_K, NGROUPS };
 
-/* One operand (or the output) seen as groups of dimensions. */
+/* One operand (or the output) seen as strided axes: one per tensor
+ * dimension indexed by one iterator, several where a dimension's index
+ * splits into iterators (`n*64 + e`, e below 64: two axes of strides 64
+ * and 1 times the dimension's), in memory order; none for a dimension
+ * read at a constant, whose offset goes to `base`. */
+#define MAXA (MAXV + MAXD)
 typedef struct View {
-    int rank;
-    int64_t ext[MAXD], stride[MAXD];
-    int var[MAXD];              /* iterator of each dim, -1 for a constant */
-    int64_t off[MAXD];
+    int rank;                   /* axes */
+    int64_t stride[MAXA];
+    int var[MAXA];              /* iterator of each axis */
+    int64_t base;               /* element offset of the constants */
 } View;
 
-static void view_strides(View *v)
+/* A dimension's index as axes: iterators with positive coefficients plus
+ * a constant, each coefficient at least the next smaller one times that
+ * iterator's extent (no two elements alike), in bounds over the
+ * iterators' ranges.  Appends to v with the dimension's stride `ds`. */
+static bool split_dim(const Ix *ix, const Table *t, int64_t size, int64_t ds, View *v)
 {
-    int64_t st = 1;
-    for (int d = v->rank - 1; d >= 0; d--) {
-        v->stride[d] = st;
-        st *= v->ext[d];
+    int64_t lo = ix->c, hi = ix->c;
+    int at = v->rank;
+    if (ix->n == 0 || ix->n > MAXV || v->rank + ix->n > MAXA)
+        return false;
+    for (int i = 0; i < ix->n; i++) {
+        const IxTerm *x = &ix->t[i];
+        const Row *r = x->kind == IX_VAR && x->coef > 0 ? row_of(t, x->var) : NULL;
+        if (!r || r->hi <= r->lo)
+            return false;
+        lo += x->coef * r->lo;
+        hi += x->coef * (r->hi - 1);
+        /* insert by decreasing coefficient */
+        int k = v->rank++;
+        while (k > at && v->stride[k - 1] < x->coef) {
+            v->stride[k] = v->stride[k - 1];
+            v->var[k] = v->var[k - 1];
+            k--;
+        }
+        v->stride[k] = x->coef;
+        v->var[k] = x->var;
     }
+    if (lo < 0 || hi >= size)
+        return false;
+    for (int k = at; k + 1 < v->rank; k++)
+        if (v->stride[k] < v->stride[k + 1] * extent(row_of(t, v->var[k + 1])))
+            return false;
+    for (int k = at; k < v->rank; k++)
+        v->stride[k] *= ds;
+    v->base += ix->c * ds;
+    return true;
 }
 
-/* Read an access as a view: every dim plain and in bounds over the
- * iterator ranges, each iterator in at most one dim. */
+/* Read an access as a view: every dim a constant or split_dim's, in
+ * bounds over the iterator ranges, each iterator in at most one axis. */
 static bool view_access(const IExpr *e, const Table *t, View *v)
 {
     const IrTensor *T = e->access.tensor;
     if (T->rank > MAXD || e->access.nidx != T->rank)
         return false;
-    v->rank = T->rank;
+    v->rank = 0;
+    v->base = 0;
+    int64_t ds = 1;
+    int64_t dstride[MAXD];
+    for (int d = T->rank - 1; d >= 0; d--) {
+        dstride[d] = ds;
+        ds *= T->shape[d];
+    }
     for (int d = 0; d < T->rank; d++) {
-        v->ext[d] = T->shape[d];
-        int var;
         int64_t c;
         if (ix_is_const(e->access.idx[d], &c)) {
             if (c < 0 || c >= T->shape[d])
                 return false;
-            v->var[d] = -1;
-            v->off[d] = c;
+            v->base += c * dstride[d];
             continue;
         }
-        if (!plain(e->access.idx[d], &var, &c))
+        if (!split_dim(e->access.idx[d], t, T->shape[d], dstride[d], v))
             return false;
-        const Row *r = row_of(t, var);
-        if (!r || r->lo + c < 0 || r->hi - 1 + c >= T->shape[d])
-            return false;
-        for (int k = 0; k < d; k++)
-            if (v->var[k] == var)
-                return false;
-        v->var[d] = var;
-        v->off[d] = c;
     }
-    view_strides(v);
+    for (int a = 0; a < v->rank; a++)
+        for (int k = 0; k < a; k++)
+            if (v->var[k] == v->var[a])
+                return false;
     return true;
 }
 
@@ -190,21 +223,22 @@ static bool view_output(const Stage *s, View *v)
     if (s->nloops > MAXD)
         return false;
     v->rank = s->nloops;
-    for (int d = 0; d < s->nloops; d++) {
-        v->ext[d] = s->loops[d].hi - s->loops[d].lo;
+    v->base = 0;
+    int64_t st = 1;
+    for (int d = s->nloops - 1; d >= 0; d--) {
         v->var[d] = s->loops[d].id;
-        v->off[d] = 0;
+        v->stride[d] = st;
+        st *= s->loops[d].hi - s->loops[d].lo;
     }
-    view_strides(v);
     return true;
 }
 
 /* Element offset of the first element a view reads. */
 static int64_t view_base(const View *v, const Table *t)
 {
-    int64_t off = 0;
-    for (int d = 0; d < v->rank; d++)
-        off += (v->var[d] < 0 ? v->off[d] : row_of(t, v->var[d])->lo + v->off[d]) * v->stride[d];
+    int64_t off = v->base;
+    for (int a = 0; a < v->rank; a++)
+        off += row_of(t, v->var[a])->lo * v->stride[a];
     return off;
 }
 
@@ -230,7 +264,7 @@ static int dim_of(const View *v, int var)
 static bool flatten(const View *v, const Table *t, const int *gvars, int ng,
                     int *order, int64_t *st)
 {
-    int dims[MAXV], nd = 0;
+    int dims[MAXA], nd = 0;
     for (int d = 0; d < v->rank; d++)
         for (int i = 0; i < ng; i++)
             if (v->var[d] == gvars[i] && extent(row_of(t, gvars[i])) > 1)

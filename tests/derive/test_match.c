@@ -61,6 +61,30 @@ static void gemms(void)
     EXPECT(match_named(bm, "s", &m) && m.kind == OPK_BATCH_MATMUL && m.batch == 3 &&
            m.m == 8 && m.n == 5 && m.k == 8 && m.stride_a == 64 && m.stride_b == 40 &&
            m.stride_c == 40 && m.lda == 8 && m.ldb == 5, bm);
+    /* heads interleaved in one dimension (`n*HD + e`): the dimension
+     * splits into a batch axis of stride HD and a K axis of stride 1, the
+     * rows keep the tensor's row stride; the third of a fused q|k|v */
+    const char *hd = "input q : f32[6, 24]\ninput k : f32[5, 24]\n"
+                     "s[n, i, j] : [3, 6, 5] += q[i, n * 8 + e] * k[j, n * 8 + e + 0] "
+                     "where e < 8\noutput s\n";
+    EXPECT(match_named(hd, "s", &m) && m.kind == OPK_BATCH_MATMUL && m.batch == 3 &&
+           m.m == 6 && m.n == 5 && m.k == 8 && m.stride_a == 8 && m.stride_b == 8 &&
+           m.lda == 24 && m.ldb == 24 && m.trans_b && m.off_a == 0, hd);
+    const char *qkv = "input x : f32[4, 36]\n"
+                      "s[n, i, j] : [2, 4, 4] += x[i, n * 6 + e] * x[j, n * 6 + e + 12] "
+                      "where e < 6\noutput s\n";
+    EXPECT(match_named(qkv, "s", &m) && m.kind == OPK_BATCH_MATMUL && m.batch == 2 &&
+           m.k == 6 && m.lda == 36 && m.ldb == 36 &&
+           m.off_a + m.off_b == 12 && m.off_a * m.off_b == 0, qkv);
+    /* splits that overlap (n*4 + e, e up to 8) or leave the tensor do not */
+    const char *ov = "input q : f32[6, 24]\ninput k : f32[5, 24]\n"
+                     "s[n, i, j] : [3, 6, 5] += q[i, n * 4 + e] * k[j, n * 8 + e] "
+                     "where e < 8\noutput s\n";
+    EXPECT(!match_named(ov, "s", &m), ov);
+    const char *out = "input q : f32[6, 24]\ninput k : f32[5, 24]\n"
+                      "s[n, i, j] : [3, 6, 5] += q[i, n * 8 + e + 1] * k[j, n * 8 + e] "
+                      "where e < 8\noutput s\n";
+    EXPECT(!match_named(out, "s", &m), out);
     /* a 1x1 convolution at batch 1 is a matmul */
     const char *c1 = "input x : f32[1, 8, 4, 4]\nweight k : f32[16, 8]\n"
                      "y[n, f, h, w] += x[n, c, h, w] * k[f, c]\noutput y\n";
