@@ -160,8 +160,11 @@ static bool split_dim(const Ix *ix, const Table *t, int64_t size, int64_t ds, Vi
         const Row *r = x->kind == IX_VAR && x->coef > 0 ? row_of(t, x->var) : NULL;
         if (!r || r->hi <= r->lo)
             return false;
-        lo += x->coef * r->lo;
-        hi += x->coef * (r->hi - 1);
+        /* checked: a subscript's coefficients may be anything */
+        int64_t a, b;
+        if (!i64_mul(x->coef, r->lo, &a) || !i64_mul(x->coef, r->hi - 1, &b) ||
+            !i64_add(lo, a, &lo) || !i64_add(hi, b, &hi))
+            return false;
         /* insert by decreasing coefficient */
         int k = v->rank++;
         while (k > at && v->stride[k - 1] < x->coef) {
@@ -174,12 +177,16 @@ static bool split_dim(const Ix *ix, const Table *t, int64_t size, int64_t ds, Vi
     }
     if (lo < 0 || hi >= size)
         return false;
+    int64_t span, c;
     for (int k = at; k + 1 < v->rank; k++)
-        if (v->stride[k] < v->stride[k + 1] * extent(row_of(t, v->var[k + 1])))
+        if (!i64_mul(v->stride[k + 1], extent(row_of(t, v->var[k + 1])), &span) ||
+            v->stride[k] < span)
             return false;
     for (int k = at; k < v->rank; k++)
-        v->stride[k] *= ds;
-    v->base += ix->c * ds;
+        if (!i64_mul(v->stride[k], ds, &v->stride[k]))
+            return false;
+    if (!i64_mul(ix->c, ds, &c) || !i64_add(v->base, c, &v->base))
+        return false;
     return true;
 }
 
