@@ -147,7 +147,7 @@ static void write_one(IrCtx *cx, Derived *d, const Choice *ch, int which, FILE *
     case 7: {
         if (d->plan->target != TARGET_CUDA)
             break;              /* the tuner is a CUDA program */
-        CostModel cm = {ch->search.dev, ch->search.precision, NULL, TARGET_CUDA};
+        CostModel cm = {ch->search.dev, ch->search.precision, NULL, TARGET_CUDA, false};
         const char *const *keys;
         const Plan *tp = tune_program(cx, d, &cm, &keys);
         eo.main = true;
