@@ -879,7 +879,8 @@ static int import_onnx(Options *o, int argc, char **argv)
                             : with_ext(o->output, ".safetensors");
 #ifdef HAVE_ONNX
     const char *wbase = strrchr(wpath, '/');
-    OnnxOptions io = {o->input, wbase ? wbase + 1 : wpath, NULL, o->bind};
+    OnnxOptions io = {.path = o->input, .weights_name = wbase ? wbase + 1 : wpath,
+                      .bind = o->bind};
     OnnxResult r;
     (void)argc, (void)argv;
     if (!onnx_import(&io, &r))

@@ -120,7 +120,7 @@ static bool read_bound(Ox *ox, Graph *g, const char *path)
     char err[ST_ERRLEN];
     StFile *f;
     if (st_open(path, &f, err, sizeof err) != ST_OK) {
-        fprintf(stderr, "einc: error: %s\n", err);
+        fprintf(ox->err, "einc: error: %s\n", err);
         return false;
     }
     bool ok = true;
@@ -412,15 +412,16 @@ static bool dims_agree(Ox *ox)
 bool onnx_import(const OnnxOptions *opt, OnnxResult *res)
 {
     memset(res, 0, sizeof *res);
-    size_t len;
-    uint8_t *bytes = read_file(opt->path, &len);
-    if (!bytes)
+    size_t len = opt->len;
+    uint8_t *bytes = NULL;
+    if (!opt->bytes && !(bytes = read_file(opt->path, &len)))
         return false;
     Ox ox0 = {0}, *ox = &ox0;
     ox->arena = arena_new();
     ox->path = opt->path;
+    ox->err = opt->err ? opt->err : stderr;
     bool ok = false;
-    ox->model = onnx__model_proto__unpack(NULL, len, bytes);
+    ox->model = onnx__model_proto__unpack(NULL, len, bytes ? bytes : opt->bytes);
     Graph g = {0};
     if (!ox->model) {
         ox_error(ox, NULL, "not an ONNX model: the file is not a well-formed ModelProto "

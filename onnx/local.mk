@@ -26,6 +26,12 @@ tests_onnx_pb2st_SOURCES = tests/onnx/pb2st.c
 tests_onnx_pb2st_LDADD = $(ONNX_LDADD) lang/liblang.a
 endif
 
+# The fuzz harness and its corpus (tests/fuzz/onnx.mk).
+include tests/fuzz/onnx.mk
+EXTRA_DIST += tests/fuzz/onnx.mk tests/fuzz/replay-onnx.test tests/fuzz/corpus-onnx \
+	tests/fuzz/onnx.dict
+TESTS += tests/fuzz/replay-onnx.test
+
 # The tests skip (77) where the importer was not built.
 TESTS += tests/onnx/errors.test tests/onnx/backend.test tests/onnx/models.test
 EXTRA_DIST += tests/onnx/errors.test tests/onnx/backend.test tests/onnx/models.test \

@@ -50,12 +50,13 @@ static void vreport(Ox *ox, const OxNode *n, const char *fmt, va_list ap)
     ox->failed = true;
     if (ox->quiet)
         return;
-    fprintf(stderr, "%s: error: ", ox->path);
+    FILE *err = ox->err ? ox->err : stderr;
+    fprintf(err, "%s: error: ", ox->path);
     if (n)
-        fprintf(stderr, "node %d%s%s%s (%s): ", n->index, *n->name ? " '" : "",
+        fprintf(err, "node %d%s%s%s (%s): ", n->index, *n->name ? " '" : "",
                 n->name, *n->name ? "'" : "", n->op);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vfprintf(err, fmt, ap);
+    fputc('\n', err);
 }
 
 bool ox_error(Ox *ox, const OxNode *n, const char *fmt, ...)

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 typedef struct OnnxOptions {
     const char *path;               /* the .onnx file ("-": standard input) */
@@ -17,6 +18,10 @@ typedef struct OnnxOptions {
     const char *command;            /* the command line, for a comment */
     const char *bind;               /* a safetensors file of values for graph
                                        inputs (by ONNX name), or NULL */
+    const void *bytes;              /* the model itself, when not NULL (path
+                                       then only names it in messages) */
+    size_t len;                     /* its size */
+    FILE *err;                      /* where errors go (NULL: stderr) */
 } OnnxOptions;
 
 typedef struct OnnxResult {

@@ -86,6 +86,7 @@ typedef struct Dim {
 struct Ox {
     Arena *arena;
     const char *path;
+    FILE *err;                      /* the messages' stream */
     Onnx__ModelProto *model;
     int64_t opset;                  /* of the default domain */
     bool no_default_opset;          /* the model imports only other domains */

@@ -477,7 +477,7 @@ static bool write_weights(Ox *ox, OnnxResult *res)
     res->nweights = n;
     if (st_write_memory(ts, n, NULL, 0, ST_WRITE_SORTED, &res->weights, &res->weights_len,
                         err, sizeof err) != ST_OK) {
-        fprintf(stderr, "einc: error: %s\n", err);
+        fprintf(ox->err, "einc: error: %s\n", err);
         return false;
     }
     return true;
