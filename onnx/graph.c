@@ -182,17 +182,17 @@ static int val_id(Ox *ox, NameMap *map, NameVec *names, const char *name)
     return id;
 }
 
-static bool build(Ox *ox, Graph *g)
+/* The values of the graph by name: initializers, inputs, the nodes'
+ * inputs and outputs, the graph's outputs. */
+static bool build_values(Ox *ox, Graph *g, NameMap *map, NameVec *names)
 {
     const Onnx__GraphProto *gp = ox->model->graph;
-    NameMap map = {0};
-    NameVec names = {0};
-    #define VAL(name) val_id(ox, &map, &names, (name))
+    #define VAL(name) val_id(ox, map, names, (name))
     for (size_t i = 0; i < gp->n_initializer; i++) {
         const char *nm = gp->initializer[i]->name;
         if (!nm || !*nm)
             return ox_error(ox, NULL, "initializer %zu has no name", i);
-        if (lookup(ox, &map, nm, false) >= 0)
+        if (lookup(ox, map, nm, false) >= 0)
             return ox_error(ox, NULL, "two initializers are named '%s'", nm);
         (void)VAL(nm);
     }
@@ -235,15 +235,26 @@ static bool build(Ox *ox, Graph *g)
         const char *nm = gp->output[i]->name;
         if (!nm || !*nm)
             return ox_error(ox, NULL, "graph output %zu has no name", i);
-        int id = lookup(ox, &map, nm, false);
+        int id = lookup(ox, map, nm, false);
         if (id < 0)
             return ox_error(ox, NULL, "graph output '%s' is computed by no node", nm);
         ox->outputs[ox->noutputs++] = id;
     }
     #undef VAL
+    return true;
+}
+
+static bool build(Ox *ox, Graph *g)
+{
+    const Onnx__GraphProto *gp = ox->model->graph;
+    NameMap map = {0};
+    NameVec names = {0};
+    bool ok = build_values(ox, g, &map, &names);
     free(map.keys);
     free(map.ids);
     ox->vname = names.data;
+    if (!ok)
+        return false;
 
     /* Initializers' data, decoded once for both runs. */
     g->init = arena_alloc(ox->arena, (size_t)(ox->nvals + 1) * sizeof *g->init);
@@ -363,9 +374,14 @@ static bool infer(Ox *ox, Graph *g)
                 return ox_error(ox, n, "input '%s' is not computed before the node "
                                 "(nodes must be in topological order)",
                                 ox->vname[n->in[j]]);
-        for (int j = 0; j < n->nout; j++)
+        for (int j = 0; j < n->nout; j++) {
             if (n->out[j] >= 0 && val[n->out[j]].kind != VK_NONE)
                 return ox_error(ox, n, "output '%s' is defined twice", ox->vname[n->out[j]]);
+            for (int k = 0; k < j; k++)
+                if (n->out[j] >= 0 && n->out[k] == n->out[j])
+                    return ox_error(ox, n, "output '%s' is defined twice",
+                                    ox->vname[n->out[j]]);
+        }
         if (!op->infer(ox, n) || ox->failed) {
             if (r == 1 && !ox->fixed_by)
                 ox->fixed_by = n;

@@ -45,18 +45,46 @@ bool ox_type_is_int(int type)
 
 /* ---- messages ---------------------------------------------------------------- */
 
+const char *ox_printable(Ox *ox, const char *s)
+{
+    size_t n = 0;
+    for (const char *p = s; *p; p++)
+        n += (unsigned char)*p < 0x20 || *p == 0x7f ? 4 : 1;
+    char *o = arena_alloc(ox->arena, n + 1), *q = o;
+    for (const char *p = s; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c < 0x20 || c == 0x7f)
+            q += sprintf(q, "\\x%02x", c);
+        else
+            *q++ = (char)c;
+    }
+    *q = 0;
+    return o;
+}
+
+/* The message on one line: names from the model are the model's bytes,
+ * and a newline in one would start a line that is no message. */
 static void vreport(Ox *ox, const OxNode *n, const char *fmt, va_list ap)
 {
     ox->failed = true;
     if (ox->quiet)
         return;
     FILE *err = ox->err ? ox->err : stderr;
-    fprintf(err, "%s: error: ", ox->path);
+    char *msg = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&msg, &len);
+    if (!fp) {
+        fprintf(err, "einc: error: out of memory\n");
+        return;
+    }
+    fprintf(fp, "%s: error: ", ox->path);
     if (n)
-        fprintf(err, "node %d%s%s%s (%s): ", n->index, *n->name ? " '" : "",
-                n->name, *n->name ? "'" : "", n->op);
-    vfprintf(err, fmt, ap);
-    fputc('\n', err);
+        fprintf(fp, "node %d%s%s%s (%s): ", n->index, *n->name ? " '" : "", n->name,
+                *n->name ? "'" : "", n->op);
+    vfprintf(fp, fmt, ap);
+    fclose(fp);
+    fprintf(err, "%s\n", ox_printable(ox, msg));
+    free(msg);
 }
 
 bool ox_error(Ox *ox, const OxNode *n, const char *fmt, ...)

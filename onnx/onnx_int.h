@@ -128,6 +128,9 @@ bool ox_error(Ox *ox, const OxNode *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 bool ox_unsupported(Ox *ox, const OxNode *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* `s` with its control characters written \xNN, for a message or a
+ * comment (a name of the model may hold any byte but NUL). */
+const char *ox_printable(Ox *ox, const char *s);
 
 /* ---- values of the current run --------------------------------------------- */
 static inline OxVal *ox_val(Ox *ox, int id) { return &ox->val[ox->run][id]; }

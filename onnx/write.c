@@ -206,6 +206,12 @@ static void declare(Ox *ox, int id, const char *kind)
                        ox->vname[id], ox_type_name(v->type));
         return;
     }
+    if (strchr(ox->vname[id], '\n')) {
+        /* an ein string does not span lines (ein(5)) */
+        ox_unsupported(ox, NULL, "%s '%s': a name with a newline (an external name "
+                       "cannot hold one)", kind, ox->vname[id]);
+        return;
+    }
     fprintf(ox->decl, "%-6s %s", kind, ox->ein[id]);
     if (strcmp(ox->ein[id], ox->vname[id]) != 0)
         fprintf(ox->decl, " %s", ein_string(ox, ox->vname[id]));
@@ -340,17 +346,18 @@ void ox_stmt(Ox *ox, const char *name, int rank, const Dim *shape, const char *o
 
 void ox_comment_node(Ox *ox, const OxNode *n)
 {
+    /* the model's names in a comment: a newline would end it */
     fprintf(ox->stmt, "\n# %s", n->op);
     if (*n->name)
-        fprintf(ox->stmt, " '%s'", n->name);
+        fprintf(ox->stmt, " '%s'", ox_printable(ox, n->name));
     fputs(":", ox->stmt);
     for (int i = 0; i < n->nin; i++)
         if (n->in[i] >= 0)
-            fprintf(ox->stmt, "%s %s", i ? "," : "", ox->vname[n->in[i]]);
+            fprintf(ox->stmt, "%s %s", i ? "," : "", ox_printable(ox, ox->vname[n->in[i]]));
     fputs(" ->", ox->stmt);
     for (int i = 0; i < n->nout; i++)
         if (n->out[i] >= 0)
-            fprintf(ox->stmt, "%s %s", i ? "," : "", ox->vname[n->out[i]]);
+            fprintf(ox->stmt, "%s %s", i ? "," : "", ox_printable(ox, ox->vname[n->out[i]]));
     fputc('\n', ox->stmt);
 }
 
@@ -434,7 +441,7 @@ static bool write_body(Ox *ox)
         OxVal *v = ox_val(ox, src);
         ox_read(ox, src, ox_loop_idx(ox, v->rank));    /* declares it first */
         const char *nm = new_name(ox, ox->vname[id], NULL);
-        fprintf(ox->stmt, "\n# graph output %s\n", ox->vname[id]);
+        fprintf(ox->stmt, "\n# graph output %s\n", ox_printable(ox, ox->vname[id]));
         ox->stmt_type = v->type;
         ox_stmt(ox, nm, v->rank, ox_shape_dims(ox, src), "=",
                 ox_read(ox, src, ox_loop_idx(ox, v->rank)), NULL);
@@ -510,22 +517,23 @@ bool ox_write_program(Ox *ox, const OnnxOptions *opt, OnnxResult *res)
     const char *base = strrchr(opt->path, '/');
     base = base ? base + 1 : opt->path;
     fprintf(fp, "# imported from %s (ONNX IR %" PRId64 ", opset %" PRId64 "%s%s%s) by einc "
-            "--from=onnx\n", base, ox->model->ir_version, ox->opset,
+            "--from=onnx\n", ox_printable(ox, base), ox->model->ir_version, ox->opset,
             ox->model->producer_name && *ox->model->producer_name ? ", made by " : "",
-            ox->model->producer_name ? ox->model->producer_name : "",
+            ox->model->producer_name ? ox_printable(ox, ox->model->producer_name) : "",
             ox->model->producer_version && *ox->model->producer_version
-                ? arena_printf(ox->arena, " %s", ox->model->producer_version) : "");
+                ? arena_printf(ox->arena, " %s",
+                               ox_printable(ox, ox->model->producer_version)) : "");
     if (opt->weights_name)
-        fprintf(fp, "# weights: %s (%d tensors, by their ONNX names)\n", opt->weights_name,
-                res->nweights);
+        fprintf(fp, "# weights: %s (%d tensors, by their ONNX names)\n",
+                ox_printable(ox, opt->weights_name), res->nweights);
     if (ox->symbolic) {
         fprintf(fp, "const B = %" PRId64 "    # the inputs' first dimension\n", ox->batch[0]);
     } else if (ox->batched_inputs > 0) {
         const OxNode *n = ox->fixed_by;
         fprintf(fp, "# shapes are numbers: the model fixes its batch size");
         if (n)
-            fprintf(fp, " (node %d%s%s%s, %s)", n->index, *n->name ? " '" : "", n->name,
-                    *n->name ? "'" : "", n->op);
+            fprintf(fp, " (node %d%s%s%s, %s)", n->index, *n->name ? " '" : "",
+                    ox_printable(ox, n->name), *n->name ? "'" : "", n->op);
         fputc('\n', fp);
     }
     fputc('\n', fp);
