@@ -354,6 +354,17 @@ bool ox_axis(Ox *ox, const OxNode *n, int64_t a, int rank, int *out)
     return true;
 }
 
+int64_t ox_f2i(double v)
+{
+    if (v != v)
+        return 0;
+    if (v >= 9223372036854775807.0)
+        return INT64_MAX;
+    if (v <= -9223372036854775808.0)
+        return INT64_MIN;
+    return (int64_t)v;
+}
+
 int64_t ox_numel(const OxVal *v)
 {
     int64_t n = 1;

@@ -142,6 +142,9 @@ static inline OxVal *ox_sval(Ox *ox, int id)
 }
 OxConst *ox_const_new(Ox *ox, int type, int64_t n);
 int64_t ox_numel(const OxVal *v);
+/* A folded real as an integer: toward zero, saturating, NaN 0 (a C cast
+ * of a value outside int64 is undefined). */
+int64_t ox_f2i(double v);
 /* Set an output's type and shape (and make it VK_DATA). */
 void ox_set(Ox *ox, int id, int type, int rank, const int64_t *shape);
 

@@ -196,7 +196,7 @@ static bool elem_infer(Ox *ox, const OxNode *n)
                 if (y->k->f)
                     y->k->f[j] = (float)v;
                 else
-                    y->k->i[j] = to == OX_BOOL ? v != 0 : (int64_t)v;
+                    y->k->i[j] = to == OX_BOOL ? v != 0 : ox_f2i(v);
             }
             return true;
         }
@@ -270,7 +270,7 @@ static bool elem_infer(Ox *ox, const OxNode *n)
             if (y->k->f)
                 y->k->f[j] = (float)r;
             else
-                y->k->i[j] = (int64_t)r;
+                y->k->i[j] = ox_f2i(r);
         }
     }
     return true;

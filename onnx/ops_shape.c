@@ -1154,7 +1154,7 @@ static bool range_infer(Ox *ox, const OxNode *n)
         if (k->f)
             k->f[j] = (float)(st + dl * (double)j);
         else
-            k->i[j] = (int64_t)(st + dl * (double)j);
+            k->i[j] = ox_f2i(st + dl * (double)j);
     }
     int64_t shape[1] = {len};
     return set_const(ox, n, n->out[0], k, 1, shape);
