@@ -319,6 +319,24 @@ static bool input_type(Ox *ox, Graph *g, int j, OxVal *v, bool *batched)
     return true;
 }
 
+/* An operator whose writer only moves elements (its body a read, or a
+ * read of a read): it may compute integer tensors at run time, which
+ * keep their values exactly.  Arithmetic on integers is not written (a
+ * body computes in reals, ein(5), and ONNX's integer division and
+ * wrapping are not that). */
+static bool moves_data(const char *op)
+{
+    static const char *const ops[] = {
+        "Gather", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Concat",
+        "Split", "Slice", "Expand", "Tile", "Identity", "DepthToSpace", "SpaceToDepth",
+        "Cast", NULL,
+    };
+    for (int i = 0; ops[i]; i++)
+        if (strcmp(op, ops[i]) == 0)
+            return true;
+    return false;
+}
+
 /* One run of the inference with the batch of run ox->run. */
 static bool infer(Ox *ox, Graph *g)
 {
@@ -398,9 +416,11 @@ static bool infer(Ox *ox, Graph *g)
                 if (v->shape[d] < 0 || !i64_mul(cnt, v->shape[d], &cnt) || cnt > OX_MAX_ELEMS)
                     return ox_error(ox, n, "output '%s' is too large", ox->vname[n->out[j]]);
             if (v->k == NULL && v->kind != VK_INPUT && v->type != OX_FLOAT &&
-                v->type != OX_FLOAT16 && v->type != OX_BFLOAT16)
+                v->type != OX_FLOAT16 && v->type != OX_BFLOAT16 &&
+                !(ox_elem_name(v->type) && moves_data(n->op)))
                 return ox_unsupported(ox, n, "output '%s' of element type %s computed at run "
-                                      "time (only float, float16 and bfloat16 are)",
+                                      "time (only float, float16 and bfloat16 are, and "
+                                      "integers moved by a gather, a cast or a reshape)",
                                       ox->vname[n->out[j]], ox_type_name(v->type));
         }
     }
@@ -544,8 +564,25 @@ bool onnx_tensors_to_safetensors(const char *const *paths, const char *const *na
         ts[i] = (StOut){arena_strdup(ox->arena, nm ? nm : ""), ST_F32, rank, shape, k->f};
         if (k->h)
             ts[i].dtype = k->type == OX_FLOAT16 ? ST_F16 : ST_BF16, ts[i].data = k->h;
-        else if (k->i)
-            ts[i].dtype = ST_I64, ts[i].data = k->i;
+        else if (k->i) {
+            /* integers keep their type: a program's integer input is
+             * declared so (i32, bool ...) */
+            static const struct { int type; StDtype dt; } m[] = {
+                {OX_INT64, ST_I64}, {OX_INT32, ST_I32}, {OX_INT16, ST_I16},
+                {OX_INT8, ST_I8}, {OX_UINT8, ST_U8}, {OX_UINT16, ST_U16},
+                {OX_UINT32, ST_U32}, {OX_UINT64, ST_U64}, {OX_BOOL, ST_BOOL},
+            };
+            ts[i].dtype = ST_I64;
+            for (size_t j = 0; j < sizeof m / sizeof *m; j++)
+                if (m[j].type == k->type)
+                    ts[i].dtype = m[j].dt;
+            size_t w = st_dtype_size(ts[i].dtype);
+            uint8_t *p = arena_alloc(ox->arena, (size_t)k->n * w + 1);
+            for (int64_t e = 0; e < k->n; e++)
+                for (size_t b = 0; b < w; b++)
+                    p[(size_t)e * w + b] = (uint8_t)((uint64_t)k->i[e] >> (8 * b));
+            ts[i].data = p;
+        }
         if (msgs[i]->data_type == OX_DOUBLE) {
             /* keep the doubles: the tests compare with them */
             double *dd = arena_alloc(ox->arena, (size_t)(k->n + 1) * sizeof *dd);

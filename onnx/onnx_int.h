@@ -38,6 +38,9 @@ enum {
 };
 const char *ox_type_name(int type);
 bool ox_type_is_int(int type);          /* the integer types and bool */
+/* The ein element type of an ONNX one ("f32", "i64", "bool" ...), or
+ * NULL where ein has none. */
+const char *ox_elem_name(int type);
 
 /* A tensor known at import time: an initializer, a Constant, or folded. */
 typedef struct OxConst {

@@ -149,6 +149,34 @@ static double eval_binary(Fn f, double a, double b, bool ints)
     }
 }
 
+/* Does ein's element type `to` hold every value of ONNX's `from` (an
+ * integer type ein reads)?  A float holds them for a cast to it (rounded
+ * past 2^24, as ONNX's cast rounds). */
+static bool int_holds(int to, int from)
+{
+    int64_t lo, hi, tlo, thi;
+    static const struct { int type; int64_t lo, hi; } r[] = {
+        {OX_BOOL, 0, 1}, {OX_UINT8, 0, 255}, {OX_INT8, -128, 127},
+        {OX_INT16, -32768, 32767}, {OX_INT32, INT32_MIN, INT32_MAX},
+        {OX_INT64, INT64_MIN, INT64_MAX},
+    };
+    int fi = -1, ti = -1;
+    for (int i = 0; i < 6; i++) {
+        if (r[i].type == from)
+            fi = i;
+        if (r[i].type == to)
+            ti = i;
+    }
+    if (fi < 0 || !ox_elem_name(from))
+        return false;
+    if (to == OX_FLOAT || to == OX_FLOAT16 || to == OX_BFLOAT16)
+        return true;
+    if (ti < 0)
+        return false;
+    lo = r[fi].lo, hi = r[fi].hi, tlo = r[ti].lo, thi = r[ti].hi;
+    return tlo <= lo && hi <= thi;
+}
+
 static bool cast_target(Ox *ox, const OxNode *n, int *to)
 {
     *to = (int)ox_attr_int(n, "to", 0);
@@ -207,8 +235,16 @@ static bool elem_infer(Ox *ox, const OxNode *n)
             y->alias = n->in[0];
             return true;
         }
-        if (fl && (to == OX_FLOAT || to == OX_FLOAT16 || to == OX_BFLOAT16)) {
+        bool to_fl = to == OX_FLOAT || to == OX_FLOAT16 || to == OX_BFLOAT16;
+        if ((fl || int_holds(to, x->type)) && to_fl) {
             ox_set(ox, n->out[0], to, x->rank, x->shape);   /* a copy that rounds */
+            return true;
+        }
+        /* To an integer type: from a real, toward zero as ONNX (and a store,
+         * ein(5)) converts; from an integer type whose values it holds. */
+        if (ox_elem_name(to) && !to_fl &&
+            (fl || to == OX_BOOL || int_holds(to, x->type))) {
+            ox_set(ox, n->out[0], to, x->rank, x->shape);
             return true;
         }
         return ox_unsupported(ox, n, "Cast from %s to %s at run time", ox_type_name(x->type),
@@ -405,6 +441,10 @@ static bool elem_write(Ox *ox, const OxNode *n)
         body = unary_body(ox, n, f, ox_read(ox, n->in[0], idx));
         if (!body)
             return false;
+        OxVal *x = ox_val(ox, n->in[0]);
+        if (f == U_CAST && ox_type_is_int(y->type) && !ox_type_is_int(x->type))
+            /* a real stored into integers needs the conversion written */
+            body = arena_printf(ox->arena, "%s(%s)", ox_elem_name(y->type), body);
     }
     ox_stmt(ox, ox_name(ox, id), y->rank, ox_shape_dims(ox, id), "=", body, NULL);
     return true;

@@ -647,10 +647,11 @@ static bool gather_infer(Ox *ox, const OxNode *n)
         shape[k++] = ix->shape[d];
     for (int d = axis + 1; d < x->rank; d++)
         shape[k++] = x->shape[d];
-    if (!ix->k)
-        return ox_unsupported(ox, n, "input 1 ('%s') must be known at import time (indices "
-                              "read at run time need integer tensors, which ein does not "
-                              "have yet)", ox->vname[n->in[1]]);
+    if (!ix->k) {
+        /* indices read at run time: a gather (ein(5)) */
+        ox_set(ox, n->out[0], x->type, r, shape);
+        return true;
+    }
     int64_t dim = x->shape[axis];
     for (int64_t j = 0; j < ix->k->n; j++)
         if (ix->k->i[j] < -dim || ix->k->i[j] >= dim)
@@ -677,6 +678,20 @@ static bool gather_infer(Ox *ox, const OxNode *n)
     return true;
 }
 
+/* Are the known indices an arithmetic progression (normalized)? */
+static bool progression(const OxVal *ix, int64_t dim)
+{
+    int64_t cnt = ix->k->n, v0 = ix->k->i[0] < 0 ? ix->k->i[0] + dim : ix->k->i[0], stp = 0;
+    if (cnt > 1)
+        stp = (ix->k->i[1] < 0 ? ix->k->i[1] + dim : ix->k->i[1]) - v0;
+    for (int64_t j = 0; j < cnt; j++) {
+        int64_t v = ix->k->i[j] < 0 ? ix->k->i[j] + dim : ix->k->i[j];
+        if (v != v0 + stp * j)
+            return false;
+    }
+    return true;
+}
+
 static bool gather_write(Ox *ox, const OxNode *n)
 {
     int xid = n->in[0], yid = n->out[0];
@@ -684,7 +699,7 @@ static bool gather_write(Ox *ox, const OxNode *n)
     int axis;
     ox_axis(ox, n, ox_attr_int(n, "axis", 0), x->rank, &axis);
     ox_need_fixed(ox, xid, axis);
-    int64_t dim = x->shape[axis], cnt = ix->k->n;
+    int64_t dim = x->shape[axis];
     const char **sub = arena_alloc(ox->arena, (size_t)(x->rank + 1) * sizeof *sub);
     int q = 0;
     for (int d = 0; d < axis; d++)
@@ -693,6 +708,20 @@ static bool gather_write(Ox *ox, const OxNode *n)
     q += ix->rank;
     for (int d = axis + 1; d < x->rank; d++)
         sub[d] = arena_printf(ox->arena, "i%d", q++);
+    if (!ix->k || (ix->k->n > 16 && !progression(ix, dim))) {
+        /* The indices read in the subscript: a gather.  An index in
+         * [-dim, 0) counts from the end (floor modulo); ONNX leaves one
+         * outside [-dim, dim) undefined. */
+        const char **isub = arena_alloc(ox->arena, (size_t)(ix->rank + 1) * sizeof *isub);
+        for (int d = 0; d < ix->rank; d++)
+            isub[d] = arena_printf(ox->arena, "i%d", first + d);
+        const char *iv = ox_read(ox, n->in[1], isub);
+        sub[axis] = dim == 1 ? "0" : arena_printf(ox->arena, "%s %% %" PRId64, iv, dim);
+        ox_stmt(ox, ox_name(ox, yid), y->rank, ox_shape_dims(ox, yid), "=",
+                ox_read(ox, xid, sub), NULL);
+        return true;
+    }
+    int64_t cnt = ix->k->n;
     /* The flat position in the indices tensor. */
     const char *pos = "0";
     for (int d = 0; d < ix->rank; d++) {
@@ -708,15 +737,9 @@ static bool gather_write(Ox *ox, const OxNode *n)
     /* An arithmetic progression is an affine subscript; a few other
      * indices a chain of selects. */
     int64_t v0 = ix->k->i[0] < 0 ? ix->k->i[0] + dim : ix->k->i[0], stp = 0;
-    bool prog = true;
-    if (cnt > 1) {
-        int64_t v1 = ix->k->i[1] < 0 ? ix->k->i[1] + dim : ix->k->i[1];
-        stp = v1 - v0;
-        for (int64_t j = 0; j < cnt && prog; j++) {
-            int64_t v = ix->k->i[j] < 0 ? ix->k->i[j] + dim : ix->k->i[j];
-            prog = v == v0 + stp * j;
-        }
-    }
+    if (cnt > 1)
+        stp = (ix->k->i[1] < 0 ? ix->k->i[1] + dim : ix->k->i[1]) - v0;
+    bool prog = progression(ix, dim);
     const char *body;
     if (prog) {
         sub[axis] = cnt == 1 ? arena_printf(ox->arena, "%" PRId64, v0)
@@ -734,8 +757,7 @@ static bool gather_write(Ox *ox, const OxNode *n)
                                             j, r, body);
         }
     } else {
-        return ox_unsupported(ox, n, "Gather with %lld indices that are no arithmetic "
-                              "progression (no integer tensors in ein yet)", (long long)cnt);
+        return ox_error(ox, n, "internal: a gather of %lld indices", (long long)cnt);
     }
     ox_stmt(ox, ox_name(ox, yid), y->rank, ox_shape_dims(ox, yid), "=", body, NULL);
     return true;

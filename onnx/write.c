@@ -186,14 +186,27 @@ static const char *ein_string(Ox *ox, const char *s)
     return o;
 }
 
-static const char *elem_of(Ox *ox, int id, bool *ok)
+const char *ox_elem_name(int type)
 {
-    switch (ox_val(ox, id)->type) {
+    switch (type) {
     case OX_FLOAT: return "f32";
     case OX_FLOAT16: return "f16";
     case OX_BFLOAT16: return "bf16";
-    default: *ok = false; return "f32";
+    case OX_INT64: return "i64";
+    case OX_INT32: return "i32";
+    case OX_INT16: return "i16";
+    case OX_INT8: return "i8";
+    case OX_UINT8: return "u8";
+    case OX_BOOL: return "bool";
+    default: return NULL;           /* uint16, uint32, uint64, double ... */
     }
+}
+
+static const char *elem_of(Ox *ox, int id, bool *ok)
+{
+    const char *e = ox_elem_name(ox_val(ox, id)->type);
+    *ok = e != NULL;
+    return e ? e : "f32";
 }
 
 static void declare(Ox *ox, int id, const char *kind)
@@ -334,8 +347,8 @@ void ox_stmt(Ox *ox, const char *name, int rank, const Dim *shape, const char *o
     for (int d = 0; d < rank; d++)
         fprintf(ox->stmt, "%si%d", d ? ", " : "", d);
     /* A node computing f16 or bf16 stores its results so, as ONNX does. */
-    fprintf(ox->stmt, "] : %s[", ox->stmt_type == OX_FLOAT16 ? "f16"
-                                : ox->stmt_type == OX_BFLOAT16 ? "bf16" : "");
+    const char *elem = ox_elem_name(ox->stmt_type);
+    fprintf(ox->stmt, "] : %s[", elem && ox->stmt_type != OX_FLOAT ? elem : "");
     for (int d = 0; d < rank; d++)
         fprintf(ox->stmt, "%s%s", d ? ", " : "", ox_dim_str(ox, shape[d]));
     fprintf(ox->stmt, "] %s %s", op, body);
@@ -454,6 +467,20 @@ static bool write_body(Ox *ox)
     return !ox->failed;
 }
 
+/* The safetensors dtype of an integer element type ein has. */
+static bool int_dtype(int type, StDtype *out)
+{
+    switch (type) {
+    case OX_INT64: *out = ST_I64; return true;
+    case OX_INT32: *out = ST_I32; return true;
+    case OX_INT16: *out = ST_I16; return true;
+    case OX_INT8: *out = ST_I8; return true;
+    case OX_UINT8: *out = ST_U8; return true;
+    case OX_BOOL: *out = ST_BOOL; return true;
+    default: return false;
+    }
+}
+
 static bool write_weights(Ox *ox, OnnxResult *res)
 {
     int n = 0;
@@ -472,7 +499,17 @@ static bool write_weights(Ox *ox, OnnxResult *res)
         t->dtype = v->k->type == OX_FLOAT16 ? ST_F16 : v->k->type == OX_BFLOAT16 ? ST_BF16
                                                                                 : ST_F32;
         t->data = v->k->h ? (const void *)v->k->h : (const void *)v->k->f;
-        if (v->k->i) {
+        StDtype it;
+        if (v->k->i && int_dtype(v->type, &it)) {
+            /* an integer tensor as declared (elem_of), little-endian */
+            size_t w = st_dtype_size(it);
+            uint8_t *p = arena_alloc(ox->arena, (size_t)v->k->n * w + 1);
+            for (int64_t j = 0; j < v->k->n; j++)
+                for (size_t b = 0; b < w; b++)
+                    p[(size_t)j * w + b] = (uint8_t)((uint64_t)v->k->i[j] >> (8 * b));
+            t->dtype = it;
+            t->data = p;
+        } else if (v->k->i) {
             /* a folded integer constant read as data: its values as floats */
             float *f = arena_alloc(ox->arena, (size_t)(v->k->n + 1) * sizeof *f);
             for (int64_t j = 0; j < v->k->n; j++)
