@@ -644,6 +644,17 @@ static bool norm_infer(Ox *ox, const OxNode *n)
         int axis;
         if (!ox_axis(ox, n, ox_attr_int(n, "axis", -1), x->rank, &axis))
             return false;
+        /* the scale and bias are read broadcast to the input */
+        for (int i = 1; i < 3 && i < n->nin; i++) {
+            if (n->in[i] < 0)
+                continue;
+            OxVal *p = ox_val(ox, n->in[i]);
+            bool ok = p->rank <= x->rank;
+            for (int d = 0; ok && d < p->rank; d++)
+                ok = p->shape[d] == 1 || p->shape[d] == x->shape[x->rank - p->rank + d];
+            if (!ok)
+                return ox_error(ox, n, "input %d does not broadcast to the input", i);
+        }
         int64_t shape[OX_MAXRANK];
         for (int d = 0; d < x->rank; d++)
             shape[d] = d < axis ? x->shape[d] : 1;
