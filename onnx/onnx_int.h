@@ -124,6 +124,7 @@ struct Ox {
     bool write_failed;              /* symbolic mode failed: write again */
     int ntemp;
     int stmt_type;                  /* element type of the node being written */
+    bool uses_lib;                  /* a def of <nn.ein> is called */
 };
 
 /* ---- errors -------------------------------------------------------------- */
@@ -226,6 +227,12 @@ void ox_stmt(Ox *ox, const char *name, int rank, const Dim *shape, const char *o
              const char *body, const char *where);
 /* The output's shape as Dims (value id's, in this run). */
 Dim *ox_shape_dims(Ox *ox, int id);
+/* Standard-library calls (lib/nn.ein, `import <nn.ein>`): `y = def(args)`
+ * for output id; args is the argument list (value names from ox_name). */
+void ox_call(Ox *ox, int id, const char *def, const char *args);
+/* Are the node's inputs that exist and its first output all f32 (the
+ * element type of <nn.ein>'s defs)? */
+bool ox_all_f32(Ox *ox, const OxNode *n);
 /* A comment line before a node's statements. */
 void ox_comment_node(Ox *ox, const OxNode *n);
 

@@ -567,6 +567,12 @@ static bool softmax_write(Ox *ox, const OxNode *n)
     bool red[OX_MAXRANK];
     if (!softmax_axes(ox, n, red))
         return false;
+    /* a softmax over the last dimension of a matrix: <nn.ein>'s */
+    if (strcmp(n->op, "Softmax") == 0 && x->rank == 2 && !red[0] && red[1] &&
+        ox_all_f32(ox, n)) {
+        ox_call(ox, yid, "softmax", ox_name(ox, xid));
+        return true;
+    }
     const char *const *idx = ox_loop_idx(ox, x->rank);
     const char *xr = ox_read(ox, xid, idx);
     const char *m = reduce_stmt(ox, xid, yid, "max", red, "max=", "%s");
@@ -674,10 +680,57 @@ static bool norm_infer(Ox *ox, const OxNode *n)
     return true;
 }
 
+/* LayerNormalization over the last dimension of a [N, D] or [B, T, D]
+ * input with a scale and bias of [D], and BatchNormalization of a 4-d
+ * input, are <nn.ein>'s layernorm, layernorm3 and batchnorm (the same
+ * statements). */
+static bool norm_lib(Ox *ox, const OxNode *n)
+{
+    OxVal *x = ox_val(ox, n->in[0]);
+    float eps = ox_attr_float(n, "epsilon", 1e-5f);
+    const char *e = eps == 1e-5f ? "" : arena_printf(ox->arena, ", eps = %s", ox_real(ox, eps));
+    if (!ox_all_f32(ox, n))
+        return false;
+    if (strcmp(n->op, "BatchNormalization") == 0) {
+        if (x->rank != 4)
+            return false;
+        /* one name at a time: the order of the declarations they make */
+        const char *a[5];
+        static const int order[5] = {0, 3, 4, 1, 2};
+        for (int i = 0; i < 5; i++)
+            a[i] = ox_name(ox, n->in[order[i]]);
+        ox_call(ox, n->out[0], "batchnorm", arena_printf(ox->arena, "%s, %s, %s, %s, %s%s",
+                                                          a[0], a[1], a[2], a[3], a[4], e));
+        return true;
+    }
+    if (strcmp(n->op, "LayerNormalization") != 0 || (x->rank != 2 && x->rank != 3))
+        return false;
+    int axis;
+    if (!ox_axis(ox, n, ox_attr_int(n, "axis", -1), x->rank, &axis) || axis != x->rank - 1 ||
+        !ox_has_in(n, 2))
+        return false;
+    for (int j = 1; j < n->nout; j++)
+        if (n->out[j] >= 0)
+            return false;
+    for (int i = 1; i < 3; i++) {
+        OxVal *p = ox_val(ox, n->in[i]);
+        if (p->rank != 1 || p->shape[0] != x->shape[x->rank - 1])
+            return false;
+    }
+    const char *a[3];
+    for (int i = 0; i < 3; i++)
+        a[i] = ox_name(ox, n->in[i]);
+    ox_call(ox, n->out[0], x->rank == 2 ? "layernorm" : "layernorm3",
+            arena_printf(ox->arena, "%s, %s, %s%s", a[0], a[1], a[2], e));
+    return true;
+}
+
 static bool norm_write(Ox *ox, const OxNode *n)
 {
     int xid = n->in[0], yid = n->out[0];
     OxVal *x = ox_val(ox, xid);
+    if (norm_lib(ox, n))
+        return true;
     const char *const *idx = ox_loop_idx(ox, x->rank);
     const char *xr = ox_read(ox, xid, idx);
     Dim *shape = ox_shape_dims(ox, yid);

@@ -357,6 +357,20 @@ void ox_stmt(Ox *ox, const char *name, int rank, const Dim *shape, const char *o
     fputc('\n', ox->stmt);
 }
 
+void ox_call(Ox *ox, int id, const char *def, const char *args)
+{
+    ox->uses_lib = true;
+    fprintf(ox->stmt, "%s = %s(%s)\n", ox_name(ox, id), def, args);
+}
+
+bool ox_all_f32(Ox *ox, const OxNode *n)
+{
+    for (int i = 0; i < n->nin; i++)
+        if (n->in[i] >= 0 && ox_val(ox, n->in[i])->type != OX_FLOAT)
+            return false;
+    return n->nout >= 1 && n->out[0] >= 0 && ox_val(ox, n->out[0])->type == OX_FLOAT;
+}
+
 void ox_comment_node(Ox *ox, const OxNode *n)
 {
     /* the model's names in a comment: a newline would end it */
@@ -397,6 +411,7 @@ static void reset_writer(Ox *ox)
     ox->used_names = (typeof(ox->used_names)){0};
     ox->write_failed = false;
     ox->failed = false;
+    ox->uses_lib = false;
     ox->decl = open_memstream(&ox->decl_buf, &ox->decl_len);
     ox->stmt = open_memstream(&ox->stmt_buf, &ox->stmt_len);
     if (!ox->decl || !ox->stmt) {
@@ -563,6 +578,8 @@ bool ox_write_program(Ox *ox, const OnnxOptions *opt, OnnxResult *res)
     if (opt->weights_name)
         fprintf(fp, "# weights: %s (%d tensors, by their ONNX names)\n",
                 ox_printable(ox, opt->weights_name), res->nweights);
+    if (ox->uses_lib)
+        fprintf(fp, "import <nn.ein>\n");
     if (ox->symbolic) {
         fprintf(fp, "const B = %" PRId64 "    # the inputs' first dimension\n", ox->batch[0]);
     } else if (ox->batched_inputs > 0) {
