@@ -309,8 +309,16 @@ static const char *const_literal(Ox *ox, int id)
         ox->write_failed = true;
     if (v->k->f)
         return ox_real(ox, v->k->f[0]);
-    if (v->k->i)
-        return ox_real(ox, (double)v->k->i[0]);
+    if (v->k->i) {
+        /* an integer literal: exact, and an integer wherever an integer
+         * tensor's statement reads it (ein(5), Stores) */
+        int64_t i = v->k->i[0];
+        if (i == INT64_MIN)
+            return "(-9223372036854775807 - 1)";
+        if (i < 0)
+            return arena_printf(ox->arena, "(%" PRId64 ")", i);
+        return arena_printf(ox->arena, "%" PRId64, i);
+    }
     float f = v->k->type == OX_FLOAT16 ? st_f16_to_f32(v->k->h[0])
                                        : st_bf16_to_f32(v->k->h[0]);
     return ox_real(ox, f);

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """embed.py - a small language-model front (nn.Embedding on int64 token ids,
-a token-type embedding, learned positions, LayerNorm, a Linear head)
+a token-type embedding of the ids reshaped, learned positions, the ids
+cast to float, LayerNorm, a Linear head)
 exported by torch.onnx.export with a dynamic batch, imported by einc
 --from=onnx (its Gathers read the ids at run time: ein's gathers), compiled
 and compared with PyTorch on the CPU (relative error max|y - ref| /
@@ -49,7 +50,9 @@ class Front(torch.nn.Module):
 
     def forward(self, ids, types):
         pos = torch.arange(ids.shape[1])
-        x = self.tok(ids) + self.typ(types) + self.pos(pos)
+        # integers moved at run time (Reshape, Unsqueeze) and cast to float
+        typ = self.typ(types.reshape(-1)).reshape(ids.shape[0], ids.shape[1], D)
+        x = self.tok(ids) + typ + self.pos(pos) + ids.unsqueeze(-1).float() * 0.01
         return self.head(self.norm(x))
 
 
