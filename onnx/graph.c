@@ -327,9 +327,9 @@ static bool input_type(Ox *ox, Graph *g, int j, OxVal *v, bool *batched)
 static bool moves_data(const char *op)
 {
     static const char *const ops[] = {
-        "Gather", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Concat",
-        "Split", "Slice", "Expand", "Tile", "Identity", "DepthToSpace", "SpaceToDepth",
-        "Cast", NULL,
+        "Gather", "GatherElements", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
+        "Transpose", "Concat", "Split", "Slice", "Expand", "Tile", "Identity",
+        "DepthToSpace", "SpaceToDepth", "Cast", NULL,
     };
     for (int i = 0; ops[i]; i++)
         if (strcmp(op, ops[i]) == 0)

@@ -1,5 +1,6 @@
 /* ops_shape.c - the operators that move data: Reshape, Flatten, Squeeze,
- * Unsqueeze, Transpose, Concat, Split, Slice, Gather, Pad, Expand, Tile,
+ * Unsqueeze, Transpose, Concat, Split, Slice, Gather, GatherElements, Pad,
+ * Expand, Tile,
  * DepthToSpace, SpaceToDepth, each an index map (ein(5): `t[i, j] =
  * x[j, i]`); and Shape, Size, Constant, ConstantOfShape, Range and Where,
  * which the importer evaluates.  Every index map also folds a value known
@@ -763,6 +764,66 @@ static bool gather_write(Ox *ox, const OxNode *n)
     return true;
 }
 
+/* ---- GatherElements: y[i] = x[i with axis d at idx[i]] --------------------------------------------- */
+
+static bool gather_elements_infer(Ox *ox, const OxNode *n)
+{
+    if (!io_check(ox, n, 2))
+        return false;
+    OxVal *x = ox_val(ox, n->in[0]), *ix = ox_val(ox, n->in[1]);
+    int axis;
+    if (!ox_axis(ox, n, ox_attr_int(n, "axis", 0), x->rank, &axis))
+        return false;
+    if (!ox_type_is_int(ix->type))
+        return ox_error(ox, n, "the indices are %s, not integers", ox_type_name(ix->type));
+    if (ix->rank != x->rank)
+        return ox_error(ox, n, "the indices have rank %d, the input %d", ix->rank, x->rank);
+    for (int d = 0; d < x->rank; d++)
+        if (d != axis && ix->shape[d] > x->shape[d])
+            return ox_error(ox, n, "the indices' dimension %d (%lld) exceeds the input's "
+                            "(%lld)", d, (long long)ix->shape[d], (long long)x->shape[d]);
+    int64_t dim = x->shape[axis];
+    if (ix->k)
+        for (int64_t j = 0; j < ix->k->n; j++)
+            if (ix->k->i[j] < -dim || ix->k->i[j] >= dim)
+                return ox_error(ox, n, "index %lld is out of range for size %lld",
+                                (long long)ix->k->i[j], (long long)dim);
+    ox_set(ox, n->out[0], x->type, ix->rank, ix->shape);
+    OxVal *y = ox_val(ox, n->out[0]);
+    if (x->k && ix->k && ox_numel(y) <= OX_MAX_FOLD) {
+        int64_t *src = src_buf(ox, n->out[0]), idx[OX_MAXRANK];
+        for (int64_t j = 0; j < ox_numel(y); j++) {
+            unflat(j, y->rank, y->shape, idx);
+            int64_t v = ix->k->i[j];
+            idx[axis] = v < 0 ? v + dim : v;
+            src[j] = flat(x->rank, x->shape, idx);
+        }
+        fold_gathered(ox, n->out[0], x, src);
+    }
+    return true;
+}
+
+static bool gather_elements_write(Ox *ox, const OxNode *n)
+{
+    int xid = n->in[0], yid = n->out[0];
+    OxVal *x = ox_val(ox, xid), *y = ox_val(ox, yid);
+    int axis;
+    ox_axis(ox, n, ox_attr_int(n, "axis", 0), x->rank, &axis);
+    ox_need_fixed(ox, xid, axis);
+    int64_t dim = x->shape[axis];
+    const char *const *idx = ox_loop_idx(ox, y->rank);
+    const char **sub = arena_alloc(ox->arena, (size_t)(x->rank + 1) * sizeof *sub);
+    for (int d = 0; d < x->rank; d++)
+        sub[d] = idx[d];
+    /* the indices read in the subscript (known ones as an integer
+     * weight): a gather, the floor modulo as in Gather */
+    const char *iv = ox_read(ox, n->in[1], idx);
+    sub[axis] = dim == 1 ? "0" : arena_printf(ox->arena, "%s %% %" PRId64, iv, dim);
+    ox_stmt(ox, ox_name(ox, yid), y->rank, ox_shape_dims(ox, yid), "=", ox_read(ox, xid, sub),
+            NULL);
+    return true;
+}
+
 /* ---- Pad ---------------------------------------------------------------------------------------------- */
 
 typedef struct Pd {
@@ -1251,6 +1312,7 @@ const OxOp ox_ops_shape[] = {
     {"Split", split_infer, split_write},
     {"Slice", slice_infer, slice_write},
     {"Gather", gather_infer, gather_write},
+    {"GatherElements", gather_elements_infer, gather_elements_write},
     {"Pad", pad_infer, pad_write},
     {"Expand", expand_infer, expand_write},
     {"Tile", expand_infer, expand_write},
