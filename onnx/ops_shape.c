@@ -1,7 +1,6 @@
 /* ops_shape.c - the operators that move data: Reshape, Flatten, Squeeze,
  * Unsqueeze, Transpose, Concat, Split, Slice, Gather, GatherElements, Pad,
- * Expand, Tile,
- * DepthToSpace, SpaceToDepth, each an index map (ein(5): `t[i, j] =
+ * Expand, Tile, DepthToSpace, SpaceToDepth, each an index map (ein(5): `t[i, j] =
  * x[j, i]`); and Shape, Size, Constant, ConstantOfShape, Range and Where,
  * which the importer evaluates.  Every index map also folds a value known
  * at import time, since exported models compute their shapes with them. */
