@@ -12,6 +12,8 @@ max|ref| below 1e-5):
    dynamic axis); then -D B=3.
 2. through the Python module: einc.compile on the .onnx with B = 2, numpy
    int64 ids and torch ids.
+3. x[:, perm] with a constant permutation of 20: the indices an i64
+   weight, through einc.compile.
 
 Needs EINC.  Exit 77 where torch is missing."""
 
@@ -37,6 +39,18 @@ EINC = os.environ["EINC"]
 TOL = 1e-5
 V, D, T, TYPES = 50, 16, 6, 2
 failed = passed = 0
+
+
+class Permute(torch.nn.Module):
+    """A gather of 20 known indices that are no progression: an integer
+    weight read in the subscript."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("perm", torch.randperm(20))
+
+    def forward(self, x):
+        return torch.tanh(x[:, self.perm] * 2.0)
 
 
 class Front(torch.nn.Module):
@@ -133,6 +147,22 @@ def main():
             print("FAIL: torch inputs gave no torch outputs")
             sys.exit(1)
         check("the same with torch ids", yt.numpy(), ref)
+        model.close()
+
+        # 3. known indices as an integer weight
+        p = Permute().eval()
+        x = torch.randn(3, 20)
+        torch.onnx.export(p, x, os.path.join(work, "p.onnx"), input_names=["x"],
+                          output_names=["y"], opset_version=13)
+        sh([EINC, "--from=onnx", "p.onnx", "-o", "p.ein"], work)
+        ein = open(os.path.join(work, "p.ein")).read()
+        if not re.search(r"^weight \w+ .*: i64\[20\]$", ein, re.M):
+            print(f"FAIL: the permutation is no i64 weight:\n{ein}")
+            sys.exit(1)
+        model = einc.compile(os.path.join(work, "p.onnx"))
+        with torch.no_grad():
+            ref = p(x).numpy()
+        check("a gather of known indices (an integer weight)", model(x=x.numpy())["y"], ref)
         model.close()
     print(f"{passed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
