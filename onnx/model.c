@@ -249,12 +249,24 @@ OxConst *ox_tensor(Ox *ox, const OxNode *n, const Onnx__TensorProto *t, int *ran
     if (!size)
         return ox_unsupported(ox, n, "tensor '%s' has element type %s", tn,
                               ox_type_name(type)), NULL;
-    OxConst *k = ox_const_new(ox, type, count);
+    /* The data's size checked before the tensor is made: the dims alone
+     * may claim 2^40 elements. */
     size_t have;
+    switch (type) {
+    case OX_FLOAT: have = t->n_float_data; break;
+    case OX_DOUBLE: have = t->n_double_data; break;
+    case OX_INT64: have = t->n_int64_data; break;
+    case OX_UINT32: case OX_UINT64: have = t->n_uint64_data; break;
+    default: have = t->n_int32_data; break;
+    }
+    if (t->has_raw_data && t->raw_data.len != (size_t)count * size)
+        return ox_error(ox, n, "tensor '%s' has %zu bytes of data, not %lld", tn,
+                        t->raw_data.len, (long long)((size_t)count * size)), NULL;
+    if (!t->has_raw_data && have != (size_t)count)
+        return ox_error(ox, n, "tensor '%s' has %zu elements, its shape %lld", tn, have,
+                        (long long)count), NULL;
+    OxConst *k = ox_const_new(ox, type, count);
     if (t->has_raw_data) {
-        if (t->raw_data.len != (size_t)count * size)
-            return ox_error(ox, n, "tensor '%s' has %zu bytes of data, not %lld", tn,
-                            t->raw_data.len, (long long)((size_t)count * size)), NULL;
         const uint8_t *p = t->raw_data.data;
         for (int64_t j = 0; j < count; j++) {
             uint64_t v = raw_bits(p, size, j);
@@ -272,41 +284,16 @@ OxConst *ox_tensor(Ox *ox, const OxNode *n, const Onnx__TensorProto *t, int *ran
         }
         return k;
     }
-    switch (type) {
-    case OX_FLOAT:
-        have = t->n_float_data;
-        for (int64_t j = 0; j < count && (size_t)j < have; j++)
-            k->f[j] = t->float_data[j];
-        break;
-    case OX_DOUBLE:
-        have = t->n_double_data;
-        for (int64_t j = 0; j < count && (size_t)j < have; j++)
-            k->f[j] = (float)t->double_data[j];
-        break;
-    case OX_INT64:
-        have = t->n_int64_data;
-        for (int64_t j = 0; j < count && (size_t)j < have; j++)
-            k->i[j] = t->int64_data[j];
-        break;
-    case OX_UINT32: case OX_UINT64:
-        have = t->n_uint64_data;
-        for (int64_t j = 0; j < count && (size_t)j < have; j++)
-            k->i[j] = (int64_t)t->uint64_data[j];
-        break;
-    case OX_FLOAT16: case OX_BFLOAT16:
-        have = t->n_int32_data;
-        for (int64_t j = 0; j < count && (size_t)j < have; j++)
-            k->h[j] = (uint16_t)t->int32_data[j];
-        break;
-    default:                        /* int32, int16, int8, uint16, uint8, bool */
-        have = t->n_int32_data;
-        for (int64_t j = 0; j < count && (size_t)j < have; j++)
-            k->i[j] = t->int32_data[j];
-        break;
+    for (int64_t j = 0; j < count; j++) {
+        switch (type) {
+        case OX_FLOAT: k->f[j] = t->float_data[j]; break;
+        case OX_DOUBLE: k->f[j] = (float)t->double_data[j]; break;
+        case OX_INT64: k->i[j] = t->int64_data[j]; break;
+        case OX_UINT32: case OX_UINT64: k->i[j] = (int64_t)t->uint64_data[j]; break;
+        case OX_FLOAT16: case OX_BFLOAT16: k->h[j] = (uint16_t)t->int32_data[j]; break;
+        default: k->i[j] = t->int32_data[j]; break;    /* int32 ... uint8, bool */
+        }
     }
-    if (have != (size_t)count)
-        return ox_error(ox, n, "tensor '%s' has %zu elements, its shape %lld", tn, have,
-                        (long long)count), NULL;
     return k;
 }
 
@@ -367,9 +354,12 @@ int64_t ox_f2i(double v)
 
 int64_t ox_numel(const OxVal *v)
 {
+    /* saturating: an operator's inference may ask before the importer
+     * has checked the output's size */
     int64_t n = 1;
     for (int d = 0; d < v->rank; d++)
-        n *= v->shape[d];
+        if (!i64_mul(n, v->shape[d], &n))
+            return INT64_MAX;
     return n;
 }
 
