@@ -198,6 +198,10 @@ Dim ox_dim_num(int64_t n);
  * with every shape a number. */
 void ox_need_fixed(Ox *ox, int id, int d);
 void ox_need_fixed_from(Ox *ox, int id, int from);  /* dims from.. */
+/* A writer reads dim d of value id at the output's index (not broadcast
+ * in the run with the larger batch): the output's dim is out0 in run 0;
+ * where they differ with B the program is written again with numbers. */
+void ox_need_bcast_same(Ox *ox, int id, int d, int64_t out0);
 Dim ox_dim_mul(Dim a, Dim b);
 const char *ox_dim_str(Ox *ox, Dim d);      /* "64", "B", "8*B" */
 /* The product of dims [from, to) of value id. */

@@ -453,13 +453,18 @@ static bool matmul_write(Ox *ox, const OxNode *n)
     int nbat = na > nb ? na : nb;
     const char **ai = arena_alloc(ox->arena, (size_t)(a->rank + 1) * sizeof *ai);
     const char **bi = arena_alloc(ox->arena, (size_t)(b->rank + 1) * sizeof *bi);
+    OxVal *y0 = ox_val(ox, yid);
     for (int d = 0; d < na; d++) {
         int od = nbat - na + d;
         ai[d] = a->shape[d] == 1 && y->shape[od] != 1 ? "0" : arena_printf(ox->arena, "i%d", od);
+        if (strcmp(ai[d], "0") != 0)
+            ox_need_bcast_same(ox, n->in[0], d, y0->shape[od]);
     }
     for (int d = 0; d < nb; d++) {
         int od = nbat - nb + d;
         bi[d] = b->shape[d] == 1 && y->shape[od] != 1 ? "0" : arena_printf(ox->arena, "i%d", od);
+        if (strcmp(bi[d], "0") != 0)
+            ox_need_bcast_same(ox, n->in[1], d, y0->shape[od]);
     }
     int r = nbat;
     if (a->rank >= 2)

@@ -1035,11 +1035,17 @@ static bool expand_write(Ox *ox, const OxNode *n)
     const char *const *idx = ox_loop_idx(ox, y->rank);
     const char *body;
     if (strcmp(n->op, "Tile") == 0) {
+        /* decided on the run with the larger batch, where a dim of 1 is
+         * 1 for every B */
         const char **sub = arena_alloc(ox->arena, (size_t)(x->rank + 1) * sizeof *sub);
-        for (int d = 0; d < x->rank; d++)
-            sub[d] = x->shape[d] == y->shape[d] ? idx[d] : x->shape[d] == 1 ? "0"
+        OxVal *xs = ox_sval(ox, xid), *ys = ox_sval(ox, yid);
+        for (int d = 0; d < x->rank; d++) {
+            sub[d] = xs->shape[d] == ys->shape[d] ? idx[d] : xs->shape[d] == 1 ? "0"
                      : arena_printf(ox->arena, "%s %% %s", idx[d],
                                     paren_dim(ox, ox_dim(ox, xid, d)));
+            if (xs->shape[d] == ys->shape[d])
+                ox_need_bcast_same(ox, xid, d, y->shape[d]);
+        }
         body = ox_read(ox, xid, sub);
     } else {
         body = ox_read_bcast(ox, xid, y->rank, y->shape, idx);

@@ -43,6 +43,20 @@ void ox_need_fixed_from(Ox *ox, int id, int from)
         ox_need_fixed(ox, id, d);
 }
 
+void ox_need_bcast_same(Ox *ox, int id, int d, int64_t out0)
+{
+    /* Read at the output's index where the larger run's dim is not 1:
+     * right for every B only if the dim is the output's in both runs.
+     * In that run they are equal (numpy broadcasting); a dim that varies
+     * with B and differs from the output's in run 0 is broadcast there
+     * and not for other B (an input [B, ..] against a fixed [2, ..]). */
+    if (!ox->symbolic)
+        return;
+    int64_t a = ox->val[0][id].shape[d], b = ox->val[1][id].shape[d];
+    if (a != b && b != 1 && a != out0)
+        ox->write_failed = true;
+}
+
 Dim ox_dim(Ox *ox, int id, int d)
 {
     int64_t a = ox->val[0][id].shape[d];
@@ -341,10 +355,11 @@ const char *ox_read_bcast(Ox *ox, int id, int rank, const int64_t *shape,
                           const char *const *idx)
 {
     OxVal *v = ox_sval(ox, id);
-    (void)shape;
     const char **sub = arena_alloc(ox->arena, (size_t)(v->rank + 1) * sizeof *sub);
-    for (int d = 0; d < v->rank; d++)
+    for (int d = 0; d < v->rank; d++) {
         sub[d] = v->shape[d] == 1 ? "0" : idx[rank - v->rank + d];
+        ox_need_bcast_same(ox, id, d, shape[rank - v->rank + d]);
+    }
     return ox_read(ox, id, sub);
 }
 
