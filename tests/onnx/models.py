@@ -95,7 +95,7 @@ def main():
             print("FAIL resnet18: the program has no const B")
             sys.exit(1)
         # the standard library's layers where a node is one
-        for want in ("import <nn.ein>", "= conv2d(input, ", "= maxpool2d(", "= linear("):
+        for want in ("import <nn.ein>", "= conv2d(input_, ", "= maxpool2d(", "= linear("):
             if want not in ein:
                 print(f"FAIL resnet18: the program has no '{want}'")
                 sys.exit(1)
