@@ -789,10 +789,15 @@ static const char *dep_path(const Options *o)
 static char *compile(const Options *o, size_t *len)
 {
     /* import <nn.ein>: after the -I folders, $EINC_STDLIB (the tests'
-     * uninstalled lib/) or the installed standard library */
+     * uninstalled lib/), the installed standard library, or, where that
+     * is not installed, the source tree's lib/ of this build (an einc run
+     * from its build folder: the programs --from=onnx writes import it) */
     const char *lib = getenv("EINC_STDLIB");
-    ParseOptions popt = {o->includes.data, o->includes.len,
-                         lib && *lib ? lib : EINC_LIBDIR};
+    if (!lib || !*lib)
+        lib = access(EINC_LIBDIR "/nn.ein", R_OK) != 0 &&
+                      access(EINC_SRCLIB "/nn.ein", R_OK) == 0
+                  ? EINC_SRCLIB : EINC_LIBDIR;
+    ParseOptions popt = {o->includes.data, o->includes.len, lib};
     Ast *ast = parse_file(o->input, &popt, arena);
     if (!ast || diag_error_count())
         return NULL;
@@ -892,7 +897,8 @@ static int import_onnx(Options *o, int argc, char **argv)
                             : with_ext(o->output, ".safetensors");
 #ifdef HAVE_ONNX
     const char *wbase = strrchr(wpath, '/');
-    OnnxOptions io = {o->input, wbase ? wbase + 1 : wpath, NULL, o->bind};
+    OnnxOptions io = {.path = o->input, .weights_name = wbase ? wbase + 1 : wpath,
+                      .bind = o->bind};
     OnnxResult r;
     (void)argc, (void)argv;
     if (!onnx_import(&io, &r))

@@ -120,7 +120,7 @@ static bool read_bound(Ox *ox, Graph *g, const char *path)
     char err[ST_ERRLEN];
     StFile *f;
     if (st_open(path, &f, err, sizeof err) != ST_OK) {
-        fprintf(stderr, "einc: error: %s\n", err);
+        fprintf(ox->err, "einc: error: %s\n", err);
         return false;
     }
     bool ok = true;
@@ -182,17 +182,17 @@ static int val_id(Ox *ox, NameMap *map, NameVec *names, const char *name)
     return id;
 }
 
-static bool build(Ox *ox, Graph *g)
+/* The values of the graph by name: initializers, inputs, the nodes'
+ * inputs and outputs, the graph's outputs. */
+static bool build_values(Ox *ox, Graph *g, NameMap *map, NameVec *names)
 {
     const Onnx__GraphProto *gp = ox->model->graph;
-    NameMap map = {0};
-    NameVec names = {0};
-    #define VAL(name) val_id(ox, &map, &names, (name))
+    #define VAL(name) val_id(ox, map, names, (name))
     for (size_t i = 0; i < gp->n_initializer; i++) {
         const char *nm = gp->initializer[i]->name;
         if (!nm || !*nm)
             return ox_error(ox, NULL, "initializer %zu has no name", i);
-        if (lookup(ox, &map, nm, false) >= 0)
+        if (lookup(ox, map, nm, false) >= 0)
             return ox_error(ox, NULL, "two initializers are named '%s'", nm);
         (void)VAL(nm);
     }
@@ -235,15 +235,26 @@ static bool build(Ox *ox, Graph *g)
         const char *nm = gp->output[i]->name;
         if (!nm || !*nm)
             return ox_error(ox, NULL, "graph output %zu has no name", i);
-        int id = lookup(ox, &map, nm, false);
+        int id = lookup(ox, map, nm, false);
         if (id < 0)
             return ox_error(ox, NULL, "graph output '%s' is computed by no node", nm);
         ox->outputs[ox->noutputs++] = id;
     }
     #undef VAL
+    return true;
+}
+
+static bool build(Ox *ox, Graph *g)
+{
+    const Onnx__GraphProto *gp = ox->model->graph;
+    NameMap map = {0};
+    NameVec names = {0};
+    bool ok = build_values(ox, g, &map, &names);
     free(map.keys);
     free(map.ids);
     ox->vname = names.data;
+    if (!ok)
+        return false;
 
     /* Initializers' data, decoded once for both runs. */
     g->init = arena_alloc(ox->arena, (size_t)(ox->nvals + 1) * sizeof *g->init);
@@ -308,6 +319,24 @@ static bool input_type(Ox *ox, Graph *g, int j, OxVal *v, bool *batched)
     return true;
 }
 
+/* An operator whose writer only moves elements (its body a read, or a
+ * read of a read): it may compute integer tensors at run time, which
+ * keep their values exactly.  Arithmetic on integers is not written (a
+ * body computes in reals, ein(5), and ONNX's integer division and
+ * wrapping are not that). */
+static bool moves_data(const char *op)
+{
+    static const char *const ops[] = {
+        "Gather", "GatherElements", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
+        "Transpose", "Concat", "Split", "Slice", "Expand", "Tile", "Identity",
+        "DepthToSpace", "SpaceToDepth", "Cast", NULL,
+    };
+    for (int i = 0; ops[i]; i++)
+        if (strcmp(op, ops[i]) == 0)
+            return true;
+    return false;
+}
+
 /* One run of the inference with the batch of run ox->run. */
 static bool infer(Ox *ox, Graph *g)
 {
@@ -363,9 +392,14 @@ static bool infer(Ox *ox, Graph *g)
                 return ox_error(ox, n, "input '%s' is not computed before the node "
                                 "(nodes must be in topological order)",
                                 ox->vname[n->in[j]]);
-        for (int j = 0; j < n->nout; j++)
+        for (int j = 0; j < n->nout; j++) {
             if (n->out[j] >= 0 && val[n->out[j]].kind != VK_NONE)
                 return ox_error(ox, n, "output '%s' is defined twice", ox->vname[n->out[j]]);
+            for (int k = 0; k < j; k++)
+                if (n->out[j] >= 0 && n->out[k] == n->out[j])
+                    return ox_error(ox, n, "output '%s' is defined twice",
+                                    ox->vname[n->out[j]]);
+        }
         if (!op->infer(ox, n) || ox->failed) {
             if (r == 1 && !ox->fixed_by)
                 ox->fixed_by = n;
@@ -382,9 +416,11 @@ static bool infer(Ox *ox, Graph *g)
                 if (v->shape[d] < 0 || !i64_mul(cnt, v->shape[d], &cnt) || cnt > OX_MAX_ELEMS)
                     return ox_error(ox, n, "output '%s' is too large", ox->vname[n->out[j]]);
             if (v->k == NULL && v->kind != VK_INPUT && v->type != OX_FLOAT &&
-                v->type != OX_FLOAT16 && v->type != OX_BFLOAT16)
+                v->type != OX_FLOAT16 && v->type != OX_BFLOAT16 &&
+                !(ox_elem_name(v->type) && moves_data(n->op)))
                 return ox_unsupported(ox, n, "output '%s' of element type %s computed at run "
-                                      "time (only float, float16 and bfloat16 are)",
+                                      "time (only float, float16 and bfloat16 are, and "
+                                      "integers moved by a gather, a cast or a reshape)",
                                       ox->vname[n->out[j]], ox_type_name(v->type));
         }
     }
@@ -412,15 +448,16 @@ static bool dims_agree(Ox *ox)
 bool onnx_import(const OnnxOptions *opt, OnnxResult *res)
 {
     memset(res, 0, sizeof *res);
-    size_t len;
-    uint8_t *bytes = read_file(opt->path, &len);
-    if (!bytes)
+    size_t len = opt->len;
+    uint8_t *bytes = NULL;
+    if (!opt->bytes && !(bytes = read_file(opt->path, &len)))
         return false;
     Ox ox0 = {0}, *ox = &ox0;
     ox->arena = arena_new();
     ox->path = opt->path;
+    ox->err = opt->err ? opt->err : stderr;
     bool ok = false;
-    ox->model = onnx__model_proto__unpack(NULL, len, bytes);
+    ox->model = onnx__model_proto__unpack(NULL, len, bytes ? bytes : opt->bytes);
     Graph g = {0};
     if (!ox->model) {
         ox_error(ox, NULL, "not an ONNX model: the file is not a well-formed ModelProto "
@@ -527,8 +564,25 @@ bool onnx_tensors_to_safetensors(const char *const *paths, const char *const *na
         ts[i] = (StOut){arena_strdup(ox->arena, nm ? nm : ""), ST_F32, rank, shape, k->f};
         if (k->h)
             ts[i].dtype = k->type == OX_FLOAT16 ? ST_F16 : ST_BF16, ts[i].data = k->h;
-        else if (k->i)
-            ts[i].dtype = ST_I64, ts[i].data = k->i;
+        else if (k->i) {
+            /* integers keep their type: a program's integer input is
+             * declared so (i32, bool ...) */
+            static const struct { int type; StDtype dt; } m[] = {
+                {OX_INT64, ST_I64}, {OX_INT32, ST_I32}, {OX_INT16, ST_I16},
+                {OX_INT8, ST_I8}, {OX_UINT8, ST_U8}, {OX_UINT16, ST_U16},
+                {OX_UINT32, ST_U32}, {OX_UINT64, ST_U64}, {OX_BOOL, ST_BOOL},
+            };
+            ts[i].dtype = ST_I64;
+            for (size_t j = 0; j < sizeof m / sizeof *m; j++)
+                if (m[j].type == k->type)
+                    ts[i].dtype = m[j].dt;
+            size_t w = st_dtype_size(ts[i].dtype);
+            uint8_t *p = arena_alloc(ox->arena, (size_t)k->n * w + 1);
+            for (int64_t e = 0; e < k->n; e++)
+                for (size_t b = 0; b < w; b++)
+                    p[(size_t)e * w + b] = (uint8_t)((uint64_t)k->i[e] >> (8 * b));
+            ts[i].data = p;
+        }
         if (msgs[i]->data_type == OX_DOUBLE) {
             /* keep the doubles: the tests compare with them */
             double *dd = arena_alloc(ox->arena, (size_t)(k->n + 1) * sizeof *dd);

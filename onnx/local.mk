@@ -26,8 +26,16 @@ tests_onnx_pb2st_SOURCES = tests/onnx/pb2st.c
 tests_onnx_pb2st_LDADD = $(ONNX_LDADD) lang/liblang.a
 endif
 
+# The fuzz harness and its corpus (tests/fuzz/onnx.mk).
+include tests/fuzz/onnx.mk
+EXTRA_DIST += tests/fuzz/onnx.mk tests/fuzz/replay-onnx.test tests/fuzz/corpus-onnx \
+	tests/fuzz/onnx.dict
+TESTS += tests/fuzz/replay-onnx.test
+
 # The tests skip (77) where the importer was not built.
-TESTS += tests/onnx/errors.test tests/onnx/backend.test tests/onnx/models.test
+TESTS += tests/onnx/errors.test tests/onnx/backend.test tests/onnx/models.test \
+	tests/onnx/embed.test
 EXTRA_DIST += tests/onnx/errors.test tests/onnx/backend.test tests/onnx/models.test \
+	tests/onnx/embed.test tests/onnx/embed.py \
 	tests/onnx/backend.py tests/onnx/backend.sh tests/onnx/backend-subset.txt \
 	tests/onnx/models.py tests/onnx/pb2st.c

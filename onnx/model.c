@@ -45,17 +45,46 @@ bool ox_type_is_int(int type)
 
 /* ---- messages ---------------------------------------------------------------- */
 
+const char *ox_printable(Ox *ox, const char *s)
+{
+    size_t n = 0;
+    for (const char *p = s; *p; p++)
+        n += (unsigned char)*p < 0x20 || *p == 0x7f ? 4 : 1;
+    char *o = arena_alloc(ox->arena, n + 1), *q = o;
+    for (const char *p = s; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c < 0x20 || c == 0x7f)
+            q += sprintf(q, "\\x%02x", c);
+        else
+            *q++ = (char)c;
+    }
+    *q = 0;
+    return o;
+}
+
+/* The message on one line: names from the model are the model's bytes,
+ * and a newline in one would start a line that is no message. */
 static void vreport(Ox *ox, const OxNode *n, const char *fmt, va_list ap)
 {
     ox->failed = true;
     if (ox->quiet)
         return;
-    fprintf(stderr, "%s: error: ", ox->path);
+    FILE *err = ox->err ? ox->err : stderr;
+    char *msg = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&msg, &len);
+    if (!fp) {
+        fprintf(err, "einc: error: out of memory\n");
+        return;
+    }
+    fprintf(fp, "%s: error: ", ox->path);
     if (n)
-        fprintf(stderr, "node %d%s%s%s (%s): ", n->index, *n->name ? " '" : "",
-                n->name, *n->name ? "'" : "", n->op);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+        fprintf(fp, "node %d%s%s%s (%s): ", n->index, *n->name ? " '" : "", n->name,
+                *n->name ? "'" : "", n->op);
+    vfprintf(fp, fmt, ap);
+    fclose(fp);
+    fprintf(err, "%s\n", ox_printable(ox, msg));
+    free(msg);
 }
 
 bool ox_error(Ox *ox, const OxNode *n, const char *fmt, ...)
@@ -220,12 +249,24 @@ OxConst *ox_tensor(Ox *ox, const OxNode *n, const Onnx__TensorProto *t, int *ran
     if (!size)
         return ox_unsupported(ox, n, "tensor '%s' has element type %s", tn,
                               ox_type_name(type)), NULL;
-    OxConst *k = ox_const_new(ox, type, count);
+    /* The data's size checked before the tensor is made: the dims alone
+     * may claim 2^40 elements. */
     size_t have;
+    switch (type) {
+    case OX_FLOAT: have = t->n_float_data; break;
+    case OX_DOUBLE: have = t->n_double_data; break;
+    case OX_INT64: have = t->n_int64_data; break;
+    case OX_UINT32: case OX_UINT64: have = t->n_uint64_data; break;
+    default: have = t->n_int32_data; break;
+    }
+    if (t->has_raw_data && t->raw_data.len != (size_t)count * size)
+        return ox_error(ox, n, "tensor '%s' has %zu bytes of data, not %lld", tn,
+                        t->raw_data.len, (long long)((size_t)count * size)), NULL;
+    if (!t->has_raw_data && have != (size_t)count)
+        return ox_error(ox, n, "tensor '%s' has %zu elements, its shape %lld", tn, have,
+                        (long long)count), NULL;
+    OxConst *k = ox_const_new(ox, type, count);
     if (t->has_raw_data) {
-        if (t->raw_data.len != (size_t)count * size)
-            return ox_error(ox, n, "tensor '%s' has %zu bytes of data, not %lld", tn,
-                            t->raw_data.len, (long long)((size_t)count * size)), NULL;
         const uint8_t *p = t->raw_data.data;
         for (int64_t j = 0; j < count; j++) {
             uint64_t v = raw_bits(p, size, j);
@@ -243,41 +284,16 @@ OxConst *ox_tensor(Ox *ox, const OxNode *n, const Onnx__TensorProto *t, int *ran
         }
         return k;
     }
-    switch (type) {
-    case OX_FLOAT:
-        have = t->n_float_data;
-        for (int64_t j = 0; j < count && (size_t)j < have; j++)
-            k->f[j] = t->float_data[j];
-        break;
-    case OX_DOUBLE:
-        have = t->n_double_data;
-        for (int64_t j = 0; j < count && (size_t)j < have; j++)
-            k->f[j] = (float)t->double_data[j];
-        break;
-    case OX_INT64:
-        have = t->n_int64_data;
-        for (int64_t j = 0; j < count && (size_t)j < have; j++)
-            k->i[j] = t->int64_data[j];
-        break;
-    case OX_UINT32: case OX_UINT64:
-        have = t->n_uint64_data;
-        for (int64_t j = 0; j < count && (size_t)j < have; j++)
-            k->i[j] = (int64_t)t->uint64_data[j];
-        break;
-    case OX_FLOAT16: case OX_BFLOAT16:
-        have = t->n_int32_data;
-        for (int64_t j = 0; j < count && (size_t)j < have; j++)
-            k->h[j] = (uint16_t)t->int32_data[j];
-        break;
-    default:                        /* int32, int16, int8, uint16, uint8, bool */
-        have = t->n_int32_data;
-        for (int64_t j = 0; j < count && (size_t)j < have; j++)
-            k->i[j] = t->int32_data[j];
-        break;
+    for (int64_t j = 0; j < count; j++) {
+        switch (type) {
+        case OX_FLOAT: k->f[j] = t->float_data[j]; break;
+        case OX_DOUBLE: k->f[j] = (float)t->double_data[j]; break;
+        case OX_INT64: k->i[j] = t->int64_data[j]; break;
+        case OX_UINT32: case OX_UINT64: k->i[j] = (int64_t)t->uint64_data[j]; break;
+        case OX_FLOAT16: case OX_BFLOAT16: k->h[j] = (uint16_t)t->int32_data[j]; break;
+        default: k->i[j] = t->int32_data[j]; break;    /* int32 ... uint8, bool */
+        }
     }
-    if (have != (size_t)count)
-        return ox_error(ox, n, "tensor '%s' has %zu elements, its shape %lld", tn, have,
-                        (long long)count), NULL;
     return k;
 }
 
@@ -325,11 +341,25 @@ bool ox_axis(Ox *ox, const OxNode *n, int64_t a, int rank, int *out)
     return true;
 }
 
+int64_t ox_f2i(double v)
+{
+    if (v != v)
+        return 0;
+    if (v >= 9223372036854775807.0)
+        return INT64_MAX;
+    if (v <= -9223372036854775808.0)
+        return INT64_MIN;
+    return (int64_t)v;
+}
+
 int64_t ox_numel(const OxVal *v)
 {
+    /* saturating: an operator's inference may ask before the importer
+     * has checked the output's size */
     int64_t n = 1;
     for (int d = 0; d < v->rank; d++)
-        n *= v->shape[d];
+        if (!i64_mul(n, v->shape[d], &n))
+            return INT64_MAX;
     return n;
 }
 

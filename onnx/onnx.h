@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 typedef struct OnnxOptions {
     const char *path;               /* the .onnx file ("-": standard input) */
@@ -17,6 +18,10 @@ typedef struct OnnxOptions {
     const char *command;            /* the command line, for a comment */
     const char *bind;               /* a safetensors file of values for graph
                                        inputs (by ONNX name), or NULL */
+    const void *bytes;              /* the model itself, when not NULL (path
+                                       then only names it in messages) */
+    size_t len;                     /* its size */
+    FILE *err;                      /* where errors go (NULL: stderr) */
 } OnnxOptions;
 
 typedef struct OnnxResult {
@@ -32,9 +37,8 @@ bool onnx_import(const OnnxOptions *opt, OnnxResult *res);
 
 /* Read serialized TensorProto files (the ONNX backend tests' input_N.pb,
  * output_N.pb) into one safetensors image, each tensor under names[i]
- * (NULL: the name the file holds).  f32 (and f16, bf16) stay as they
- * are; integer and bool tensors become I64, doubles F64.  False after
- * reporting the error. */
+ * (NULL: the name the file holds).  Every type stays as it is (I64, I32,
+ * U8, BOOL ...; doubles F64).  False after reporting the error. */
 bool onnx_tensors_to_safetensors(const char *const *paths, const char *const *names,
                                  int n, unsigned char **out, size_t *len);
 

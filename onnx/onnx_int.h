@@ -27,7 +27,9 @@ enum { OX_MAXRANK = 8 };
  * only up to 2^24 elements (a larger one is computed by the program). */
 #define OX_MAX_ELEMS ((int64_t)1 << 40)
 #define OX_MAX_ATTR ((int64_t)1 << 20)
+#ifndef OX_MAX_FOLD                 /* the fuzzer's build sets a smaller one */
 #define OX_MAX_FOLD ((int64_t)1 << 24)
+#endif
 
 /* ONNX element types (TensorProto.DataType). */
 enum {
@@ -38,6 +40,9 @@ enum {
 };
 const char *ox_type_name(int type);
 bool ox_type_is_int(int type);          /* the integer types and bool */
+/* The ein element type of an ONNX one ("f32", "i64", "bool" ...), or
+ * NULL where ein has none. */
+const char *ox_elem_name(int type);
 
 /* A tensor known at import time: an initializer, a Constant, or folded. */
 typedef struct OxConst {
@@ -86,6 +91,7 @@ typedef struct Dim {
 struct Ox {
     Arena *arena;
     const char *path;
+    FILE *err;                      /* the messages' stream */
     Onnx__ModelProto *model;
     int64_t opset;                  /* of the default domain */
     bool no_default_opset;          /* the model imports only other domains */
@@ -118,6 +124,7 @@ struct Ox {
     bool write_failed;              /* symbolic mode failed: write again */
     int ntemp;
     int stmt_type;                  /* element type of the node being written */
+    bool uses_lib;                  /* a def of <nn.ein> is called */
 };
 
 /* ---- errors -------------------------------------------------------------- */
@@ -127,6 +134,9 @@ bool ox_error(Ox *ox, const OxNode *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 bool ox_unsupported(Ox *ox, const OxNode *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* `s` with its control characters written \xNN, for a message or a
+ * comment (a name of the model may hold any byte but NUL). */
+const char *ox_printable(Ox *ox, const char *s);
 
 /* ---- values of the current run --------------------------------------------- */
 static inline OxVal *ox_val(Ox *ox, int id) { return &ox->val[ox->run][id]; }
@@ -138,6 +148,9 @@ static inline OxVal *ox_sval(Ox *ox, int id)
 }
 OxConst *ox_const_new(Ox *ox, int type, int64_t n);
 int64_t ox_numel(const OxVal *v);
+/* A folded real as an integer: toward zero, saturating, NaN 0 (a C cast
+ * of a value outside int64 is undefined). */
+int64_t ox_f2i(double v);
 /* Set an output's type and shape (and make it VK_DATA). */
 void ox_set(Ox *ox, int id, int type, int rank, const int64_t *shape);
 
@@ -185,6 +198,10 @@ Dim ox_dim_num(int64_t n);
  * with every shape a number. */
 void ox_need_fixed(Ox *ox, int id, int d);
 void ox_need_fixed_from(Ox *ox, int id, int from);  /* dims from.. */
+/* A writer reads dim d of value id at the output's index (not broadcast
+ * in the run with the larger batch): the output's dim is out0 in run 0;
+ * where they differ with B the program is written again with numbers. */
+void ox_need_bcast_same(Ox *ox, int id, int d, int64_t out0);
 Dim ox_dim_mul(Dim a, Dim b);
 const char *ox_dim_str(Ox *ox, Dim d);      /* "64", "B", "8*B" */
 /* The product of dims [from, to) of value id. */
@@ -214,6 +231,12 @@ void ox_stmt(Ox *ox, const char *name, int rank, const Dim *shape, const char *o
              const char *body, const char *where);
 /* The output's shape as Dims (value id's, in this run). */
 Dim *ox_shape_dims(Ox *ox, int id);
+/* Standard-library calls (lib/nn.ein, `import <nn.ein>`): `y = def(args)`
+ * for output id; args is the argument list (value names from ox_name). */
+void ox_call(Ox *ox, int id, const char *def, const char *args);
+/* Are the node's inputs that exist and its first output all f32 (the
+ * element type of <nn.ein>'s defs)? */
+bool ox_all_f32(Ox *ox, const OxNode *n);
 /* A comment line before a node's statements. */
 void ox_comment_node(Ox *ox, const OxNode *n);
 

@@ -149,6 +149,34 @@ static double eval_binary(Fn f, double a, double b, bool ints)
     }
 }
 
+/* Does ein's element type `to` hold every value of ONNX's `from` (an
+ * integer type ein reads)?  A float holds them for a cast to it (rounded
+ * past 2^24, as ONNX's cast rounds). */
+static bool int_holds(int to, int from)
+{
+    int64_t lo, hi, tlo, thi;
+    static const struct { int type; int64_t lo, hi; } r[] = {
+        {OX_BOOL, 0, 1}, {OX_UINT8, 0, 255}, {OX_INT8, -128, 127},
+        {OX_INT16, -32768, 32767}, {OX_INT32, INT32_MIN, INT32_MAX},
+        {OX_INT64, INT64_MIN, INT64_MAX},
+    };
+    int fi = -1, ti = -1;
+    for (int i = 0; i < 6; i++) {
+        if (r[i].type == from)
+            fi = i;
+        if (r[i].type == to)
+            ti = i;
+    }
+    if (fi < 0 || !ox_elem_name(from))
+        return false;
+    if (to == OX_FLOAT || to == OX_FLOAT16 || to == OX_BFLOAT16)
+        return true;
+    if (ti < 0)
+        return false;
+    lo = r[fi].lo, hi = r[fi].hi, tlo = r[ti].lo, thi = r[ti].hi;
+    return tlo <= lo && hi <= thi;
+}
+
 static bool cast_target(Ox *ox, const OxNode *n, int *to)
 {
     *to = (int)ox_attr_int(n, "to", 0);
@@ -196,7 +224,7 @@ static bool elem_infer(Ox *ox, const OxNode *n)
                 if (y->k->f)
                     y->k->f[j] = (float)v;
                 else
-                    y->k->i[j] = to == OX_BOOL ? v != 0 : (int64_t)v;
+                    y->k->i[j] = to == OX_BOOL ? v != 0 : ox_f2i(v);
             }
             return true;
         }
@@ -207,8 +235,16 @@ static bool elem_infer(Ox *ox, const OxNode *n)
             y->alias = n->in[0];
             return true;
         }
-        if (fl && (to == OX_FLOAT || to == OX_FLOAT16 || to == OX_BFLOAT16)) {
+        bool to_fl = to == OX_FLOAT || to == OX_FLOAT16 || to == OX_BFLOAT16;
+        if ((fl || int_holds(to, x->type)) && to_fl) {
             ox_set(ox, n->out[0], to, x->rank, x->shape);   /* a copy that rounds */
+            return true;
+        }
+        /* To an integer type: from a real, toward zero as ONNX (and a store,
+         * ein(5)) converts; from an integer type whose values it holds. */
+        if (ox_elem_name(to) && !to_fl &&
+            (fl || to == OX_BOOL || int_holds(to, x->type))) {
+            ox_set(ox, n->out[0], to, x->rank, x->shape);
             return true;
         }
         return ox_unsupported(ox, n, "Cast from %s to %s at run time", ox_type_name(x->type),
@@ -270,7 +306,7 @@ static bool elem_infer(Ox *ox, const OxNode *n)
             if (y->k->f)
                 y->k->f[j] = (float)r;
             else
-                y->k->i[j] = (int64_t)r;
+                y->k->i[j] = ox_f2i(r);
         }
     }
     return true;
@@ -405,6 +441,10 @@ static bool elem_write(Ox *ox, const OxNode *n)
         body = unary_body(ox, n, f, ox_read(ox, n->in[0], idx));
         if (!body)
             return false;
+        OxVal *x = ox_val(ox, n->in[0]);
+        if (f == U_CAST && ox_type_is_int(y->type) && !ox_type_is_int(x->type))
+            /* a real stored into integers needs the conversion written */
+            body = arena_printf(ox->arena, "%s(%s)", ox_elem_name(y->type), body);
     }
     ox_stmt(ox, ox_name(ox, id), y->rank, ox_shape_dims(ox, id), "=", body, NULL);
     return true;
@@ -527,6 +567,12 @@ static bool softmax_write(Ox *ox, const OxNode *n)
     bool red[OX_MAXRANK];
     if (!softmax_axes(ox, n, red))
         return false;
+    /* a softmax over the last dimension of a matrix: <nn.ein>'s */
+    if (strcmp(n->op, "Softmax") == 0 && x->rank == 2 && !red[0] && red[1] &&
+        ox_all_f32(ox, n)) {
+        ox_call(ox, yid, "softmax", ox_name(ox, xid));
+        return true;
+    }
     const char *const *idx = ox_loop_idx(ox, x->rank);
     const char *xr = ox_read(ox, xid, idx);
     const char *m = reduce_stmt(ox, xid, yid, "max", red, "max=", "%s");
@@ -604,6 +650,17 @@ static bool norm_infer(Ox *ox, const OxNode *n)
         int axis;
         if (!ox_axis(ox, n, ox_attr_int(n, "axis", -1), x->rank, &axis))
             return false;
+        /* the scale and bias are read broadcast to the input */
+        for (int i = 1; i < 3 && i < n->nin; i++) {
+            if (n->in[i] < 0)
+                continue;
+            OxVal *p = ox_val(ox, n->in[i]);
+            bool ok = p->rank <= x->rank;
+            for (int d = 0; ok && d < p->rank; d++)
+                ok = p->shape[d] == 1 || p->shape[d] == x->shape[x->rank - p->rank + d];
+            if (!ok)
+                return ox_error(ox, n, "input %d does not broadcast to the input", i);
+        }
         int64_t shape[OX_MAXRANK];
         for (int d = 0; d < x->rank; d++)
             shape[d] = d < axis ? x->shape[d] : 1;
@@ -623,10 +680,57 @@ static bool norm_infer(Ox *ox, const OxNode *n)
     return true;
 }
 
+/* LayerNormalization over the last dimension of a [N, D] or [B, T, D]
+ * input with a scale and bias of [D], and BatchNormalization of a 4-d
+ * input, are <nn.ein>'s layernorm, layernorm3 and batchnorm (the same
+ * statements). */
+static bool norm_lib(Ox *ox, const OxNode *n)
+{
+    OxVal *x = ox_val(ox, n->in[0]);
+    float eps = ox_attr_float(n, "epsilon", 1e-5f);
+    const char *e = eps == 1e-5f ? "" : arena_printf(ox->arena, ", eps = %s", ox_real(ox, eps));
+    if (!ox_all_f32(ox, n))
+        return false;
+    if (strcmp(n->op, "BatchNormalization") == 0) {
+        if (x->rank != 4)
+            return false;
+        /* one name at a time: the order of the declarations they make */
+        const char *a[5];
+        static const int order[5] = {0, 3, 4, 1, 2};
+        for (int i = 0; i < 5; i++)
+            a[i] = ox_name(ox, n->in[order[i]]);
+        ox_call(ox, n->out[0], "batchnorm", arena_printf(ox->arena, "%s, %s, %s, %s, %s%s",
+                                                          a[0], a[1], a[2], a[3], a[4], e));
+        return true;
+    }
+    if (strcmp(n->op, "LayerNormalization") != 0 || (x->rank != 2 && x->rank != 3))
+        return false;
+    int axis;
+    if (!ox_axis(ox, n, ox_attr_int(n, "axis", -1), x->rank, &axis) || axis != x->rank - 1 ||
+        !ox_has_in(n, 2))
+        return false;
+    for (int j = 1; j < n->nout; j++)
+        if (n->out[j] >= 0)
+            return false;
+    for (int i = 1; i < 3; i++) {
+        OxVal *p = ox_val(ox, n->in[i]);
+        if (p->rank != 1 || p->shape[0] != x->shape[x->rank - 1])
+            return false;
+    }
+    const char *a[3];
+    for (int i = 0; i < 3; i++)
+        a[i] = ox_name(ox, n->in[i]);
+    ox_call(ox, n->out[0], x->rank == 2 ? "layernorm" : "layernorm3",
+            arena_printf(ox->arena, "%s, %s, %s%s", a[0], a[1], a[2], e));
+    return true;
+}
+
 static bool norm_write(Ox *ox, const OxNode *n)
 {
     int xid = n->in[0], yid = n->out[0];
     OxVal *x = ox_val(ox, xid);
+    if (norm_lib(ox, n))
+        return true;
     const char *const *idx = ox_loop_idx(ox, x->rank);
     const char *xr = ox_read(ox, xid, idx);
     Dim *shape = ox_shape_dims(ox, yid);

@@ -281,11 +281,27 @@ static bool conv_write(Ox *ox, const OxNode *n)
     OxVal *x = ox_val(ox, xid), *wt = ox_val(ox, wid), *y = ox_val(ox, yid);
     int r = x->rank;
     ox_need_fixed_from(ox, xid, 1);     /* channels and spatial sizes are numbers */
+    bool tr = strcmp(n->op, "ConvTranspose") == 0;
+    /* A 2-d convolution with a bias, the same stride, padding and
+     * dilation on both axes: <nn.ein>'s conv2d (the same statements). */
+    if (!tr && r == 4 && g == 1 && ox_has_in(n, 2) && ox_all_f32(ox, n) &&
+        w.stride[0] == w.stride[1] && w.dil[0] == w.dil[1] && w.pb[0] == w.pb[1] &&
+        w.pe[0] == w.pb[0] && w.pe[1] == w.pb[1]) {
+        const char *xn = ox_name(ox, xid), *wn = ox_name(ox, wid);
+        const char *a = arena_printf(ox->arena, "%s, %s, %s", xn, wn, ox_name(ox, n->in[2]));
+        if (w.stride[0] != 1)
+            a = arena_printf(ox->arena, "%s, stride = %" PRId64, a, w.stride[0]);
+        if (w.pb[0] != 0)
+            a = arena_printf(ox->arena, "%s, pad = %" PRId64, a, w.pb[0]);
+        if (w.dil[0] != 1)
+            a = arena_printf(ox->arena, "%s, dilation = %" PRId64, a, w.dil[0]);
+        ox_call(ox, yid, "conv2d", a);
+        return true;
+    }
     const char **xi = arena_alloc(ox->arena, (size_t)(r + 1) * sizeof *xi);
     const char **wi = arena_alloc(ox->arena, (size_t)(r + 1) * sizeof *wi);
     const char *where = "";
     xi[0] = "i0";
-    bool tr = strcmp(n->op, "ConvTranspose") == 0;
     if (!tr) {
         /* y[n, f, o] += x[n, g*Cg + c, s*o + d*k - p] * w[f, c, k] */
         int64_t cg = wt->shape[1], fg = wt->shape[0] / g;
@@ -366,6 +382,15 @@ static bool gemm_write(Ox *ox, const OxNode *n)
     const char *ai[2] = {ta ? "j0" : "i0", ta ? "i0" : "j0"};
     const char *bi[2] = {tb ? "i1" : "j0", tb ? "j0" : "i1"};
     bool bias = ox_has_in(n, 2) && beta != 0;
+    /* nn.Linear's Gemm (B transposed, a bias of [N]): <nn.ein>'s linear */
+    if (!ta && tb && alpha == 1 && beta == 1 && ox_has_in(n, 2) && ox_all_f32(ox, n) &&
+        ox_val(ox, n->in[2])->rank == 1 && ox_val(ox, n->in[2])->shape[0] == y->shape[1]) {
+        const char *a[3];
+        for (int i = 0; i < 3; i++)
+            a[i] = ox_name(ox, n->in[i]);
+        ox_call(ox, yid, "linear", arena_printf(ox->arena, "%s, %s, %s", a[0], a[1], a[2]));
+        return true;
+    }
     const char *sum = bias || alpha != 1 ? ox_temp(ox, yid, "mm") : ox_name(ox, yid);
     ox_stmt(ox, sum, 2, ox_shape_dims(ox, yid), "+=",
             arena_printf(ox->arena, "%s * %s", ox_read(ox, n->in[0], ai),
@@ -428,13 +453,18 @@ static bool matmul_write(Ox *ox, const OxNode *n)
     int nbat = na > nb ? na : nb;
     const char **ai = arena_alloc(ox->arena, (size_t)(a->rank + 1) * sizeof *ai);
     const char **bi = arena_alloc(ox->arena, (size_t)(b->rank + 1) * sizeof *bi);
+    OxVal *y0 = ox_val(ox, yid);
     for (int d = 0; d < na; d++) {
         int od = nbat - na + d;
         ai[d] = a->shape[d] == 1 && y->shape[od] != 1 ? "0" : arena_printf(ox->arena, "i%d", od);
+        if (strcmp(ai[d], "0") != 0)
+            ox_need_bcast_same(ox, n->in[0], d, y0->shape[od]);
     }
     for (int d = 0; d < nb; d++) {
         int od = nbat - nb + d;
         bi[d] = b->shape[d] == 1 && y->shape[od] != 1 ? "0" : arena_printf(ox->arena, "i%d", od);
+        if (strcmp(bi[d], "0") != 0)
+            ox_need_bcast_same(ox, n->in[1], d, y0->shape[od]);
     }
     int r = nbat;
     if (a->rank >= 2)
@@ -518,6 +548,20 @@ static bool pool_write(Ox *ox, const OxNode *n)
     ox_need_fixed_from(ox, xid, 2);
     bool max = strstr(n->op, "MaxPool") != NULL;
     bool global = strncmp(n->op, "Global", 6) == 0;
+    /* A square 2-d max pool, the same stride and padding on both axes,
+     * floor mode, no dilation: <nn.ein>'s maxpool2d (padded taps read
+     * -inf there, which never win: the same as the guards below). */
+    if (max && !global && x->rank == 4 && ox_all_f32(ox, n) && w.kernel[0] == w.kernel[1] &&
+        w.stride[0] == w.stride[1] && w.dil[0] == 1 && w.dil[1] == 1 && w.pb[0] == w.pb[1] &&
+        w.pe[0] == w.pb[0] && w.pe[1] == w.pb[1] && ox_attr_int(n, "ceil_mode", 0) == 0 &&
+        w.pb[0] < w.kernel[0]) {
+        const char *a = arena_printf(ox->arena, "%s, %" PRId64 ", %" PRId64, ox_name(ox, xid),
+                                     w.kernel[0], w.stride[0]);
+        if (w.pb[0] != 0)
+            a = arena_printf(ox->arena, "%s, pad = %" PRId64, a, w.pb[0]);
+        ox_call(ox, yid, "maxpool2d", a);
+        return true;
+    }
     const char **xi = arena_alloc(ox->arena, (size_t)(x->rank + 1) * sizeof *xi);
     xi[0] = "i0";
     xi[1] = "i1";

@@ -1,6 +1,6 @@
 /* ops_shape.c - the operators that move data: Reshape, Flatten, Squeeze,
- * Unsqueeze, Transpose, Concat, Split, Slice, Gather, Pad, Expand, Tile,
- * DepthToSpace, SpaceToDepth, each an index map (ein(5): `t[i, j] =
+ * Unsqueeze, Transpose, Concat, Split, Slice, Gather, GatherElements, Pad,
+ * Expand, Tile, DepthToSpace, SpaceToDepth, each an index map (ein(5): `t[i, j] =
  * x[j, i]`); and Shape, Size, Constant, ConstantOfShape, Range and Where,
  * which the importer evaluates.  Every index map also folds a value known
  * at import time, since exported models compute their shapes with them. */
@@ -647,10 +647,11 @@ static bool gather_infer(Ox *ox, const OxNode *n)
         shape[k++] = ix->shape[d];
     for (int d = axis + 1; d < x->rank; d++)
         shape[k++] = x->shape[d];
-    if (!ix->k)
-        return ox_unsupported(ox, n, "input 1 ('%s') must be known at import time (indices "
-                              "read at run time need integer tensors, which ein does not "
-                              "have yet)", ox->vname[n->in[1]]);
+    if (!ix->k) {
+        /* indices read at run time: a gather (ein(5)) */
+        ox_set(ox, n->out[0], x->type, r, shape);
+        return true;
+    }
     int64_t dim = x->shape[axis];
     for (int64_t j = 0; j < ix->k->n; j++)
         if (ix->k->i[j] < -dim || ix->k->i[j] >= dim)
@@ -677,6 +678,20 @@ static bool gather_infer(Ox *ox, const OxNode *n)
     return true;
 }
 
+/* Are the known indices an arithmetic progression (normalized)? */
+static bool progression(const OxVal *ix, int64_t dim)
+{
+    int64_t cnt = ix->k->n, v0 = ix->k->i[0] < 0 ? ix->k->i[0] + dim : ix->k->i[0], stp = 0;
+    if (cnt > 1)
+        stp = (ix->k->i[1] < 0 ? ix->k->i[1] + dim : ix->k->i[1]) - v0;
+    for (int64_t j = 0; j < cnt; j++) {
+        int64_t v = ix->k->i[j] < 0 ? ix->k->i[j] + dim : ix->k->i[j];
+        if (v != v0 + stp * j)
+            return false;
+    }
+    return true;
+}
+
 static bool gather_write(Ox *ox, const OxNode *n)
 {
     int xid = n->in[0], yid = n->out[0];
@@ -684,7 +699,7 @@ static bool gather_write(Ox *ox, const OxNode *n)
     int axis;
     ox_axis(ox, n, ox_attr_int(n, "axis", 0), x->rank, &axis);
     ox_need_fixed(ox, xid, axis);
-    int64_t dim = x->shape[axis], cnt = ix->k->n;
+    int64_t dim = x->shape[axis];
     const char **sub = arena_alloc(ox->arena, (size_t)(x->rank + 1) * sizeof *sub);
     int q = 0;
     for (int d = 0; d < axis; d++)
@@ -693,6 +708,20 @@ static bool gather_write(Ox *ox, const OxNode *n)
     q += ix->rank;
     for (int d = axis + 1; d < x->rank; d++)
         sub[d] = arena_printf(ox->arena, "i%d", q++);
+    if (!ix->k || (ix->k->n > 16 && !progression(ix, dim))) {
+        /* The indices read in the subscript: a gather.  An index in
+         * [-dim, 0) counts from the end (floor modulo); ONNX leaves one
+         * outside [-dim, dim) undefined. */
+        const char **isub = arena_alloc(ox->arena, (size_t)(ix->rank + 1) * sizeof *isub);
+        for (int d = 0; d < ix->rank; d++)
+            isub[d] = arena_printf(ox->arena, "i%d", first + d);
+        const char *iv = ox_read(ox, n->in[1], isub);
+        sub[axis] = dim == 1 ? "0" : arena_printf(ox->arena, "%s %% %" PRId64, iv, dim);
+        ox_stmt(ox, ox_name(ox, yid), y->rank, ox_shape_dims(ox, yid), "=",
+                ox_read(ox, xid, sub), NULL);
+        return true;
+    }
+    int64_t cnt = ix->k->n;
     /* The flat position in the indices tensor. */
     const char *pos = "0";
     for (int d = 0; d < ix->rank; d++) {
@@ -708,15 +737,9 @@ static bool gather_write(Ox *ox, const OxNode *n)
     /* An arithmetic progression is an affine subscript; a few other
      * indices a chain of selects. */
     int64_t v0 = ix->k->i[0] < 0 ? ix->k->i[0] + dim : ix->k->i[0], stp = 0;
-    bool prog = true;
-    if (cnt > 1) {
-        int64_t v1 = ix->k->i[1] < 0 ? ix->k->i[1] + dim : ix->k->i[1];
-        stp = v1 - v0;
-        for (int64_t j = 0; j < cnt && prog; j++) {
-            int64_t v = ix->k->i[j] < 0 ? ix->k->i[j] + dim : ix->k->i[j];
-            prog = v == v0 + stp * j;
-        }
-    }
+    if (cnt > 1)
+        stp = (ix->k->i[1] < 0 ? ix->k->i[1] + dim : ix->k->i[1]) - v0;
+    bool prog = progression(ix, dim);
     const char *body;
     if (prog) {
         sub[axis] = cnt == 1 ? arena_printf(ox->arena, "%" PRId64, v0)
@@ -734,10 +757,69 @@ static bool gather_write(Ox *ox, const OxNode *n)
                                             j, r, body);
         }
     } else {
-        return ox_unsupported(ox, n, "Gather with %lld indices that are no arithmetic "
-                              "progression (no integer tensors in ein yet)", (long long)cnt);
+        return ox_error(ox, n, "internal: a gather of %lld indices", (long long)cnt);
     }
     ox_stmt(ox, ox_name(ox, yid), y->rank, ox_shape_dims(ox, yid), "=", body, NULL);
+    return true;
+}
+
+/* ---- GatherElements: y[i] = x[i with axis d at idx[i]] --------------------------------------------- */
+
+static bool gather_elements_infer(Ox *ox, const OxNode *n)
+{
+    if (!io_check(ox, n, 2))
+        return false;
+    OxVal *x = ox_val(ox, n->in[0]), *ix = ox_val(ox, n->in[1]);
+    int axis;
+    if (!ox_axis(ox, n, ox_attr_int(n, "axis", 0), x->rank, &axis))
+        return false;
+    if (!ox_type_is_int(ix->type))
+        return ox_error(ox, n, "the indices are %s, not integers", ox_type_name(ix->type));
+    if (ix->rank != x->rank)
+        return ox_error(ox, n, "the indices have rank %d, the input %d", ix->rank, x->rank);
+    for (int d = 0; d < x->rank; d++)
+        if (d != axis && ix->shape[d] > x->shape[d])
+            return ox_error(ox, n, "the indices' dimension %d (%lld) exceeds the input's "
+                            "(%lld)", d, (long long)ix->shape[d], (long long)x->shape[d]);
+    int64_t dim = x->shape[axis];
+    if (ix->k)
+        for (int64_t j = 0; j < ix->k->n; j++)
+            if (ix->k->i[j] < -dim || ix->k->i[j] >= dim)
+                return ox_error(ox, n, "index %lld is out of range for size %lld",
+                                (long long)ix->k->i[j], (long long)dim);
+    ox_set(ox, n->out[0], x->type, ix->rank, ix->shape);
+    OxVal *y = ox_val(ox, n->out[0]);
+    if (x->k && ix->k && ox_numel(y) <= OX_MAX_FOLD) {
+        int64_t *src = src_buf(ox, n->out[0]), idx[OX_MAXRANK];
+        for (int64_t j = 0; j < ox_numel(y); j++) {
+            unflat(j, y->rank, y->shape, idx);
+            int64_t v = ix->k->i[j];
+            idx[axis] = v < 0 ? v + dim : v;
+            src[j] = flat(x->rank, x->shape, idx);
+        }
+        fold_gathered(ox, n->out[0], x, src);
+    }
+    return true;
+}
+
+static bool gather_elements_write(Ox *ox, const OxNode *n)
+{
+    int xid = n->in[0], yid = n->out[0];
+    OxVal *x = ox_val(ox, xid), *y = ox_val(ox, yid);
+    int axis;
+    ox_axis(ox, n, ox_attr_int(n, "axis", 0), x->rank, &axis);
+    ox_need_fixed(ox, xid, axis);
+    int64_t dim = x->shape[axis];
+    const char *const *idx = ox_loop_idx(ox, y->rank);
+    const char **sub = arena_alloc(ox->arena, (size_t)(x->rank + 1) * sizeof *sub);
+    for (int d = 0; d < x->rank; d++)
+        sub[d] = idx[d];
+    /* the indices read in the subscript (known ones as an integer
+     * weight): a gather, the floor modulo as in Gather */
+    const char *iv = ox_read(ox, n->in[1], idx);
+    sub[axis] = dim == 1 ? "0" : arena_printf(ox->arena, "%s %% %" PRId64, iv, dim);
+    ox_stmt(ox, ox_name(ox, yid), y->rank, ox_shape_dims(ox, yid), "=", ox_read(ox, xid, sub),
+            NULL);
     return true;
 }
 
@@ -953,11 +1035,17 @@ static bool expand_write(Ox *ox, const OxNode *n)
     const char *const *idx = ox_loop_idx(ox, y->rank);
     const char *body;
     if (strcmp(n->op, "Tile") == 0) {
+        /* decided on the run with the larger batch, where a dim of 1 is
+         * 1 for every B */
         const char **sub = arena_alloc(ox->arena, (size_t)(x->rank + 1) * sizeof *sub);
-        for (int d = 0; d < x->rank; d++)
-            sub[d] = x->shape[d] == y->shape[d] ? idx[d] : x->shape[d] == 1 ? "0"
+        OxVal *xs = ox_sval(ox, xid), *ys = ox_sval(ox, yid);
+        for (int d = 0; d < x->rank; d++) {
+            sub[d] = xs->shape[d] == ys->shape[d] ? idx[d] : xs->shape[d] == 1 ? "0"
                      : arena_printf(ox->arena, "%s %% %s", idx[d],
                                     paren_dim(ox, ox_dim(ox, xid, d)));
+            if (xs->shape[d] == ys->shape[d])
+                ox_need_bcast_same(ox, xid, d, y->shape[d]);
+        }
         body = ox_read(ox, xid, sub);
     } else {
         body = ox_read_bcast(ox, xid, y->rank, y->shape, idx);
@@ -1154,7 +1242,7 @@ static bool range_infer(Ox *ox, const OxNode *n)
         if (k->f)
             k->f[j] = (float)(st + dl * (double)j);
         else
-            k->i[j] = (int64_t)(st + dl * (double)j);
+            k->i[j] = ox_f2i(st + dl * (double)j);
     }
     int64_t shape[1] = {len};
     return set_const(ox, n, n->out[0], k, 1, shape);
@@ -1229,6 +1317,7 @@ const OxOp ox_ops_shape[] = {
     {"Split", split_infer, split_write},
     {"Slice", slice_infer, slice_write},
     {"Gather", gather_infer, gather_write},
+    {"GatherElements", gather_elements_infer, gather_elements_write},
     {"Pad", pad_infer, pad_write},
     {"Expand", expand_infer, expand_write},
     {"Tile", expand_infer, expand_write},

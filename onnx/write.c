@@ -43,6 +43,20 @@ void ox_need_fixed_from(Ox *ox, int id, int from)
         ox_need_fixed(ox, id, d);
 }
 
+void ox_need_bcast_same(Ox *ox, int id, int d, int64_t out0)
+{
+    /* Read at the output's index where the larger run's dim is not 1:
+     * right for every B only if the dim is the output's in both runs.
+     * In that run they are equal (numpy broadcasting); a dim that varies
+     * with B and differs from the output's in run 0 is broadcast there
+     * and not for other B (an input [B, ..] against a fixed [2, ..]). */
+    if (!ox->symbolic)
+        return;
+    int64_t a = ox->val[0][id].shape[d], b = ox->val[1][id].shape[d];
+    if (a != b && b != 1 && a != out0)
+        ox->write_failed = true;
+}
+
 Dim ox_dim(Ox *ox, int id, int d)
 {
     int64_t a = ox->val[0][id].shape[d];
@@ -186,14 +200,27 @@ static const char *ein_string(Ox *ox, const char *s)
     return o;
 }
 
-static const char *elem_of(Ox *ox, int id, bool *ok)
+const char *ox_elem_name(int type)
 {
-    switch (ox_val(ox, id)->type) {
+    switch (type) {
     case OX_FLOAT: return "f32";
     case OX_FLOAT16: return "f16";
     case OX_BFLOAT16: return "bf16";
-    default: *ok = false; return "f32";
+    case OX_INT64: return "i64";
+    case OX_INT32: return "i32";
+    case OX_INT16: return "i16";
+    case OX_INT8: return "i8";
+    case OX_UINT8: return "u8";
+    case OX_BOOL: return "bool";
+    default: return NULL;           /* uint16, uint32, uint64, double ... */
     }
+}
+
+static const char *elem_of(Ox *ox, int id, bool *ok)
+{
+    const char *e = ox_elem_name(ox_val(ox, id)->type);
+    *ok = e != NULL;
+    return e ? e : "f32";
 }
 
 static void declare(Ox *ox, int id, const char *kind)
@@ -204,6 +231,12 @@ static void declare(Ox *ox, int id, const char *kind)
     if (!ok) {
         ox_unsupported(ox, NULL, "%s '%s' of element type %s read as data", kind,
                        ox->vname[id], ox_type_name(v->type));
+        return;
+    }
+    if (strchr(ox->vname[id], '\n')) {
+        /* an ein string does not span lines (ein(5)) */
+        ox_unsupported(ox, NULL, "%s '%s': a name with a newline (an external name "
+                       "cannot hold one)", kind, ox->vname[id]);
         return;
     }
     fprintf(ox->decl, "%-6s %s", kind, ox->ein[id]);
@@ -290,8 +323,16 @@ static const char *const_literal(Ox *ox, int id)
         ox->write_failed = true;
     if (v->k->f)
         return ox_real(ox, v->k->f[0]);
-    if (v->k->i)
-        return ox_real(ox, (double)v->k->i[0]);
+    if (v->k->i) {
+        /* an integer literal: exact, and an integer wherever an integer
+         * tensor's statement reads it (ein(5), Stores) */
+        int64_t i = v->k->i[0];
+        if (i == INT64_MIN)
+            return "(-9223372036854775807 - 1)";
+        if (i < 0)
+            return arena_printf(ox->arena, "(%" PRId64 ")", i);
+        return arena_printf(ox->arena, "%" PRId64, i);
+    }
     float f = v->k->type == OX_FLOAT16 ? st_f16_to_f32(v->k->h[0])
                                        : st_bf16_to_f32(v->k->h[0]);
     return ox_real(ox, f);
@@ -314,10 +355,11 @@ const char *ox_read_bcast(Ox *ox, int id, int rank, const int64_t *shape,
                           const char *const *idx)
 {
     OxVal *v = ox_sval(ox, id);
-    (void)shape;
     const char **sub = arena_alloc(ox->arena, (size_t)(v->rank + 1) * sizeof *sub);
-    for (int d = 0; d < v->rank; d++)
+    for (int d = 0; d < v->rank; d++) {
         sub[d] = v->shape[d] == 1 ? "0" : idx[rank - v->rank + d];
+        ox_need_bcast_same(ox, id, d, shape[rank - v->rank + d]);
+    }
     return ox_read(ox, id, sub);
 }
 
@@ -328,8 +370,8 @@ void ox_stmt(Ox *ox, const char *name, int rank, const Dim *shape, const char *o
     for (int d = 0; d < rank; d++)
         fprintf(ox->stmt, "%si%d", d ? ", " : "", d);
     /* A node computing f16 or bf16 stores its results so, as ONNX does. */
-    fprintf(ox->stmt, "] : %s[", ox->stmt_type == OX_FLOAT16 ? "f16"
-                                : ox->stmt_type == OX_BFLOAT16 ? "bf16" : "");
+    const char *elem = ox_elem_name(ox->stmt_type);
+    fprintf(ox->stmt, "] : %s[", elem && ox->stmt_type != OX_FLOAT ? elem : "");
     for (int d = 0; d < rank; d++)
         fprintf(ox->stmt, "%s%s", d ? ", " : "", ox_dim_str(ox, shape[d]));
     fprintf(ox->stmt, "] %s %s", op, body);
@@ -338,19 +380,34 @@ void ox_stmt(Ox *ox, const char *name, int rank, const Dim *shape, const char *o
     fputc('\n', ox->stmt);
 }
 
+void ox_call(Ox *ox, int id, const char *def, const char *args)
+{
+    ox->uses_lib = true;
+    fprintf(ox->stmt, "%s = %s(%s)\n", ox_name(ox, id), def, args);
+}
+
+bool ox_all_f32(Ox *ox, const OxNode *n)
+{
+    for (int i = 0; i < n->nin; i++)
+        if (n->in[i] >= 0 && ox_val(ox, n->in[i])->type != OX_FLOAT)
+            return false;
+    return n->nout >= 1 && n->out[0] >= 0 && ox_val(ox, n->out[0])->type == OX_FLOAT;
+}
+
 void ox_comment_node(Ox *ox, const OxNode *n)
 {
+    /* the model's names in a comment: a newline would end it */
     fprintf(ox->stmt, "\n# %s", n->op);
     if (*n->name)
-        fprintf(ox->stmt, " '%s'", n->name);
+        fprintf(ox->stmt, " '%s'", ox_printable(ox, n->name));
     fputs(":", ox->stmt);
     for (int i = 0; i < n->nin; i++)
         if (n->in[i] >= 0)
-            fprintf(ox->stmt, "%s %s", i ? "," : "", ox->vname[n->in[i]]);
+            fprintf(ox->stmt, "%s %s", i ? "," : "", ox_printable(ox, ox->vname[n->in[i]]));
     fputs(" ->", ox->stmt);
     for (int i = 0; i < n->nout; i++)
         if (n->out[i] >= 0)
-            fprintf(ox->stmt, "%s %s", i ? "," : "", ox->vname[n->out[i]]);
+            fprintf(ox->stmt, "%s %s", i ? "," : "", ox_printable(ox, ox->vname[n->out[i]]));
     fputc('\n', ox->stmt);
 }
 
@@ -377,6 +434,7 @@ static void reset_writer(Ox *ox)
     ox->used_names = (typeof(ox->used_names)){0};
     ox->write_failed = false;
     ox->failed = false;
+    ox->uses_lib = false;
     ox->decl = open_memstream(&ox->decl_buf, &ox->decl_len);
     ox->stmt = open_memstream(&ox->stmt_buf, &ox->stmt_len);
     if (!ox->decl || !ox->stmt) {
@@ -434,7 +492,7 @@ static bool write_body(Ox *ox)
         OxVal *v = ox_val(ox, src);
         ox_read(ox, src, ox_loop_idx(ox, v->rank));    /* declares it first */
         const char *nm = new_name(ox, ox->vname[id], NULL);
-        fprintf(ox->stmt, "\n# graph output %s\n", ox->vname[id]);
+        fprintf(ox->stmt, "\n# graph output %s\n", ox_printable(ox, ox->vname[id]));
         ox->stmt_type = v->type;
         ox_stmt(ox, nm, v->rank, ox_shape_dims(ox, src), "=",
                 ox_read(ox, src, ox_loop_idx(ox, v->rank)), NULL);
@@ -445,6 +503,20 @@ static bool write_body(Ox *ox)
         fprintf(ox->stmt, "%s%s", j ? ", " : "", outs[j]);
     fputc('\n', ox->stmt);
     return !ox->failed;
+}
+
+/* The safetensors dtype of an integer element type ein has. */
+static bool int_dtype(int type, StDtype *out)
+{
+    switch (type) {
+    case OX_INT64: *out = ST_I64; return true;
+    case OX_INT32: *out = ST_I32; return true;
+    case OX_INT16: *out = ST_I16; return true;
+    case OX_INT8: *out = ST_I8; return true;
+    case OX_UINT8: *out = ST_U8; return true;
+    case OX_BOOL: *out = ST_BOOL; return true;
+    default: return false;
+    }
 }
 
 static bool write_weights(Ox *ox, OnnxResult *res)
@@ -465,7 +537,17 @@ static bool write_weights(Ox *ox, OnnxResult *res)
         t->dtype = v->k->type == OX_FLOAT16 ? ST_F16 : v->k->type == OX_BFLOAT16 ? ST_BF16
                                                                                 : ST_F32;
         t->data = v->k->h ? (const void *)v->k->h : (const void *)v->k->f;
-        if (v->k->i) {
+        StDtype it;
+        if (v->k->i && int_dtype(v->type, &it)) {
+            /* an integer tensor as declared (elem_of), little-endian */
+            size_t w = st_dtype_size(it);
+            uint8_t *p = arena_alloc(ox->arena, (size_t)v->k->n * w + 1);
+            for (int64_t j = 0; j < v->k->n; j++)
+                for (size_t b = 0; b < w; b++)
+                    p[(size_t)j * w + b] = (uint8_t)((uint64_t)v->k->i[j] >> (8 * b));
+            t->dtype = it;
+            t->data = p;
+        } else if (v->k->i) {
             /* a folded integer constant read as data: its values as floats */
             float *f = arena_alloc(ox->arena, (size_t)(v->k->n + 1) * sizeof *f);
             for (int64_t j = 0; j < v->k->n; j++)
@@ -477,7 +559,7 @@ static bool write_weights(Ox *ox, OnnxResult *res)
     res->nweights = n;
     if (st_write_memory(ts, n, NULL, 0, ST_WRITE_SORTED, &res->weights, &res->weights_len,
                         err, sizeof err) != ST_OK) {
-        fprintf(stderr, "einc: error: %s\n", err);
+        fprintf(ox->err, "einc: error: %s\n", err);
         return false;
     }
     return true;
@@ -510,22 +592,25 @@ bool ox_write_program(Ox *ox, const OnnxOptions *opt, OnnxResult *res)
     const char *base = strrchr(opt->path, '/');
     base = base ? base + 1 : opt->path;
     fprintf(fp, "# imported from %s (ONNX IR %" PRId64 ", opset %" PRId64 "%s%s%s) by einc "
-            "--from=onnx\n", base, ox->model->ir_version, ox->opset,
+            "--from=onnx\n", ox_printable(ox, base), ox->model->ir_version, ox->opset,
             ox->model->producer_name && *ox->model->producer_name ? ", made by " : "",
-            ox->model->producer_name ? ox->model->producer_name : "",
+            ox->model->producer_name ? ox_printable(ox, ox->model->producer_name) : "",
             ox->model->producer_version && *ox->model->producer_version
-                ? arena_printf(ox->arena, " %s", ox->model->producer_version) : "");
+                ? arena_printf(ox->arena, " %s",
+                               ox_printable(ox, ox->model->producer_version)) : "");
     if (opt->weights_name)
-        fprintf(fp, "# weights: %s (%d tensors, by their ONNX names)\n", opt->weights_name,
-                res->nweights);
+        fprintf(fp, "# weights: %s (%d tensors, by their ONNX names)\n",
+                ox_printable(ox, opt->weights_name), res->nweights);
+    if (ox->uses_lib)
+        fprintf(fp, "import <nn.ein>\n");
     if (ox->symbolic) {
         fprintf(fp, "const B = %" PRId64 "    # the inputs' first dimension\n", ox->batch[0]);
     } else if (ox->batched_inputs > 0) {
         const OxNode *n = ox->fixed_by;
         fprintf(fp, "# shapes are numbers: the model fixes its batch size");
         if (n)
-            fprintf(fp, " (node %d%s%s%s, %s)", n->index, *n->name ? " '" : "", n->name,
-                    *n->name ? "'" : "", n->op);
+            fprintf(fp, " (node %d%s%s%s, %s)", n->index, *n->name ? " '" : "",
+                    ox_printable(ox, n->name), *n->name ? "'" : "", n->op);
         fputc('\n', fp);
     }
     fputc('\n', fp);

@@ -42,13 +42,16 @@ class EincError(Exception):
 
 TensorInfo = namedtuple("TensorInfo", "name ext_name kind is_output shape elem")
 TensorInfo.__doc__ = """A tensor of the model: kind is "input", "weight" or "computed";
-elem "f32", "f16" or "bf16"; ext_name the name it is loaded and set by."""
+elem "f32", "f16", "bf16", "i8", "i16", "i32", "i64", "u8" or "bool"; ext_name the name
+it is loaded and set by."""
 
 LoadResult = namedtuple("LoadResult", "missing_keys unexpected_keys")
 
 _KINDS = {0: "input", 1: "weight", 2: "computed"}
-_ELEMS = {0: "f32", 1: "f16", 2: "bf16"}
-_NP = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16}
+_ELEMS = {0: "f32", 1: "f16", 2: "bf16", 3: "i8", 4: "i16", 5: "i32", 6: "i64", 7: "u8",
+          8: "bool"}
+_NP = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16, "i8": np.int8,
+       "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8, "bool": np.bool_}
 
 
 class _Info(ctypes.Structure):
@@ -334,7 +337,9 @@ class Model:
 
     def _call_torch(self, given):
         import torch
-        dt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+        dt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
+              "i8": torch.int8, "i16": torch.int16, "i32": torch.int32, "i64": torch.int64,
+              "u8": torch.uint8, "bool": torch.bool}
         dev = torch.device("cuda") if self._cuda else torch.device("cpu")
         keep = []
         for t in self.inputs:

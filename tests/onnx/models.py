@@ -94,6 +94,11 @@ def main():
         if "const B = 1" not in ein:
             print("FAIL resnet18: the program has no const B")
             sys.exit(1)
+        # the standard library's layers where a node is one
+        for want in ("import <nn.ein>", "= conv2d(input_, ", "= maxpool2d(", "= linear("):
+            if want not in ein:
+                print(f"FAIL resnet18: the program has no '{want}'")
+                sys.exit(1)
         with torch.no_grad():
             ref = m(x).numpy()
         y = build_and_run("r.ein", "r.c", {"input": x.numpy()}, work)["logits"]
