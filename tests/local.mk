@@ -17,4 +17,4 @@ TESTS += tests/num.test tests/num-O0.test tests/num-cpu.test tests/num-precision
 	tests/examples-make.test
 EXTRA_DIST += tests/num.test tests/num-O0.test tests/num-cpu.test tests/num-precision.test \
 	tests/examples-make.test \
-	tests/num tests/models tests/gpu tests/bench examples/Makefile
+	tests/num tests/models tests/gpu tests/bench tests/shrink examples/Makefile
