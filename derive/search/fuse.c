@@ -1,7 +1,10 @@
 /* fuse.c - inter-expression fusion: a chain of memory-bound stages
  * becomes one.  A map (a stage with no sum variables) whose only reader is
  * another map is substituted into it (traversal merging across tensors),
- * so the pair runs as one kernel with one pass over memory.  A read of
+ * so the pair runs as one kernel with one pass over memory; a map that
+ * is only a read of another tensor (a view) is substituted into any
+ * single reader, a reduction too, where a library operator can then take
+ * the tensor as a strided view instead of a copy.  A read of
  * the map outside its loop ranges is zero; where the reader's indices can
  * leave them, the substituted body is guarded with select.  Weight-only
  * maps stay where they are: they run once, at load.  A pair is fused only
@@ -266,13 +269,27 @@ static void add_reads(Readers *rd, int reader, const Info *in, int sign)
     }
 }
 
-/* The single stage that reads t, once, if it is a map; else -1. */
+/* A map that only reads another tensor at other indices (a layout copy,
+ * a slice, heads split out of a dimension): substituted into a
+ * reduction, it can leave a library operator reading the tensor itself
+ * through a strided view (match.c), with no copy. */
+static bool is_view(const IrTensor *t)
+{
+    const Stage *s = t->stage;
+    return s->nguards == 0 && s->body->kind == IE_ACCESS && s->body->access.tensor;
+}
+
+/* The single stage that reads t, once, if it is a map (or, t a view, any
+ * stage); else -1. */
 static int single_reader(Readers *rd, const IrProgram *p, int t)
 {
     if (rd->nreaders[t] != 1)
         return -1;
     int r = (int)rd->idsum[t];
-    if (*pair_count(&rd->pairs, t, r) != 1 || !is_map(p->tensors[r]))
+    if (*pair_count(&rd->pairs, t, r) != 1 ||
+        (!is_map(p->tensors[r]) && !(is_view(p->tensors[t]) &&
+                                     p->tensors[r]->kind == IT_STAGE &&
+                                     p->tensors[r]->elem == ELEM_F32)))
         return -1;
     return r;
 }
