@@ -820,9 +820,8 @@ static char *compile(const Options *o, size_t *len)
         return NULL;
     Derived *d = NULL;
     if (o->emit != EMIT_IR) {
+        dopt.verify = o->verify;
         d = derive_program(cx, p, &dopt);
-        if (o->verify)
-            derive_verify(cx, d, o->verify == 2);
     }
 
     char *buf = NULL;

@@ -70,15 +70,50 @@ Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o)
         pl->ops[ops.data[i].out->id] = ops.data[i];
     pl->cost = plan_total(pl);
     d->plan = pl;
+    /* The originals and candidates read tensors fusion may drop, by ids
+     * it changes: they are verified first. */
+    if (o->verify)
+        derive_verify(cx, d, o->verify == 2);
     if (o->level >= 1)
-        derive_fuse(cx, pl, &cm, so.budget_ms);
+        derive_fuse(cx, pl, &cm, so.budget_ms, o->verify != 0);
     return d;
 }
 
 /* ---- verification ---------------------------------------------------------- */
 
-/* Evaluate `s` into the whole of tensor `t`'s buffer (0 outside its loops). */
-static void eval_into(const Stage *s, const IrTensor *t, double *const *data, double *out)
+double **derive_verify_data(const IrProgram *p, int max_id)
+{
+    double **data = xcalloc((size_t)max_id + 1, sizeof *data);
+    uint64_t seed = 0x2545f4914f6cdd1dULL;
+    for (int i = 0; i < p->ntensors; i++) {
+        size_t n = ir_tensor_numel(p->tensors[i]);
+        data[i] = xmalloc((n ? n : 1) * sizeof **data);
+        for (size_t k = 0; k < n; k++) {
+            seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+            data[i][k] = (double)(seed >> 11) / 9007199254740992.0 * 2 - 1;
+        }
+    }
+    return data;
+}
+
+void derive_verify_free(double **data, int max_id)
+{
+    for (int i = 0; i <= max_id; i++)
+        free(data[i]);
+    free(data);
+}
+
+bool derive_agree(const double *want, const double *got, size_t n, double *err, double *scale)
+{
+    *err = *scale = 0;
+    for (size_t i = 0; i < n; i++) {
+        *scale = fmax(*scale, fabs(want[i]));
+        *err = fmax(*err, fabs(want[i] - got[i]));
+    }
+    return *err <= 1e-9 * fmax(*scale, 1e-300);
+}
+
+void derive_eval_into(const Stage *s, const IrTensor *t, double *const *data, double *out)
 {
     size_t n = 1;
     for (int d = 0; d < s->nloops; d++)
@@ -124,15 +159,11 @@ static bool verify_plan(const Derivation *dv, const Pieces *pc, double **data,
     }
     for (int j = 0; j + 1 < pc->ops.len; j++) {
         const PlanOp *op = &pc->ops.data[j];
-        eval_into(op->stage, op->out, view, scratch[j]);
+        derive_eval_into(op->stage, op->out, view, scratch[j]);
     }
-    eval_into(pc->ops.data[pc->ops.len - 1].stage, t, view, got);
-    double scale = 0, err = 0;
-    for (size_t i = 0; i < n; i++) {
-        scale = fmax(scale, fabs(want[i]));
-        err = fmax(err, fabs(want[i] - got[i]));
-    }
-    bool ok = err <= 1e-9 * fmax(scale, 1e-300);
+    derive_eval_into(pc->ops.data[pc->ops.len - 1].stage, t, view, got);
+    double err, scale;
+    bool ok = derive_agree(want, got, n, &err, &scale);
     if (!ok)
         diag_error(t->loc, "--verify: the derived form of '%s' (candidate %d) differs "
                    "from its definition (max error %g, max value %g); this is a bug in "
@@ -157,31 +188,20 @@ void derive_verify(IrCtx *cx, const Derived *d, bool all_candidates)
                 if (pc->ops.data[j].out->id > max_id)
                     max_id = pc->ops.data[j].out->id;
         }
-    double **data = xcalloc((size_t)max_id + 1, sizeof *data);
-    uint64_t seed = 0x2545f4914f6cdd1dULL;
-    for (int i = 0; i < p->ntensors; i++) {
-        size_t n = ir_tensor_numel(p->tensors[i]);
-        data[i] = xmalloc((n ? n : 1) * sizeof **data);
-        for (size_t k = 0; k < n; k++) {
-            seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-            data[i][k] = (double)(seed >> 11) / 9007199254740992.0 * 2 - 1;
-        }
-    }
+    double **data = derive_verify_data(p, max_id);
     int bad = 0;
     for (int k = 0; k < d->nds; k++) {
         Derivation *dv = &d->ds[k];
         dv->max_id = max_id;
         size_t n = ir_tensor_numel(dv->tensor);
         double *want = xmalloc((n ? n : 1) * sizeof *want);
-        eval_into(dv->original, dv->tensor, data, want);
+        derive_eval_into(dv->original, dv->tensor, data, want);
         for (int c = 0; c < dv->res.cands.len; c++)
             if (all_candidates || c == dv->res.chosen)
                 bad += !verify_plan(dv, &dv->res.cands.data[c].pieces, data, want, c);
         free(want);
     }
-    for (int i = 0; i <= max_id; i++)
-        free(data[i]);
-    free(data);
+    derive_verify_free(data, max_id);
     if (bad)
         ICE("--verify: %d derived form%s differ%s from %s definition%s", bad,
             bad > 1 ? "s" : "", bad > 1 ? "" : "s", bad > 1 ? "their" : "its",

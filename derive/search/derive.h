@@ -11,6 +11,7 @@
 typedef struct DeriveOptions {
     int level;                  /* -O0: none; -O1: instantiate only; -O2: search */
     SearchOptions search;
+    int verify;                 /* derive_verify: 0 no, 1 chosen plans, 2 every candidate */
 } DeriveOptions;
 
 /* The search of one tensor's expression. */
@@ -30,7 +31,10 @@ typedef struct Derived {
     Precision precision;        /* of the search: operator keys (cost.h) */
 } Derived;
 
-/* Derive `p` (whose tensors it takes over: their stages and ids change). */
+/* Derive `p` (whose tensors it takes over: their stages and ids change).
+ * With o->verify, the derivations are verified (derive_verify) as the
+ * search leaves them, before fusion drops tensors they read and renumbers
+ * the rest. */
 Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o);
 
 /* Inter-expression merging: expressions of one form over the same input
@@ -40,14 +44,27 @@ int derive_merge_siblings(IrCtx *cx, IrProgram *p, const CostModel *cm);
 
 /* Inter-expression fusion: substitute maps read by one other map into it
  * (fuse.c), while the compile is within budget_ms (search_budget_spent).
- * Returns how many tensors went away. */
-int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm, double budget_ms);
+ * With verify, each fused stage is checked against the pair it replaces
+ * (derive_verify's data and tolerance; an ICE if one differs).  Returns
+ * how many tensors went away. */
+int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm, double budget_ms, bool verify);
 
 /* Check every chosen derivation (every kept candidate with
  * all_candidates) on random data in double precision; reports an error
  * (diag_error at the tensor) for each that differs, then, if one did, an
- * internal error (ICE: exit 3).  Returns only when all agree. */
+ * internal error (ICE: exit 3).  Returns only when all agree.  d->plan
+ * must be unfused: derive_program calls it where o->verify says. */
 void derive_verify(IrCtx *cx, const Derived *d, bool all_candidates);
+
+/* derive_verify's means, which fusion's check shares: random data in
+ * [-1, 1) for every tensor of p (ids to max_id, NULL past p's), freed by
+ * derive_verify_free; a stage evaluated into the whole of t's buffer (0
+ * outside its loops); and whether got agrees with want to 1e-9 of want's
+ * largest magnitude (the max error and magnitude in *err, *scale). */
+double **derive_verify_data(const IrProgram *p, int max_id);
+void derive_verify_free(double **data, int max_id);
+void derive_eval_into(const Stage *s, const IrTensor *t, double *const *data, double *out);
+bool derive_agree(const double *want, const double *got, size_t n, double *err, double *scale);
 
 void derive_print_json(const IrCtx *cx, const Derived *d, FILE *fp);
 void derive_explain(const IrCtx *cx, const Derived *d, FILE *fp);

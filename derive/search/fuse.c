@@ -310,10 +310,34 @@ static void absorb(Arena *a, Tensors *into, const Tensors *from, const IrTensor 
     vec_push(a, into, t);
 }
 
-int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm, double budget_ms)
+/* --verify: r's stage `merged`, with t substituted, against `before`
+ * reading t's values (written into data, t's last use); false, with an
+ * error at r, where they differ. */
+static bool check_fused(const IrTensor *t, const IrTensor *r, const Stage *before,
+                        const Stage *merged, double **data)
+{
+    size_t nr = ir_tensor_numel(r);
+    derive_eval_into(t->stage, t, data, data[t->id]);
+    double *want = xmalloc((nr ? nr : 1) * sizeof *want);
+    double *got = xmalloc((nr ? nr : 1) * sizeof *got);
+    derive_eval_into(before, r, data, want);
+    derive_eval_into(merged, r, data, got);
+    double err, scale;
+    bool ok = derive_agree(want, got, nr, &err, &scale);
+    if (!ok)
+        diag_error(r->loc, "--verify: '%s' with '%s' fused into it differs from the two "
+                   "apart (max error %g, max value %g); this is a bug in einc",
+                   r->name, t->name, err, scale);
+    free(want);
+    free(got);
+    return ok;
+}
+
+int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm, double budget_ms, bool verify)
 {
     IrProgram *p = pl->prog;
-    int fused = 0, nv = ir_var_count(cx), nt = p->ntensors;
+    int fused = 0, nv = ir_var_count(cx), nt = p->ntensors, bad = 0;
+    double **data = verify ? derive_verify_data(p, nt - 1) : NULL;
     bool *dead = xcalloc((size_t)nt + 1, sizeof *dead);
     Arena *a = ir_arena(cx);
     Tensors *pro = arena_alloc(a, (size_t)(nt + 1) * sizeof *pro);
@@ -373,6 +397,8 @@ int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm, double budget_ms)
         if (stage_cost(cx, cm, r, merged) >
             stage_cost(cx, cm, t, t->stage) + stage_cost(cx, cm, r, s))
             continue;
+        if (verify)
+            bad += !check_fused(t, r, s, merged, data);
         r->stage = merged;
         dead[i] = true;
         for (int k = i + 1; k < p->ntensors; k++)
@@ -399,6 +425,12 @@ int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm, double budget_ms)
     arena_free(w.arena);
     free(lo);
     free(hi);
+    if (data)
+        derive_verify_free(data, nt - 1);
+    if (bad)
+        ICE("--verify: %d fused stage%s differ%s from the stages %s replace%s", bad,
+            bad > 1 ? "s" : "", bad > 1 ? "" : "s", bad > 1 ? "they" : "it",
+            bad > 1 ? "" : "s");
     if (!fused) {
         free(dead);
         return 0;

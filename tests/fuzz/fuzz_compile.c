@@ -101,7 +101,7 @@ static Derived *compile(Arena *arena, const char *text, size_t len, const Choice
     IrProgram *p = ir_lower(cx, cp);
     if (!p || diag_error_count())
         die("sema accepted a program that lowering refused", text);
-    DeriveOptions dopt = {ch->level, ch->search};
+    DeriveOptions dopt = {ch->level, ch->search, 0};
     Derived *d = derive_program(cx, p, &dopt);
     if (diag_error_count())
         die("derive reported an error", text);
