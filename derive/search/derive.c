@@ -74,8 +74,10 @@ Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o)
      * it changes: they are verified first. */
     if (o->verify)
         derive_verify(cx, d, o->verify == 2);
-    if (o->level >= 1)
+    if (o->level >= 1) {
         derive_fuse(cx, pl, &cm, so.budget_ms, o->verify != 0);
+        derive_epilogues(cx, pl, &cm, o->verify != 0);
+    }
     return d;
 }
 

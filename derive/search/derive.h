@@ -49,6 +49,22 @@ int derive_merge_siblings(IrCtx *cx, IrProgram *p, const CostModel *cm);
  * how many tensors went away. */
 int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm, double budget_ms, bool verify);
 
+/* Epilogues: a map that reads an operator's output at its own element,
+ * the output read nowhere else, is applied by that operator before its
+ * store (plan.h, PlanEpilogue), where the cost model prices the operator
+ * with it no dearer than the two apart (epilogue.c); verify as in
+ * derive_fuse.  Returns how many maps became epilogues. */
+int derive_epilogues(IrCtx *cx, Plan *pl, const CostModel *cm, bool verify);
+
+/* How many stages read each tensor (by id; an output counts one more):
+ * an xmalloc'd array of p->ntensors (fuse.c). */
+int *derive_readers(const IrProgram *p);
+
+/* Drop the tensors marked dead from pl's program, renumbering the rest
+ * (ids = positions) with their operators and the outputs, and price the
+ * plan again (fuse.c). */
+void derive_drop(Plan *pl, const bool *dead);
+
 /* Check every chosen derivation (every kept candidate with
  * all_candidates) on random data in double precision; reports an error
  * (diag_error at the tensor) for each that differs, then, if one did, an

@@ -435,13 +435,48 @@ int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm, double budget_ms, bool
         free(dead);
         return 0;
     }
-    /* Drop the fused tensors and renumber; the plan's ops follow. */
-    PlanOp *ops = arena_alloc(a, (size_t)(p->ntensors + 1) * sizeof *ops);
+    /* The merged stages' operators, then the fused tensors dropped */
+    for (int i = 0; i < p->ntensors; i++) {
+        IrTensor *t = p->tensors[i];
+        if (dead[i] || t->kind != IT_STAGE)
+            continue;
+        PlanOp op = plan_choose(cx, cm, t, t->stage);
+        op.prologue = pro[i].data;
+        op.nprologue = pro[i].len;
+        pl->ops[t->id] = op;
+    }
+    derive_drop(pl, dead);
+    free(dead);
+    return fused;
+}
+
+int *derive_readers(const IrProgram *p)
+{
+    int nt = p->ntensors;
+    int *n = xcalloc((size_t)nt + 1, sizeof *n);
+    Walk w = {arena_new(), xcalloc((size_t)nt + 1, sizeof *w.count), {0}, 0};
+    for (int i = 0; i < nt; i++)
+        if (p->tensors[i]->kind == IT_STAGE) {
+            Info in = stage_info(&w, p->tensors[i]->stage);
+            for (int k = 0; k < in.nreads; k++)
+                n[in.reads[k].x]++;
+            free(in.reads);
+        }
+    for (int i = 0; i < p->noutputs; i++)
+        n[p->outputs[i]]++;
+    free(w.count);
+    arena_free(w.arena);
+    return n;
+}
+
+void derive_drop(Plan *pl, const bool *dead)
+{
+    IrProgram *p = pl->prog;
+    PlanOp *ops = arena_alloc(ir_arena(p->cx), (size_t)(p->ntensors + 1) * sizeof *ops);
     int *outs = xmalloc((size_t)(p->noutputs + 1) * sizeof *outs);
     for (int i = 0; i < p->noutputs; i++)
         outs[i] = p->outputs[i];
     int n = 0;
-    pl->cost = 0;
     for (int i = 0; i < p->ntensors; i++) {
         IrTensor *t = p->tensors[i];
         if (dead[i])
@@ -450,19 +485,11 @@ int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm, double budget_ms, bool
             if (outs[k] == t->id)
                 p->outputs[k] = n;
         ops[n] = pl->ops[t->id];
-        if (t->kind == IT_STAGE) {
-            ops[n] = plan_choose(cx, cm, t, t->stage);
-            ops[n].prologue = pro[i].data;
-            ops[n].nprologue = pro[i].len;
-            if (!ops[n].at_load)
-                pl->cost += ops[n].cost;
-        }
         t->id = n;
         p->tensors[n++] = t;
     }
     p->ntensors = n;
     pl->ops = ops;
+    pl->cost = plan_total(pl);
     free(outs);
-    free(dead);
-    return fused;
 }

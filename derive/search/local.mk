@@ -3,7 +3,8 @@
 # the IR (derive/ir), the rules (derive/rules) and pricing (derive/pricing).
 derive_libderive_a_SOURCES += derive/search/plan.h derive/search/plan.c \
 	derive/search/search.h derive/search/search.c derive/search/derive.h \
-	derive/search/derive.c derive/search/fuse.c derive/search/siblings.c \
+	derive/search/derive.c derive/search/epilogue.c derive/search/fuse.c \
+	derive/search/siblings.c \
 	derive/search/tune.h derive/search/tune.c
 
 # The search showcases (EinNet's four derivations) and --verify on every
