@@ -39,6 +39,7 @@
 #include "emit_int.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 
 #define EMIT_DNNL_MAXD 6       /* runtime/dnnl_types.h: EIN_DNNL_MAXD */
@@ -313,6 +314,50 @@ static void write_dnnl_view(Emit *em, const char *name, int rank, const int64_t 
                   PRId64 ";\n", name, d, dims[d], name, d, st[perm ? perm[d] : d]);
 }
 
+/* The plan's post-ops of a oneDNN operator (plan_post_ops): sp.post[],
+ * the binary ones' operands numbered in order (the run's src1[]). */
+static void write_dnnl_posts(Emit *em, const PlanOp *op)
+{
+    static const char *const algs[] = {
+        [POST_RELU] = "dnnl_eltwise_relu", [POST_TANH] = "dnnl_eltwise_tanh",
+        [POST_LOGISTIC] = "dnnl_eltwise_logistic", [POST_EXP] = "dnnl_eltwise_exp",
+        [POST_ABS] = "dnnl_eltwise_abs", [POST_SQRT] = "dnnl_eltwise_sqrt",
+        [POST_LINEAR] = "dnnl_eltwise_linear", [POST_CLIP] = "dnnl_eltwise_clip",
+        [POST_ADD] = "dnnl_binary_add", [POST_SUB] = "dnnl_binary_sub",
+        [POST_MUL] = "dnnl_binary_mul", [POST_DIV] = "dnnl_binary_div",
+        [POST_MAX] = "dnnl_binary_max", [POST_MIN] = "dnnl_binary_min"};
+    LibPost post[LIB_POST_MAX];
+    int n = plan_post_ops(op, post), arg = 0;
+    Sb *o = &em->out;
+    for (int i = 0; i < n; i++) {
+        const LibPost *q = &post[i];
+        sb_printf(o, "        sp.post[%d].kind = %s, sp.post[%d].alg = %s;\n", i,
+                  q->binary ? "EIN_POST_BINARY" : "EIN_POST_ELTWISE", i, algs[q->alg]);
+        if (!q->binary) {
+            /* oneDNN takes floats: no bound is the largest one (FLT_MAX) */
+            double ab[2] = {q->alpha, q->beta};
+            for (int k = 0; k < 2; k++) {
+                sb_printf(o, "        sp.post[%d].%s = ", i, k ? "beta" : "alpha");
+                if (isinf(ab[k]))
+                    sb_puts(o, ab[k] > 0 ? "3.40282347e+38f" : "-3.40282347e+38f");
+                else
+                    emit_float(o, ab[k]);
+                sb_puts(o, ";\n");
+            }
+            continue;
+        }
+        sb_printf(o, "        sp.post[%d].arg = %d;\n"
+                  "        sp.post[%d].src1.rank = %d, sp.post[%d].src1.offset = %" PRId64 ";\n",
+                  i, arg++, i, q->rank, i, q->offset);
+        for (int d = 0; d < q->rank; d++)
+            sb_printf(o, "        sp.post[%d].src1.dims[%d] = %" PRId64
+                      ", sp.post[%d].src1.strides[%d] = %" PRId64 ";\n",
+                      i, d, q->dims[d], i, d, q->strides[d]);
+    }
+    if (n)
+        sb_printf(o, "        sp.npost = %d;\n", n);
+}
+
 /* In ein_lib_create: the engine, one primitive per oneDNN operator (with
  * its reorders, made from the operands' views), the shared workspace. */
 static void write_dnnl_create(Emit *em)
@@ -350,6 +395,7 @@ static void write_dnnl_create(Emit *em)
             write_dnnl_view(em, "wei", 5, wd, NULL);
         }
         write_dnnl_view(em, "dst", 4, dst, NULL);
+        write_dnnl_posts(em, op);
         /* the right and bottom padding: a convolution's output size is
          * rounded down from the same padding on both sides (match.c); a
          * deconvolution's output padding takes from it */
@@ -574,14 +620,28 @@ static void write_conv(Emit *em, const IrTensor *t, const OpMatch *m, const char
                   m->stride, m->pad);
 }
 
-/* A oneDNN operator's run: the operands' buffers into its primitive. */
+/* A oneDNN operator's run: the operands' buffers into its primitive, and
+ * those of its binary post-ops (src1[], in their order). */
 static void write_dnnl_call(Emit *em, const IrTensor *t, const OpMatch *m, const char *in)
 {
-    sb_printf(&em->out, "%s{\n%s    char msg[256];\n"
-              "%s    if (ein_dnnl_run(&ctx->dnnl, &ctx->dnnl_op[%d], %s, %s, NULL, p[%d], NULL, "
+    LibPost post[LIB_POST_MAX];
+    int n = plan_post_ops(emit_op(em, t), post), nsrc1 = 0;
+    Sb *o = &em->out;
+    sb_printf(o, "%s{\n%s    char msg[256];\n", in, in);
+    for (int i = 0; i < n; i++) {
+        if (!post[i].binary)
+            continue;
+        if (nsrc1++)
+            sb_printf(o, ", p[%d]", post[i].src1->id);
+        else
+            sb_printf(o, "%s    const void *const src1[] = {p[%d]", in, post[i].src1->id);
+    }
+    if (nsrc1)
+        sb_puts(o, "};\n");
+    sb_printf(o, "%s    if (ein_dnnl_run(&ctx->dnnl, &ctx->dnnl_op[%d], %s, %s, NULL, p[%d], %s, "
               "msg) != 0)\n%s        return ein_fail(ctx, %s_ELIB, \"%s: %%s\", msg);\n%s}\n",
-              in, in, in, em->slot[t->id], c_operand(em, m, 0), c_operand(em, m, 1), t->id,
-              in, em->upper, t->name, in);
+              in, em->slot[t->id], c_operand(em, m, 0), c_operand(em, m, 1), t->id,
+              nsrc1 ? "src1" : "NULL", in, em->upper, t->name, in);
 }
 
 void lib_write_call(Emit *em, const IrTensor *t, const char *indent)

@@ -77,6 +77,40 @@ const char *cost_impl_call(OpImpl i, OpKind kind, bool batched);
 
 typedef struct CostModel CostModel;
 
+/* oneDNN's post-ops (libs.c): an epilogue that a convolution applies
+ * before its store, as a chain over the operator's value v: element-wise
+ * functions (alpha, beta as oneDNN's eltwise takes them: LINEAR is
+ * alpha v + beta, CLIP clamps to [alpha, beta], infinite for no bound)
+ * and binary operations with a tensor read at the element (src1 seen
+ * through a view over the stage's loops: dims 1 where it broadcasts,
+ * strides and offset in elements). */
+typedef enum {
+    POST_NONE, POST_RELU, POST_TANH, POST_LOGISTIC, POST_EXP, POST_ABS, POST_SQRT,
+    POST_LINEAR, POST_CLIP,                             /* eltwise */
+    POST_ADD, POST_SUB, POST_MUL, POST_DIV, POST_MAX, POST_MIN      /* binary */
+} PostAlg;
+
+#define LIB_POST_MAXD 6         /* runtime/dnnl_types.h: EIN_DNNL_MAXD */
+#define LIB_POST_MAX 8          /* runtime/dnnl_types.h: EIN_DNNL_MAXPOST */
+
+typedef struct LibPost {
+    bool binary;
+    PostAlg alg;
+    double alpha, beta;         /* eltwise */
+    const IrTensor *src1;       /* binary */
+    int rank;
+    int64_t dims[LIB_POST_MAXD], strides[LIB_POST_MAXD], offset;
+} LibPost;
+
+/* The epilogue `value` over the loop variables of the stage `s` (reads
+ * of `self` at exactly those are the operator's value) as at most `max`
+ * post-ops into post[]: their number, or -1 where it is no such chain (a
+ * value read twice, a read of self elsewhere, an operand that is not a
+ * constant or a plain read, a function oneDNN has not). */
+int cost_post_ops(const Stage *s, const IrTensor *self, const IExpr *value, LibPost *post,
+                  int max);
+
+
 /* The implementation of the stage `s`, matched as `m` (NULL or
  * OPK_KERNEL: none), computing the tensor `out` (its element type and
  * shape; `s` need not be out->stage) on cm's target: a library call where

@@ -24,6 +24,7 @@
 #include "config.h"
 #include "cost.h"
 
+#include <math.h>
 #include <string.h>
 
 static const char *const target_names[] = {"cuda", "c"};
@@ -223,4 +224,170 @@ OpImpl cost_impl(const CostModel *cm, const IrTensor *out, const Stage *s, const
         break;
     }
     return IMPL_KERNEL;
+}
+
+/* ---- oneDNN's post-ops: an epilogue the convolution applies itself ------- */
+
+/* Is ix exactly loop variable d of s? */
+static bool is_loop(const Ix *ix, const Stage *s, int d)
+{
+    return ix->c == 0 && ix->n == 1 && ix->t[0].kind == IX_VAR && ix->t[0].coef == 1 &&
+           ix->t[0].var == s->loops[d].id;
+}
+
+typedef struct Finds {
+    const IrTensor *t;
+    bool found;
+} Finds;
+
+static bool find_visit(void *arg, const IExpr *e)
+{
+    Finds *f = arg;
+    if (e->kind == IE_ACCESS && e->access.tensor == f->t)
+        f->found = true;
+    return !f->found;
+}
+
+static bool reads(const IExpr *e, const IrTensor *t)
+{
+    Finds f = {t, false};
+    ir_expr_visit(e, find_visit, &f);
+    return f.found;
+}
+
+typedef struct Chain {
+    const Stage *s;
+    const IrTensor *self;
+    LibPost *post;
+    int n, max;
+} Chain;
+
+static bool push(Chain *c, LibPost p)
+{
+    if (c->n >= c->max)
+        return false;
+    c->post[c->n++] = p;
+    return true;
+}
+
+static bool push_eltwise(Chain *c, PostAlg alg, double alpha, double beta)
+{
+    return push(c, (LibPost){.binary = false, .alg = alg, .alpha = alpha, .beta = beta});
+}
+
+/* x, read by the operator at its element, as a binary post-op's operand:
+ * a constant (then an eltwise linear one, alg ADD..DIV meaning x's place)
+ * or an f32 tensor whose subscripts are each a loop variable of the
+ * stage (distinct, within the tensor's extent) or a constant, broadcast
+ * over the loops it does not use. */
+static bool operand(const Chain *c, const IExpr *x, LibPost *p)
+{
+    if (x->kind != IE_ACCESS || !x->access.tensor || x->access.tensor == c->self)
+        return false;
+    const IrTensor *t = x->access.tensor;
+    const Stage *s = c->s;
+    if (t->elem != ELEM_F32 || s->nloops > LIB_POST_MAXD)
+        return false;
+    p->src1 = t;
+    p->rank = s->nloops;
+    p->offset = 0;
+    for (int d = 0; d < s->nloops; d++) {
+        p->dims[d] = 1;
+        p->strides[d] = 1;
+    }
+    int64_t stride = 1;
+    for (int k = x->access.nidx - 1; k >= 0; k--) {
+        const Ix *ix = x->access.idx[k];
+        int64_t v;
+        int d = 0;
+        if (ix_is_const(ix, &v)) {
+            if (v < 0 || v >= t->shape[k])
+                return false;
+            p->offset += v * stride;
+        } else {
+            while (d < s->nloops && !is_loop(ix, s, d))
+                d++;
+            if (d == s->nloops || p->dims[d] != 1 || s->loops[d].lo != 0 ||
+                s->loops[d].hi > t->shape[k])
+                return false;
+            p->dims[d] = s->loops[d].hi;
+            p->strides[d] = stride;
+        }
+        stride *= t->shape[k];
+    }
+    return true;
+}
+
+static bool chain(Chain *c, const IExpr *e);
+
+/* e = inner OP x (or x OP inner, `flipped`), inner reading self. */
+static bool chain_binary(Chain *c, const IExpr *inner, const IExpr *x, PostAlg alg, bool flipped)
+{
+    if (reads(x, c->self) || !chain(c, inner))
+        return false;
+    if (x->kind == IE_CONST) {
+        double v = x->value;
+        switch (alg) {
+        case POST_ADD: return push_eltwise(c, POST_LINEAR, 1, v);
+        case POST_MUL: return push_eltwise(c, POST_LINEAR, v, 0);
+        case POST_SUB: return flipped ? push_eltwise(c, POST_LINEAR, -1, v)
+                                      : push_eltwise(c, POST_LINEAR, 1, -v);
+        case POST_DIV: return !flipped && v != 0 && push_eltwise(c, POST_LINEAR, 1 / v, 0);
+        case POST_MAX: return push_eltwise(c, v == 0 ? POST_RELU : POST_CLIP, v, HUGE_VAL);
+        case POST_MIN: return push_eltwise(c, POST_CLIP, -HUGE_VAL, v);
+        default: return false;
+        }
+    }
+    LibPost p = {.binary = true, .alg = alg};
+    if (!operand(c, x, &p))
+        return false;
+    if (flipped && alg == POST_SUB)       /* x - v = -v + x */
+        return push_eltwise(c, POST_LINEAR, -1, 0) && (p.alg = POST_ADD, push(c, p));
+    return !(flipped && alg == POST_DIV) && push(c, p);
+}
+
+/* Append e's post-ops after those of the operand that reads self. */
+static bool chain(Chain *c, const IExpr *e)
+{
+    static const PostAlg unary[FN_TO_F32] = {
+        [FN_RELU] = POST_RELU, [FN_TANH] = POST_TANH, [FN_SIGMOID] = POST_LOGISTIC,
+        [FN_EXP] = POST_EXP, [FN_ABS] = POST_ABS, [FN_SQRT] = POST_SQRT};
+    if (e->kind == IE_ACCESS && e->access.tensor == c->self) {
+        /* the operator's own value: at its element, first in the chain */
+        if (c->n || e->access.nidx != c->s->nloops)
+            return false;
+        for (int d = 0; d < e->access.nidx; d++)
+            if (!is_loop(e->access.idx[d], c->s, d))
+                return false;
+        return true;
+    }
+    switch (e->kind) {
+    case IE_ADD: case IE_MUL: case IE_SUB: case IE_DIV: {
+        PostAlg alg = e->kind == IE_ADD ? POST_ADD : e->kind == IE_MUL ? POST_MUL
+                    : e->kind == IE_SUB ? POST_SUB : POST_DIV;
+        bool in_a = reads(e->bin.a, c->self);
+        return chain_binary(c, in_a ? e->bin.a : e->bin.b, in_a ? e->bin.b : e->bin.a, alg,
+                            !in_a);
+    }
+    case IE_NEG:
+        return chain(c, e->bin.a) && push_eltwise(c, POST_LINEAR, -1, 0);
+    case IE_CALL:
+        if (e->call.nargs == 1 && (unsigned)e->call.fn < FN_TO_F32 && unary[e->call.fn])
+            return chain(c, e->call.args[0]) && push_eltwise(c, unary[e->call.fn], 0, 0);
+        if (e->call.nargs == 2 && (e->call.fn == FN_MAX || e->call.fn == FN_MIN)) {
+            bool in_a = reads(e->call.args[0], c->self);
+            return chain_binary(c, e->call.args[in_a ? 0 : 1], e->call.args[in_a ? 1 : 0],
+                                e->call.fn == FN_MAX ? POST_MAX : POST_MIN, false);
+        }
+        return false;
+    default:
+        return false;
+    }
+}
+
+int cost_post_ops(const Stage *s, const IrTensor *self, const IExpr *value, LibPost *post,
+                  int max)
+{
+    Chain c = {s, self, post, 0, max};
+    return value && chain(&c, value) ? c.n : -1;
 }

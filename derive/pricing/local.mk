@@ -7,6 +7,12 @@ derive_libderive_a_SOURCES += derive/pricing/match.h derive/pricing/match.c \
 
 check_PROGRAMS += tests/derive/test_match
 TESTS += tests/derive/test_match
+# oneDNN post-ops from random epilogues (libs.c), against the interpreter.
+check_PROGRAMS += tests/derive/test_post
+TESTS += tests/derive/test_post
+tests_derive_test_post_SOURCES = tests/derive/test_post.c tests/check.h
+tests_derive_test_post_LDADD = derive/libderive.a sema/libsema.a \
+	parser/libparser.a lang/liblang.a -lm
 tests_derive_test_match_LDADD = derive/libderive.a sema/libsema.a \
 	parser/libparser.a lang/liblang.a -lm
 

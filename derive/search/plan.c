@@ -23,16 +23,34 @@ const Stage *plan_epilogue_stage(IrCtx *cx, const PlanOp *op)
     return ir_stage(cx, RED_NONE, s->loops, s->nloops, NULL, 0, NULL, 0, op->epi.value);
 }
 
+int plan_post_ops(const PlanOp *op, LibPost *post)
+{
+    /* oneDNN's dst is [n, f, h, w]: the operator's loops in that order */
+    const IrTensor *t = op->out;
+    if (!op->epi.value || op->impl != IMPL_DNNL_CONV || op->stage->nloops != 4 ||
+        t->rank != 4 || t->shape[0] != op->op.cn || t->shape[1] != op->op.f)
+        return 0;
+    int n = cost_post_ops(op->stage, op->epi.self, op->epi.value, post, LIB_POST_MAX);
+    return n > 0 ? n : 0;
+}
+
+bool plan_epilogue_pass(const PlanOp *op)
+{
+    LibPost post[LIB_POST_MAX];
+    return op->epi.value && op->impl != IMPL_KERNEL && plan_post_ops(op, post) == 0;
+}
+
 /* The epilogue's own time.  After a library call it is a pass of its own
  * over the output: the kernel of plan_epilogue_stage.  Fused into the store
- * of a generated kernel it adds that kernel's time less what a pass that
- * only copies self costs (the launch and the pass over the output, which
- * the fused store does not make): its arithmetic and its other reads. */
+ * of a generated kernel, or applied by oneDNN's post-ops, it adds that
+ * kernel's time less what a pass that only copies self costs (the launch
+ * and the pass over the output, which the fused store does not make): its
+ * arithmetic and its other reads. */
 static double epilogue_cost(IrCtx *cx, const CostModel *cm, const PlanOp *op)
 {
     const Stage *pass = plan_epilogue_stage(cx, op);
     double t = cost_stage(cm, pass, NULL);
-    if (op->impl != IMPL_KERNEL)
+    if (plan_epilogue_pass(op))
         return t;
     const Stage *s = op->stage;
     const Ix **idx = arena_alloc(ir_arena(cx), (size_t)(s->nloops + 1) * sizeof *idx);
@@ -659,6 +677,10 @@ static void print_op(const PlanOp *o, FILE *fp)
     print_names("fused", o->prologue, o->nprologue, fp);
     if (o->epi.value)
         print_names("epilogue", o->epi.absorbed, o->epi.nabsorbed, fp);
+    LibPost post[LIB_POST_MAX];
+    int npost = plan_post_ops(o, post);
+    if (npost)
+        fprintf(fp, " (%d post-op%s)", npost, npost > 1 ? "s" : "");
     if (o->rows)
         print_names("rows", o->rows->members, o->rows->nmembers, fp);
     fprintf(fp, "  %.2f us%s%s\n", o->cost * 1e6, o->measured ? " (measured)" : "",
@@ -722,6 +744,9 @@ void plan_print_json_op(const PlanOp *o, Precision prec, FILE *fp)
         json_names("fused", o->prologue, o->nprologue, fp);
     if (o->epi.value)
         json_names("epilogue", o->epi.absorbed, o->epi.nabsorbed, fp);
+    LibPost post[LIB_POST_MAX];
+    if (plan_post_ops(o, post))
+        fprintf(fp, ", \"post_ops\": %d", plan_post_ops(o, post));
     if (o->rows)
         json_names("rows", o->rows->members, o->rows->nmembers, fp);
     OpDim d[OP_MAX_DIMS];

@@ -126,6 +126,13 @@ const Stage *plan_epilogue_stage(IrCtx *cx, const PlanOp *op);
  * kernel, or a cuDNN convolution's fallback. */
 bool plan_has_kernel(const PlanOp *op);
 
+/* How op's epilogue runs after a library call: as oneDNN's post-ops
+ * (plan_post_ops: their number, into post[LIB_POST_MAX], from
+ * cost_post_ops; 0 where no library applies it) or as a pass of its own
+ * over the output (plan_epilogue_pass). */
+int plan_post_ops(const PlanOp *op, LibPost *post);
+bool plan_epilogue_pass(const PlanOp *op);
+
 typedef struct Plan {
     IrProgram *prog;            /* derived program (tensors in dependence order) */
     PlanOp *ops;                /* per tensor id: set for IT_STAGE tensors */
