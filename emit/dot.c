@@ -169,6 +169,12 @@ static void op_label(Emit *em, const IrTensor *t, Sb *o)
     names_line(o, "fused:", op->prologue, op->nprologue);
     if (op->epi.value)
         names_line(o, "epilogue of:", op->epi.absorbed, op->epi.nabsorbed);
+    LibPost post[LIB_POST_MAX];
+    int npost = plan_post_ops(op, post);
+    if (npost)
+        sb_printf(o, "as %d oneDNN post-op%s\\l", npost, npost > 1 ? "s" : "");
+    if (em->pname[t->id])
+        sb_printf(o, "%s: the epilogue, a pass after the call\\l", em->pname[t->id]);
 }
 
 int emit_dot(const Plan *pl, FILE *out)

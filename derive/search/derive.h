@@ -56,6 +56,11 @@ int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm, double budget_ms, bool
  * derive_fuse.  Returns how many maps became epilogues. */
 int derive_epilogues(IrCtx *cx, Plan *pl, const CostModel *cm, bool verify);
 
+/* Does s with the epilogue epi (NULL: none) stay within fusion's bounds
+ * on a kernel's depth and size (fuse.c), which the IR walks and the
+ * emitters rely on? */
+bool derive_fits(const IrProgram *p, const Stage *s, const IExpr *epi);
+
 /* How many stages read each tensor (by id; an output counts one more):
  * an xmalloc'd array of p->ntensors (fuse.c). */
 int *derive_readers(const IrProgram *p);

@@ -148,6 +148,8 @@ int derive_epilogues(IrCtx *cx, Plan *pl, const CostModel *cm, bool verify)
         } else {
             abs[0] = y;
         }
+        if (!derive_fits(p, op.stage, v))
+            continue;
         op.out = z;
         op.epi = (PlanEpilogue){v, ye->value ? ye->self : y, abs, nabs};
         plan_price(cx, cm, &op);

@@ -450,6 +450,22 @@ int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm, double budget_ms, bool
     return fused;
 }
 
+bool derive_fits(const IrProgram *p, const Stage *s, const IExpr *epi)
+{
+    Walk w = {arena_new(), xcalloc((size_t)p->ntensors + 1, sizeof *w.count), {0}, 0};
+    Info in = stage_info(&w, s);
+    free(in.reads);
+    w.nodes = 0;
+    w.seen.len = 0;
+    int depth = epi ? walk_expr(&w, epi) : 0;
+    for (int i = 0; i < w.seen.len; i++)
+        w.count[w.seen.data[i]] = 0;
+    bool fits = in.depth + depth <= FUSE_MAX_DEPTH && in.nodes + w.nodes <= FUSE_MAX_NODES;
+    free(w.count);
+    arena_free(w.arena);
+    return fits;
+}
+
 int *derive_readers(const IrProgram *p)
 {
     int nt = p->ntensors;
