@@ -16,15 +16,28 @@
 /* Does every read of y in e take y at exactly the variables `vars`? */
 typedef struct Reads {
     IrCtx *cx;
-    const IrTensor *y;
+    const IrTensor *y;              /* NULL: list the stage tensors read */
     const Stage *at;                /* whose loop variables */
     bool ok;
     int n;
+    const IrTensor **reads;         /* y == NULL: the tensors, xmalloc'd */
+    int nreads;
 } Reads;
 
 static bool visit_read(void *arg, const IExpr *e)
 {
     Reads *r = arg;
+    if (!r->y && e->kind == IE_ACCESS && e->access.tensor &&
+        e->access.tensor->kind == IT_STAGE) {
+        for (int i = 0; i < r->nreads; i++)
+            if (r->reads[i] == e->access.tensor)
+                return true;
+        if ((r->nreads & (r->nreads - 1)) == 0)
+            r->reads = xrealloc(r->reads, (size_t)(r->nreads ? 2 * r->nreads : 1) *
+                                              sizeof *r->reads);
+        r->reads[r->nreads++] = e->access.tensor;
+        return true;
+    }
     if (e->kind != IE_ACCESS || e->access.tensor != r->y)
         return true;
     r->n++;
@@ -66,9 +79,12 @@ static const IrTensor *producer(IrCtx *cx, const Plan *pl, const IrTensor *z, co
     const Stage *zs = z->stage;
     if (!whole(zs, z) || zs->nguards)
         return NULL;
-    const IrProgram *p = pl->prog;
-    for (int i = 0; i < z->id; i++) {
-        const IrTensor *y = p->tensors[i];
+    /* the stage tensors z reads (at most a few: its body's accesses) */
+    Reads all = {cx, NULL, zs, true, 0, NULL, 0};
+    ir_expr_visit(zs->body, visit_read, &all);
+    const IrTensor *found = NULL;
+    for (int i = 0; i < all.nreads && !found; i++) {
+        const IrTensor *y = all.reads[i];
         const PlanOp *op = &pl->ops[y->id];
         if (y->kind != IT_STAGE || y->is_output || y->weight_only || y->elem != ELEM_F32 ||
             readers[y->id] != 1 || op->at_load || op->rows ||
@@ -80,13 +96,14 @@ static const IrTensor *producer(IrCtx *cx, const Plan *pl, const IrTensor *z, co
         bool same = whole(op->stage, y);
         for (int d = 0; same && d < y->rank; d++)
             same = y->shape[d] == z->shape[d];
-        Reads r = {cx, y, zs, true, 0};
+        Reads r = {cx, y, zs, true, 0, NULL, 0};
         if (same)
             ir_expr_visit(zs->body, visit_read, &r);
         if (same && r.ok && r.n > 0)
-            return y;
+            found = y;
     }
-    return NULL;
+    free(all.reads);
+    return found;
 }
 
 /* --verify: y's operator `op` with z's epilogue (composed with the one
