@@ -40,6 +40,46 @@ bool plan_epilogue_pass(const PlanOp *op)
     return op->epi.value && op->impl != IMPL_KERNEL && plan_post_ops(op, post) == 0;
 }
 
+typedef struct Stored {
+    IrCtx *cx;
+    const IrTensor *self;
+    const Stage *value;
+} Stored;
+
+static const IExpr *stored_access(void *arg, const IExpr *e)
+{
+    const Stored *st = arg;
+    if (e->access.tensor != st->self)
+        return e;
+    return ir_access_stage(st->cx, st->value, e->access.idx, e->access.nidx);
+}
+
+const Stage *plan_stored_stage(IrCtx *cx, const PlanOp *op)
+{
+    const Stage *s = op->stage;
+    if (!op->epi.value)
+        return s;
+    /* s with its loops renamed, so that reading it inside the epilogue's
+     * stage (over s's own loop variables) binds nothing twice */
+    IrVar *loops = arena_alloc(ir_arena(cx), (size_t)(s->nloops + 1) * sizeof *loops);
+    const IExpr *body = s->body;
+    const IExpr **guards = arena_alloc(ir_arena(cx), (size_t)(s->nguards + 1) * sizeof *guards);
+    for (int g = 0; g < s->nguards; g++)
+        guards[g] = s->guards[g];
+    for (int d = 0; d < s->nloops; d++) {
+        loops[d] = ir_var_new(cx, ir_var_name(cx, s->loops[d].id), s->loops[d].lo,
+                              s->loops[d].hi);
+        const Ix *to = ix_var(cx, loops[d].id);
+        body = ir_subst(cx, body, s->loops[d].id, to);
+        for (int g = 0; g < s->nguards; g++)
+            guards[g] = ir_subst(cx, guards[g], s->loops[d].id, to);
+    }
+    Stored st = {cx, op->epi.self, ir_stage(cx, s->red, loops, s->nloops, s->sums, s->nsums, guards,
+                                        s->nguards, body)};
+    const IExpr *v = ir_map_access(cx, op->epi.value, stored_access, &st);
+    return ir_stage(cx, RED_NONE, s->loops, s->nloops, NULL, 0, NULL, 0, v);
+}
+
 /* The epilogue's own time.  After a library call it is a pass of its own
  * over the output: the kernel of plan_epilogue_stage.  Fused into the store
  * of a generated kernel, or applied by oneDNN's post-ops, it adds that

@@ -122,6 +122,13 @@ void plan_price(IrCtx *cx, const CostModel *cm, PlanOp *op);
  * This is the pass a library call is followed by. */
 const Stage *plan_epilogue_stage(IrCtx *cx, const PlanOp *op);
 
+/* What op stores, as one stage over op->stage's loops: op->stage itself,
+ * or, with an epilogue, the epilogue's value with its reads of self
+ * replaced by op->stage's value there (a nested stage of fresh
+ * variables).  This is the plan's meaning of the tensor: what an
+ * interpreter evaluates to check a plan (tests/fuzz/fuzz_compile.c). */
+const Stage *plan_stored_stage(IrCtx *cx, const PlanOp *op);
+
 /* Does the generated file hold a generated kernel for op: a generated
  * kernel, or a cuDNN convolution's fallback. */
 bool plan_has_kernel(const PlanOp *op);
