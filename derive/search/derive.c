@@ -115,6 +115,20 @@ bool derive_agree(const double *want, const double *got, size_t n, double *err, 
     return *err <= 1e-9 * fmax(*scale, 1e-300);
 }
 
+bool derive_same(const Stage *a, const Stage *b, const IrTensor *t, double *const *data,
+                 double *err, double *scale)
+{
+    size_t n = ir_tensor_numel(t);
+    double *want = xmalloc((n ? n : 1) * sizeof *want);
+    double *got = xmalloc((n ? n : 1) * sizeof *got);
+    derive_eval_into(a, t, data, want);
+    derive_eval_into(b, t, data, got);
+    bool ok = derive_agree(want, got, n, err, scale);
+    free(want);
+    free(got);
+    return ok;
+}
+
 void derive_eval_into(const Stage *s, const IrTensor *t, double *const *data, double *out)
 {
     size_t n = 1;

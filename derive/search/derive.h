@@ -86,6 +86,10 @@ double **derive_verify_data(const IrProgram *p, int max_id);
 void derive_verify_free(double **data, int max_id);
 void derive_eval_into(const Stage *s, const IrTensor *t, double *const *data, double *out);
 bool derive_agree(const double *want, const double *got, size_t n, double *err, double *scale);
+/* Do stages a and b agree on t's elements (derive_eval_into, then
+ * derive_agree)? */
+bool derive_same(const Stage *a, const Stage *b, const IrTensor *t, double *const *data,
+                 double *err, double *scale);
 
 void derive_print_json(const IrCtx *cx, const Derived *d, FILE *fp);
 void derive_explain(const IrCtx *cx, const Derived *d, FILE *fp);

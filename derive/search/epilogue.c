@@ -111,23 +111,16 @@ static const IrTensor *producer(IrCtx *cx, const Plan *pl, const IrTensor *z, co
 static bool check(IrCtx *cx, const PlanOp *op, const PlanOp *was, const IrTensor *y,
                   const IrTensor *z, const Stage *zs, double **data)
 {
-    size_t n = ir_tensor_numel(z);
-    double *want = xmalloc((n ? n : 1) * sizeof *want);
-    double *got = xmalloc((n ? n : 1) * sizeof *got);
+    double err, scale;
     derive_eval_into(op->stage, op->epi.self, data, data[op->epi.self->id]);
     if (was->epi.value)
         derive_eval_into(plan_epilogue_stage(cx, was), y, data, data[y->id]);
-    derive_eval_into(zs, z, data, want);
-    derive_eval_into(plan_epilogue_stage(cx, op), z, data, got);
-    double err, scale;
-    bool ok = derive_agree(want, got, n, &err, &scale);
-    if (!ok)
-        diag_error(z->loc, "--verify: '%s' as the epilogue of '%s' differs from the two apart "
-                   "(max error %g, max value %g); this is a bug in einc",
-                   z->name, y->name, err, scale);
-    free(want);
-    free(got);
-    return ok;
+    if (derive_same(zs, plan_epilogue_stage(cx, op), z, data, &err, &scale))
+        return true;
+    diag_error(z->loc, "--verify: '%s' as the epilogue of '%s' differs from the two apart "
+               "(max error %g, max value %g); this is a bug in einc",
+               z->name, y->name, err, scale);
+    return false;
 }
 
 int derive_epilogues(IrCtx *cx, Plan *pl, const CostModel *cm, bool verify)

@@ -316,21 +316,14 @@ static void absorb(Arena *a, Tensors *into, const Tensors *from, const IrTensor 
 static bool check_fused(const IrTensor *t, const IrTensor *r, const Stage *before,
                         const Stage *merged, double **data)
 {
-    size_t nr = ir_tensor_numel(r);
-    derive_eval_into(t->stage, t, data, data[t->id]);
-    double *want = xmalloc((nr ? nr : 1) * sizeof *want);
-    double *got = xmalloc((nr ? nr : 1) * sizeof *got);
-    derive_eval_into(before, r, data, want);
-    derive_eval_into(merged, r, data, got);
     double err, scale;
-    bool ok = derive_agree(want, got, nr, &err, &scale);
-    if (!ok)
-        diag_error(r->loc, "--verify: '%s' with '%s' fused into it differs from the two "
-                   "apart (max error %g, max value %g); this is a bug in einc",
-                   r->name, t->name, err, scale);
-    free(want);
-    free(got);
-    return ok;
+    derive_eval_into(t->stage, t, data, data[t->id]);
+    if (derive_same(before, merged, r, data, &err, &scale))
+        return true;
+    diag_error(r->loc, "--verify: '%s' with '%s' fused into it differs from the two apart "
+               "(max error %g, max value %g); this is a bug in einc",
+               r->name, t->name, err, scale);
+    return false;
 }
 
 int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm, double budget_ms, bool verify)
