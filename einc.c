@@ -52,6 +52,7 @@ typedef struct Options {
     bool shared;                    /* --shared */
     const char *tune_db;            /* --tune-db */
     int verify;                     /* 0 no, 1 chosen plans, 2 every candidate */
+    bool device_given;              /* --device: else the target's own (resolve_target) */
     DeriveOptions derive;
     VEC(const char *) defines;
     VEC(const char *) includes;
@@ -112,7 +113,8 @@ static void usage(FILE *fp)
 "      --search-depth=N   depth of the explicit search phase (default 1)\n"
 "      --search-budget=MS stop deriving (search and fusion) once the compile\n"
 "                        has used MS ms of CPU time (default 60000)\n"
-"      --device=NAME   cost model of h200 (default), a100, v100 or cpu\n"
+"      --device=NAME   cost model of h200, a100, v100 or cpu (default: cpu\n"
+"                        for C output, h200 for the rest)\n"
 "      --precision=P   arithmetic of GEMMs and convolutions: fp32 (the\n"
 "                        default; TF32 off), tf32, fp16 or bf16 (operands\n"
 "                        rounded to that format, f32 accumulation)\n"
@@ -315,6 +317,7 @@ static void handle(Options *o, int id, const char *val, const char *spelled)
     case 'E':
         if (!(o->derive.search.dev = cost_device(val)))
             usage_error("unknown device '%s' (h200, a100, v100, cpu)", val);
+        o->device_given = true;
         break;
     case 'T': o->tune_db = val; break;
     case 'F':
@@ -448,6 +451,9 @@ static void resolve_target(Options *o)
                                                      o->emit == EMIT_TUNER) && c)))
         usage_error("--target=%s does not write that output kind", o->target);
     o->derive.search.target = c ? TARGET_C : TARGET_CUDA;
+    /* C output runs on a CPU: priced for one unless --device says else */
+    if (c && !o->device_given)
+        o->derive.search.dev = cost_device("cpu");
 }
 
 static void resolve_outputs(Options *o)

@@ -13,8 +13,8 @@ EXTRA_DIST += tests/layers.test
 
 # The numerical suite (generated C programs against PyTorch) and the
 # examples' Makefile; the GPU scripts ship but run only on a GPU machine.
-TESTS += tests/num.test tests/num-O0.test tests/num-cpu.test tests/num-precision.test \
+TESTS += tests/num.test tests/num-O0.test tests/num-h200.test tests/num-precision.test \
 	tests/examples-make.test
-EXTRA_DIST += tests/num.test tests/num-O0.test tests/num-cpu.test tests/num-precision.test \
+EXTRA_DIST += tests/num.test tests/num-O0.test tests/num-h200.test tests/num-precision.test \
 	tests/examples-make.test \
 	tests/num tests/models tests/gpu tests/bench tests/shrink examples/Makefile

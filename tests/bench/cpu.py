@@ -435,7 +435,7 @@ def main():
     ap.add_argument("--cc", default=env.get("CC"))
     ap.add_argument("--einc-flags", default=env.get("EINC_FLAGS", ""),
                     help="extra einc options, blank-separated (e.g. "
-                         "--device=cpu)")
+                         "--device=h200: the C file priced for a GPU)")
     ap.add_argument("--models", default=env.get("MODELS", ""),
                     help="comma- or space-separated (default: every model "
                          "of examples/ with a tests/models reference)")

@@ -18,7 +18,7 @@
 #            take longer
 #   BATCH    the batch constant B (default 1)
 #   CC       the C compiler for the build commands' `cc`
-#   EINC_FLAGS  extra einc options, blank-separated (e.g. --device=cpu)
+#   EINC_FLAGS  extra einc options, blank-separated (e.g. --device=h200)
 #   OPENBLAS_CORETYPE  passed to both sides: OpenBLAS's kernels where it
 #            does not recognise the processor (e.g. SkylakeX)
 # The table goes to the standard output, progress to the standard error.

@@ -94,7 +94,7 @@ def profile(einc, path, opts, iters, keep=None):
     wd = os.path.abspath(keep or tempfile.mkdtemp(prefix="einc-cpuprof."))
     os.makedirs(wd, exist_ok=True)
     try:
-        plan = subprocess.run([einc, "--emit=plan", path, "-o", "-"] + opts,
+        plan = subprocess.run([einc, "--emit=plan", "--target=c", path, "-o", "-"] + opts,
                               stdout=subprocess.PIPE, universal_newlines=True,
                               check=True).stdout
         subprocess.run([einc, "--main", path, "-o",
