@@ -144,25 +144,7 @@ const Stage *factor_apply(RuleCtx *rc, const RuleFocus *f, const RuleSite *site)
     /* the inner stage over fresh copies of the loops its parts use */
     IrVar *fresh = xmalloc((size_t)(s->nloops + 1) * sizeof *fresh);
     const Ix **idx = xmalloc((size_t)(s->nloops + 1) * sizeof *idx);
-    const Ix **by = xmalloc((size_t)(s->nloops + 1) * sizeof *by);
-    int *ids = xmalloc((size_t)(s->nloops + 1) * sizeof *ids);
-    int k = 0;
-    for (int i = 0; i < s->nloops; i++) {
-        const IrVar *v = &s->loops[i];
-        bool used = ir_expr_uses(body, v->id);
-        for (int j = 0; j < ngin && !used; j++)
-            used = ir_expr_uses(gin[j], v->id);
-        if (!used)
-            continue;
-        fresh[k] = rc_fresh(rc, v->name, v->lo, v->hi);
-        ids[k] = v->id;
-        idx[k] = ix_var(cx, v->id);
-        by[k] = ix_var(cx, fresh[k].id);
-        k++;
-    }
-    body = rc_subst_all(rc, body, k, ids, by);
-    for (int j = 0; j < ngin; j++)
-        gin[j] = rc_subst_all(rc, gin[j], k, ids, by);
+    int k = rc_rename_used(rc, s->loops, s->nloops, NULL, 0, &body, gin, ngin, fresh, idx);
     const Stage *inner = ir_stage(cx, RED_SUM, fresh, k, s->sums, s->nsums, gin, ngin, body);
     const IExpr *v = product(cx, ir_access_stage(cx, inner, idx, k), out_num, nout);
     for (int i = 0; i < noutd; i++)
@@ -178,8 +160,6 @@ const Stage *factor_apply(RuleCtx *rc, const RuleFocus *f, const RuleSite *site)
     free(gin);
     free(fresh);
     free(idx);
-    free(by);
-    free(ids);
     return r;
 }
 

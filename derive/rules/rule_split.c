@@ -51,9 +51,8 @@ const Stage *split_apply(RuleCtx *rc, const RuleFocus *f, const RuleSite *site)
     IrVar *fresh = xmalloc((size_t)nv * sizeof *fresh);
     const IExpr **gout = xmalloc((size_t)(ng + 1) * sizeof *gout);
     const IExpr **gin = xmalloc((size_t)(ng + 1) * sizeof *gin);
-    const Ix **idx = xmalloc((size_t)nv * sizeof *idx), **by = xmalloc((size_t)nv * sizeof *by);
-    int *ids = xmalloc((size_t)nv * sizeof *ids);
-    int nout = 0, nin = 0, ngout = 0, ngin = 0, k = 0;
+    const Ix **idx = xmalloc((size_t)nv * sizeof *idx);
+    int nout = 0, nin = 0, ngout = 0, ngin = 0;
     const Stage *r = NULL;
 
     for (int i = 0; i < n; i++) {
@@ -71,22 +70,8 @@ const Stage *split_apply(RuleCtx *rc, const RuleFocus *f, const RuleSite *site)
     if (s->red != RED_SUM && ngin > 0)
         goto done;
 
-    for (int i = 0; i < s->nloops + nout; i++) {
-        const IrVar *v = i < s->nloops ? &s->loops[i] : &outs[i - s->nloops];
-        bool used = ir_expr_uses(s->body, v->id);
-        for (int j = 0; j < ngin && !used; j++)
-            used = ir_expr_uses(gin[j], v->id);
-        if (!used)
-            continue;
-        fresh[k] = rc_fresh(rc, v->name, v->lo, v->hi);
-        ids[k] = v->id;
-        idx[k] = ix_var(cx, v->id);
-        by[k] = ix_var(cx, fresh[k].id);
-        k++;
-    }
-    const IExpr *body = rc_subst_all(rc, s->body, k, ids, by);
-    for (int j = 0; j < ngin; j++)
-        gin[j] = rc_subst_all(rc, gin[j], k, ids, by);
+    const IExpr *body = s->body;
+    int k = rc_rename_used(rc, s->loops, s->nloops, outs, nout, &body, gin, ngin, fresh, idx);
     const Stage *inner = ir_stage(cx, s->red, fresh, k, ins, nin, gin, ngin, body);
     const Stage *outer = ir_stage(cx, s->red, s->loops, s->nloops, outs, nout, gout, ngout,
                                   ir_access_stage(cx, inner, idx, k));
@@ -98,7 +83,5 @@ done:
     free(gout);
     free(gin);
     free(idx);
-    free(by);
-    free(ids);
     return r;
 }

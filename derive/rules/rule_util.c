@@ -398,3 +398,31 @@ void rule_sites_free(RuleSites *s)
     s->data = NULL;
     s->len = s->cap = 0;
 }
+
+int rc_rename_used(RuleCtx *rc, const IrVar *a, int na, const IrVar *b, int nb,
+                   const IExpr **body, const IExpr **gin, int ngin, IrVar *fresh,
+                   const Ix **idx)
+{
+    const Ix **by = xmalloc((size_t)(na + nb + 1) * sizeof *by);
+    int *ids = xmalloc((size_t)(na + nb + 1) * sizeof *ids);
+    int k = 0;
+    for (int i = 0; i < na + nb; i++) {
+        const IrVar *v = i < na ? &a[i] : &b[i - na];
+        bool used = ir_expr_uses(*body, v->id);
+        for (int j = 0; j < ngin && !used; j++)
+            used = ir_expr_uses(gin[j], v->id);
+        if (!used)
+            continue;
+        fresh[k] = rc_fresh(rc, v->name, v->lo, v->hi);
+        ids[k] = v->id;
+        idx[k] = ix_var(rc->cx, v->id);
+        by[k] = ix_var(rc->cx, fresh[k].id);
+        k++;
+    }
+    *body = rc_subst_all(rc, *body, k, ids, by);
+    for (int j = 0; j < ngin; j++)
+        gin[j] = rc_subst_all(rc, gin[j], k, ids, by);
+    free(by);
+    free(ids);
+    return k;
+}

@@ -42,6 +42,13 @@ void rc_bounds_at(RuleCtx *rc, const Ix *x, int v, int64_t lo, int64_t hi,
 /* ---- stages, variables, expressions -------------------------------------- */
 const IExpr *rc_subst_all(RuleCtx *rc, const IExpr *e, int n, const int *vars,
                           const Ix *const *by);
+/* The variables of a[0..na) and then b[0..nb) that *body or one of
+ * gin[0..ngin) uses, renamed for a stage of their own: fresh copies into
+ * fresh[], the old variables as subscripts into idx[] (the reading
+ * stage's access), substituted in *body and gin[]; returns how many. */
+int rc_rename_used(RuleCtx *rc, const IrVar *a, int na, const IrVar *b, int nb,
+                   const IExpr **body, const IExpr **gin, int ngin, IrVar *fresh,
+                   const Ix **idx);
 /* Appends lo <= x < hi to g as guards (with `prove`, only the sides not
  * provably true); returns how many. */
 int rc_range_guards(RuleCtx *rc, const Ix *x, int64_t lo, int64_t hi,

@@ -785,8 +785,9 @@ void plan_print_json_op(const PlanOp *o, Precision prec, FILE *fp)
     if (o->epi.value)
         json_names("epilogue", o->epi.absorbed, o->epi.nabsorbed, fp);
     LibPost post[LIB_POST_MAX];
-    if (plan_post_ops(o, post))
-        fprintf(fp, ", \"post_ops\": %d", plan_post_ops(o, post));
+    int npost = plan_post_ops(o, post);
+    if (npost)
+        fprintf(fp, ", \"post_ops\": %d", npost);
     if (o->rows)
         json_names("rows", o->rows->members, o->rows->nmembers, fp);
     OpDim d[OP_MAX_DIMS];
