@@ -838,21 +838,35 @@ double cost_stage(const CostModel *cm, const Stage *s, const OpMatch *m)
  * einc -O0 --dnnl --main, --bench): 3x3 64->64 56x56 1.65 ms, 1x1
  * 64->256 56x56 1.40 ms (these two give the peak and the reorder rate),
  * 7x7/2 3->64 224x224 1.86 ms (model 2.4), depthwise 3x3 96 56x56
- * 0.61 ms. */
+ * 0.61 ms.  Few pixels run further from the peak: a fraction
+ * px / (px + DNNL_PX0) of it, px the output pixels of a convolution and
+ * the input pixels of a transposed one, whose work is per input pixel
+ * (its FLOPs are counted there: the stage's stride guards skip 3 of 4
+ * terms of a stride-2 one).  Fitted to DCGAN's stride-2 4x4 transposed
+ * convolutions on an AMD EPYC core (512->256 4x4 1.12 ms, 256->128 8x8
+ * 0.68 ms, 128->64 16x16 0.64 ms; ResNet-18's 7x7 convolutions run at
+ * 0.85 of its 56x56 ones there). */
 #define DNNL_LAUNCH 2e-6        /* the call, its argument checks */
 #define DNNL_PEAK 200e9         /* FLOP/s, many channels per group */
 #define DNNL_F0 6.0             /* filters per group at half efficiency */
 #define DNNL_C0 1.0             /* input channels per group at half efficiency */
 #define DNNL_DW_EFF 0.25        /* depthwise: of the peak */
 #define DNNL_REORDER 4.7e9      /* bytes/s of a reorder (read and write) */
+#define DNNL_PX0 13.7           /* pixels at half efficiency */
 static double cpu_dnnl_conv(const Stage *s, const OpMatch *m, double dram)
 {
     const CpuFigures *c = &cpu_figures;
     double g = (double)(m->groups > 0 ? m->groups : 1);
     double fg = (double)m->f / g, cg = (double)m->c / g;
     double eff = fg <= 1 && cg <= 1 ? DNNL_DW_EFF : fg / (fg + DNNL_F0) * cg / (cg + DNNL_C0);
-    double t = match_flops(s) / (DNNL_PEAK * eff);
-    double src = 4.0 * (double)m->cn * (double)m->c * (double)m->h * (double)m->w;
+    double in_px = (double)m->h * (double)m->w;
+    double src = 4.0 * (double)m->cn * (double)m->c * in_px;
+    double flops = match_flops(s), px = points(s) / fmax(1, (double)m->cn * (double)m->f);
+    if (m->kind == OPK_CONV_TRANSPOSE2D) {
+        flops = 2 * (double)m->cn * (double)m->c * in_px * fg * (double)(m->r * m->s);
+        px = in_px;
+    }
+    double t = flops / (DNNL_PEAK * eff * px / (px + DNNL_PX0));
     if (m->kind == OPK_CONV_TRANSPOSE2D || m->c >= 8)
         t += src / DNNL_REORDER;
     t += 4.0 * points(s) / DNNL_REORDER;
