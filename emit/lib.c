@@ -103,7 +103,7 @@ void lib_setup(Emit *em)
                 em->col_elems = tile;
             break;
         }
-        case IMPL_DNNL_CONV:
+        case IMPL_DNNL_CONV: case IMPL_DNNL_MATMUL:
             em->libs |= LIB_DNNL;
             em->slot[i] = em->ndnnl++;
             break;
@@ -296,22 +296,78 @@ static void write_conv_table(Emit *em)
     sb_puts(o, "};\n\n");
 }
 
+/* One view of an operand: dims, strides and the first element's offset,
+ * in elements. */
+static void write_dnnl_strided(Emit *em, const char *name, int rank, const int64_t *dims,
+                               const int64_t *strides, int64_t offset)
+{
+    sb_printf(&em->out, "        sp.%s.rank = %d;\n", name, rank);
+    if (offset)
+        sb_printf(&em->out, "        sp.%s.offset = %" PRId64 ";\n", name, offset);
+    for (int d = 0; d < rank; d++)
+        sb_printf(&em->out, "        sp.%s.dims[%d] = %" PRId64 ", sp.%s.strides[%d] = %"
+                  PRId64 ";\n", name, d, dims[d], name, d, strides[d]);
+}
+
 /* One view of a dense row-major operand: dims, and strides in elements
  * (perm: which stored dim each view dim is; NULL: the same order). */
 static void write_dnnl_view(Emit *em, const char *name, int rank, const int64_t *dims,
                             const int *perm)
 {
-    int64_t stored[EMIT_DNNL_MAXD], st[EMIT_DNNL_MAXD], stride = 1;
+    int64_t stored[EMIT_DNNL_MAXD], st[EMIT_DNNL_MAXD], vs[EMIT_DNNL_MAXD], stride = 1;
     for (int d = 0; d < rank; d++)
         stored[perm ? perm[d] : d] = dims[d];
     for (int d = rank - 1; d >= 0; d--) {
         st[d] = stride;
         stride *= stored[d];
     }
-    sb_printf(&em->out, "        sp.%s.rank = %d;\n", name, rank);
     for (int d = 0; d < rank; d++)
-        sb_printf(&em->out, "        sp.%s.dims[%d] = %" PRId64 ", sp.%s.strides[%d] = %"
-                  PRId64 ";\n", name, d, dims[d], name, d, st[perm ? perm[d] : d]);
+        vs[d] = st[perm ? perm[d] : d];
+    write_dnnl_strided(em, name, rank, dims, vs, 0);
+}
+
+/* A GEMM's three operands as oneDNN's matmul views: src [.., m, k],
+ * weights [.., k, n], dst [.., m, n].  The batch is the output tensor's
+ * leading dims where the output is the tensor itself
+ * (plan_gemm_dst_whole: the post-ops' operands have its rank), else one
+ * dim; an operand that stays the same across the batch (stride 0) has
+ * 1s there, which oneDNN broadcasts. */
+static void write_dnnl_gemm_views(Emit *em, const PlanOp *op)
+{
+    const OpMatch *m = &op->op;
+    const IrTensor *t = op->out;
+    bool whole = plan_gemm_dst_whole(op);
+    int nb = whole ? t->rank - 2 : 1, r = nb + 2;
+    if (r > EMIT_DNNL_MAXD)
+        ICE_AT(t->loc, "'%s' has %d batch dims, more than oneDNN's views hold", t->name, nb);
+    int64_t bd[EMIT_DNNL_MAXD], bs[EMIT_DNNL_MAXD], inner = 1;
+    for (int d = nb - 1; d >= 0; d--) {
+        bd[d] = whole ? t->shape[d] : (m->batch > 0 ? m->batch : 1);
+        bs[d] = inner;
+        inner *= bd[d];
+    }
+    const char *names[3] = {"src", "wei", "dst"};
+    int64_t bstride[3] = {m->stride_a, m->stride_b, m->stride_c};
+    int64_t rows[3] = {m->m, m->k, m->m}, cols[3] = {m->k, m->n, m->n};
+    int64_t ld[3] = {m->lda, m->ldb, m->ldc}, off[3] = {m->off_a, m->off_b, 0};
+    bool tr[3] = {m->trans_a, m->trans_b, m->out_nm};
+    for (int j = 0; j < 3; j++) {
+        int64_t dims[EMIT_DNNL_MAXD], st[EMIT_DNNL_MAXD];
+        dims[nb] = rows[j], dims[nb + 1] = cols[j];
+        st[nb] = tr[j] ? 1 : ld[j];
+        st[nb + 1] = tr[j] ? ld[j] : 1;
+        /* a dim of 1 strides past the dims inside it, as a dense layout
+         * would: oneDNN reads the layout's format from the strides, and
+         * takes a 0 there for a permuted one it has no fast kernel for */
+        int64_t past = st[nb] * rows[j] > st[nb + 1] * cols[j] ? st[nb] * rows[j]
+                                                                : st[nb + 1] * cols[j];
+        for (int d = nb - 1; d >= 0; d--) {
+            bool bcast = bstride[j] == 0 || inner == 1;
+            dims[d] = bcast ? 1 : bd[d];
+            st[d] = bcast ? past : bstride[j] * bs[d];
+        }
+        write_dnnl_strided(em, names[j], r, dims, st, off[j]);
+    }
 }
 
 /* The plan's post-ops of a oneDNN operator (plan_post_ops): sp.post[],
@@ -323,6 +379,7 @@ static void write_dnnl_posts(Emit *em, const PlanOp *op)
         [POST_LOGISTIC] = "dnnl_eltwise_logistic", [POST_EXP] = "dnnl_eltwise_exp",
         [POST_ABS] = "dnnl_eltwise_abs", [POST_SQRT] = "dnnl_eltwise_sqrt",
         [POST_LINEAR] = "dnnl_eltwise_linear", [POST_CLIP] = "dnnl_eltwise_clip",
+        [POST_GELU] = "dnnl_eltwise_gelu_erf",
         [POST_ADD] = "dnnl_binary_add", [POST_SUB] = "dnnl_binary_sub",
         [POST_MUL] = "dnnl_binary_mul", [POST_DIV] = "dnnl_binary_div",
         [POST_MAX] = "dnnl_binary_max", [POST_MIN] = "dnnl_binary_min"};
@@ -358,6 +415,16 @@ static void write_dnnl_posts(Emit *em, const PlanOp *op)
         sb_printf(o, "        sp.npost = %d;\n", n);
 }
 
+/* The end of one operator's block in ein_lib_create: its primitive made
+ * from `sp`. */
+static void write_dnnl_make(Emit *em, const IrTensor *t)
+{
+    sb_printf(&em->out, "        if (ein_dnnl_create(&ctx->dnnl, &ctx->dnnl_op[%d], &sp, msg) "
+              "!= 0)\n"
+              "            return ein_fail(ctx, %s_ELIB, \"%s: %%s\", msg);\n    }\n",
+              em->slot[t->id], em->upper, t->name);
+}
+
 /* In ein_lib_create: the engine, one primitive per oneDNN operator (with
  * its reorders, made from the operands' views), the shared workspace. */
 static void write_dnnl_create(Emit *em)
@@ -369,10 +436,24 @@ static void write_dnnl_create(Emit *em)
                       "        return ein_fail(ctx, MODEL_ELIB, \"%s\", msg);\n");
     for (int i = 0; i < p->ntensors; i++) {
         const IrTensor *t = p->tensors[i];
-        if (t->kind != IT_STAGE || emit_op(em, t)->impl != IMPL_DNNL_CONV)
+        if (t->kind != IT_STAGE || (emit_op(em, t)->impl != IMPL_DNNL_CONV &&
+                                    emit_op(em, t)->impl != IMPL_DNNL_MATMUL))
             continue;
         const PlanOp *op = emit_op(em, t);
         const OpMatch *m = &op->op;
+        bool wconst = m->in[1]->kind == IT_WEIGHT ||
+                      (m->in[1]->kind == IT_STAGE && emit_op(em, m->in[1])->at_load);
+        if (op->impl == IMPL_DNNL_MATMUL) {
+            sb_printf(o, "    {   /* %s: %s */\n"
+                      "        ein_dnnl_spec sp;\n"
+                      "        memset(&sp, 0, sizeof sp);\n"
+                      "        sp.kind = EIN_DNNL_MATMUL;\n", t->name, op_kind_name(m->kind));
+            write_dnnl_gemm_views(em, op);
+            write_dnnl_posts(em, op);
+            sb_printf(o, "        sp.wei_const = %d;\n", wconst);
+            write_dnnl_make(em, t);
+            continue;
+        }
         bool tr = m->kind == OPK_CONV_TRANSPOSE2D;
         int64_t g = m->groups > 0 ? m->groups : 1, oh = out_h(t), ow = out_w(t);
         sb_printf(o, "    {   /* %s: %s */\n"
@@ -401,8 +482,6 @@ static void write_dnnl_create(Emit *em)
          * deconvolution's output padding takes from it */
         int64_t pr_h = tr ? m->pad - m->out_pad : m->pad, pr_w = tr ? m->pad_w - m->out_pad
                                                                       : m->pad_w;
-        bool wconst = m->in[1]->kind == IT_WEIGHT ||
-                      (m->in[1]->kind == IT_STAGE && emit_op(em, m->in[1])->at_load);
         sb_printf(o, "        sp.stride[0] = sp.stride[1] = %" PRId64 ";\n"
                   "        sp.dilate[0] = sp.dilate[1] = %" PRId64 ";\n"
                   "        sp.pad_l[0] = %" PRId64 ", sp.pad_l[1] = %" PRId64 ";\n"
@@ -410,10 +489,7 @@ static void write_dnnl_create(Emit *em)
                   "        sp.wei_const = %d;\n",
                   m->stride, m->dilation - 1, m->pad, m->pad_w, pr_h, pr_w,
                   wconst && em->precision == PREC_FP32);
-        sb_printf(o, "        if (ein_dnnl_create(&ctx->dnnl, &ctx->dnnl_op[%d], &sp, msg) "
-                  "!= 0)\n"
-                  "            return ein_fail(ctx, %s_ELIB, \"%s: %%s\", msg);\n    }\n",
-                  em->slot[i], em->upper, t->name);
+        write_dnnl_make(em, t);
     }
     emit_api_text(em, "    if (ein_dnnl_alloc(&ctx->dnnl, msg) != 0)\n"
                       "        return ein_fail(ctx, MODEL_ENOMEM, \"%s\", msg);\n");
@@ -658,7 +734,7 @@ void lib_write_call(Emit *em, const IrTensor *t, const char *indent)
     case IMPL_CUDA_BAND:
         band_write_launch(em, t, m, indent);
         break;
-    case IMPL_DNNL_CONV:
+    case IMPL_DNNL_CONV: case IMPL_DNNL_MATMUL:
         write_dnnl_call(em, t, m, indent);
         break;
     case IMPL_CBLAS_BAND:

@@ -23,8 +23,46 @@ const Stage *plan_epilogue_stage(IrCtx *cx, const PlanOp *op)
     return ir_stage(cx, RED_NONE, s->loops, s->nloops, NULL, 0, NULL, 0, op->epi.value);
 }
 
+bool plan_gemm_dst_whole(const PlanOp *op)
+{
+    const OpMatch *m = &op->op;
+    const IrTensor *t = op->out;
+    int r = t->rank;
+    if (op->impl != IMPL_DNNL_MATMUL || m->out_nm || r < 2 || op->stage->nloops != r ||
+        t->shape[r - 2] != m->m || t->shape[r - 1] != m->n || m->ldc != m->n)
+        return false;
+    int64_t batch = 1;
+    for (int d = 0; d < r - 2; d++)
+        batch *= t->shape[d];
+    return batch == (m->batch > 0 ? m->batch : 1) && (batch == 1 || m->stride_c == m->m * m->n);
+}
+
+/* Does oneDNN's matmul apply the binary post-op q with its fast kernels:
+ * an operand of dst's shape, one per column, or one value?  oneDNN 2.6.3
+ * runs others (one value per row: the 1/z of an attention) on its
+ * reference kernel, 1.7 s for BERT's q|k|v product. */
+static bool matmul_post_fast(const LibPost *q, const IrTensor *dst)
+{
+    if (!q->binary)
+        return true;
+    bool full = true, col = true, one = true;
+    for (int d = 0; d < q->rank; d++) {
+        full &= q->dims[d] == dst->shape[d];
+        one &= q->dims[d] == 1;
+        col &= q->dims[d] == (d + 1 == q->rank ? dst->shape[d] : 1);
+    }
+    return full || col || one;
+}
+
 int plan_post_ops(const PlanOp *op, LibPost *post)
 {
+    if (op->epi.value && plan_gemm_dst_whole(op)) {
+        int n = cost_post_ops(op->stage, op->epi.self, op->epi.value, post, LIB_POST_MAX);
+        for (int i = 0; i < n; i++)
+            if (!matmul_post_fast(&post[i], op->out))
+                return 0;
+        return n > 0 ? n : 0;
+    }
     /* oneDNN's dst is [n, f, h, w]: the operator's loops in that order.
      * Not after a transposed convolution: oneDNN 2.6 runs a deconvolution
      * with post-ops on a slower kernel than the same without them and a

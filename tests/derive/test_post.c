@@ -73,7 +73,7 @@ static const IExpr *operand(void)
 /* One more step around e (a chain of them is what the decoder must take). */
 static const IExpr *step(const IExpr *e)
 {
-    static const Func fns[] = {FN_RELU, FN_TANH, FN_SIGMOID, FN_ABS};
+    static const Func fns[] = {FN_RELU, FN_TANH, FN_SIGMOID, FN_ABS, FN_GELU};
     const IExpr *x = operand(), *args[2];
     bool left = rng_range(0, 1);
     switch (rng_range(0, 8)) {
@@ -96,7 +96,7 @@ static const IExpr *step(const IExpr *e)
         args[0] = ir_call(cx, FN_ABS, &e, 1);
         return ir_call(cx, FN_SQRT, args, 1);
     default:
-        return ir_call(cx, fns[rng_range(0, 3)], &e, 1);
+        return ir_call(cx, fns[rng_range(0, 4)], &e, 1);
     }
 }
 
@@ -121,6 +121,7 @@ static double apply(const LibPost *post, int n, double v, const int64_t *at)
         case POST_SQRT: v = sqrt(v); break;
         case POST_LINEAR: v = a * v + b; break;
         case POST_CLIP: v = v < a ? a : v > b ? b : v; break;
+        case POST_GELU: v = 0.5 * v * (1 + erf(v / sqrt(2))); break;
         case POST_ADD: v += s; break;
         case POST_SUB: v -= s; break;
         case POST_MUL: v *= s; break;
