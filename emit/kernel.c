@@ -27,6 +27,10 @@
 #include <string.h>
 
 
+/* Terms of a reduction with no guards that are written out one by one
+ * (a 4x4 window), at most. */
+#define KERNEL_UNROLL_TERMS 16
+
 typedef struct KGen {
     Emit *em;
     Kernel *k;
@@ -1285,19 +1289,99 @@ static void vec_sum_loop(KGen *g, Kernel *k, const int *level, Sb *b, int depth)
     sb_free(&body);
 }
 
+/* The terms of a reduction with no guards whose every term is worth
+ * writing out (at most KERNEL_UNROLL_TERMS: a pooling window, a small
+ * filter), else 0. */
+static int64_t short_terms(const Stage *st)
+{
+    if (st->nguards || st->nsums == 0 ||
+        (st->red != RED_SUM && st->red != RED_MAX && st->red != RED_MIN))
+        return 0;
+    int64_t n = 1;
+    for (int j = 0; j < st->nsums; j++) {
+        n *= st->sums[j].hi - st->sums[j].lo;
+        if (n <= 0 || n > KERNEL_UNROLL_TERMS)
+            return 0;
+    }
+    return n;
+}
+
+/* One term's accumulation into acc (a sum) or ein_m and ein_nan (max,
+ * min: no branch, so that a short window runs at the rate of its loads;
+ * NaN propagates). */
+static void accumulate(const Stage *st, Sb *b, int depth, const char *v)
+{
+    if (st->red == RED_SUM) {
+        line(b, depth, "acc += %s;", v);
+        return;
+    }
+    line(b, depth, "const float v = %s;", v);
+    line(b, depth, "ein_m = v %c ein_m ? v : ein_m;", st->red == RED_MAX ? '>' : '<');
+    line(b, depth, "ein_nan |= v != v;");
+}
+
+/* A reduction with no guards of at most KERNEL_UNROLL_TERMS terms, at
+ * `depth`: each term in a block of its own with the sum variables bound
+ * to constants, in the loops' order (a sum adds as the loops would);
+ * max and min without a branch, and with a term always there, no `any`. */
+static void short_body(KGen *g, Kernel *k, Sb *b, int depth, int64_t nterms)
+{
+    const Stage *st = k->st;
+    bool minmax = st->red != RED_SUM;
+    Sb body = {0};
+    g->rnd = st->red == RED_SUM && g->em->precision != PREC_FP32;
+    gen_f(g, st->body, &body);
+    g->rnd = false;
+    const char *pre = arena_strdup(g->em->arena, sb_str(&g->pre));
+    sb_free(&g->pre);
+    g->pre = (Sb){0};
+    if (minmax)
+        line(b, depth, "float ein_m = %sINFINITY;\n%*sint ein_nan = 0;",
+             st->red == RED_MAX ? "-" : "", 4 * depth, "");
+    for (int64_t t = 0; t < nterms; t++) {
+        line(b, depth, "{");
+        /* term t's value of each sum variable, the last the fastest */
+        int64_t rest = t, div = nterms;
+        Sb bind = {0};
+        for (int j = 0; j < st->nsums; j++) {
+            const IrVar *v = &st->sums[j];
+            div /= v->hi - v->lo;
+            int64_t at = v->lo + rest / div;
+            rest %= div;
+            if (g->used[v->id])
+                sb_printf(&bind, "%sconst %s %s = %" PRId64 ";", *sb_str(&bind) ? " " : "",
+                          k->ity, g->vname[v->id], at);
+        }
+        if (*sb_str(&bind))
+            line(b, depth + 1, "%s", sb_str(&bind));
+        sb_free(&bind);
+        if (*pre)
+            sb_indent(b, pre, 4 * (depth + 1));
+        accumulate(st, b, depth + 1, sb_str(&body));
+        line(b, depth, "}");
+    }
+    if (minmax)
+        line(b, depth, "acc = ein_nan ? NAN : ein_m;");
+    sb_free(&body);
+}
+
 /* A reduction, or a map with output padding or guards: the outer
  * condition, a loop per sum variable with the guards that depend on it,
- * and the accumulation; then the lanes' part (build_part). */
+ * and the accumulation; then the lanes' part (build_part).  A short one
+ * with no guards is written out term by term (short_body). */
 static void reduce_body(KGen *g, Kernel *k, Sb *b)
 {
     const Stage *st = k->st;
     line(b, 0, "float acc = 0.0f;");
-    /* max, min and product keep `any`: no term at all gives 0 */
-    if (st->red == RED_MAX || st->red == RED_MIN || st->red == RED_PROD)
-        line(b, 0, "int any = 0;     /* no term at all gives 0 */");
     Sb cond = {0};
     int *level = arena_alloc(g->em->arena, sizeof *level * (size_t)(st->nguards + 1));
     int nc = outer_condition(g, k, &cond, level);
+    int last = st->nsums - 1;
+    bool vec = vec_sum(g, k, level, &k->simd_vmath);
+    int64_t nterms = vec ? 0 : short_terms(st);
+    /* max, min and product keep `any`: no term at all gives 0 */
+    if (!nterms && (st->red == RED_MAX || st->red == RED_MIN || st->red == RED_PROD))
+        line(b, 0, "int any = 0;     /* no term at all gives 0 */");
     int depth = 0;
     /* the temporaries of the guards outside the sums, before them (in
      * the lanes' loop too) */
@@ -1307,8 +1391,13 @@ static void reduce_body(KGen *g, Kernel *k, Sb *b)
         line(b, depth++, "if (%s) {", sb_str(&cond));
     const char *part_cond = arena_strdup(g->em->arena, sb_str(&cond));
     sb_free(&cond);
-    int last = st->nsums - 1;
-    bool vec = vec_sum(g, k, level, &k->simd_vmath);
+    if (nterms) {
+        short_body(g, k, b, depth, nterms);
+        while (depth > 0)
+            line(b, --depth, "}");
+        build_part(g, k, cond_pre, part_cond, level);
+        return;
+    }
     for (int j = 0; j < st->nsums; j++) {
         const IrVar *v = &st->sums[j];
         const char *n = g->vname[v->id];

@@ -845,7 +845,9 @@ double cost_stage(const CostModel *cm, const Stage *s, const OpMatch *m)
  * terms of a stride-2 one).  Fitted to DCGAN's stride-2 4x4 transposed
  * convolutions on an AMD EPYC core (512->256 4x4 1.12 ms, 256->128 8x8
  * 0.68 ms, 128->64 16x16 0.64 ms; ResNet-18's 7x7 convolutions run at
- * 0.85 of its 56x56 ones there). */
+ * 0.85 of its 56x56 ones there).  A transposed one with few filters runs
+ * further still from the peak than a convolution (DNNL_DECONV_F0: DCGAN's
+ * 64->3 4x4/2 0.33 ms, FSRCNN's 56->1 9x9/4 1.62 ms on that core). */
 #define DNNL_LAUNCH 2e-6        /* the call, its argument checks */
 #define DNNL_PEAK 200e9         /* FLOP/s, many channels per group */
 #define DNNL_F0 6.0             /* filters per group at half efficiency */
@@ -853,6 +855,7 @@ double cost_stage(const CostModel *cm, const Stage *s, const OpMatch *m)
 #define DNNL_DW_EFF 0.25        /* depthwise: of the peak */
 #define DNNL_REORDER 4.7e9      /* bytes/s of a reorder (read and write) */
 #define DNNL_PX0 13.7           /* pixels at half efficiency */
+#define DNNL_DECONV_F0 18.0     /* transposed: filters per group at half efficiency */
 static double cpu_dnnl_conv(const Stage *s, const OpMatch *m, double dram)
 {
     const CpuFigures *c = &cpu_figures;
@@ -865,6 +868,7 @@ static double cpu_dnnl_conv(const Stage *s, const OpMatch *m, double dram)
     if (m->kind == OPK_CONV_TRANSPOSE2D) {
         flops = 2 * (double)m->cn * (double)m->c * in_px * fg * (double)(m->r * m->s);
         px = in_px;
+        eff = fg / (fg + DNNL_DECONV_F0) * cg / (cg + DNNL_C0);
     }
     double t = flops / (DNNL_PEAK * eff * px / (px + DNNL_PX0));
     if (m->kind == OPK_CONV_TRANSPOSE2D || m->c >= 8)

@@ -119,8 +119,9 @@ int cost_post_ops(const Stage *s, const IrTensor *self, const IExpr *value, LibP
  * int, its element types are the same, the stage writes every element of
  * `out`, and the target's own limits: f32 only on C, and one group
  * without oneDNN; the band kernel's shapes on CUDA), IMPL_KERNEL
- * otherwise.  On C with cm->dnnl every convolution oneDNN takes is
- * IMPL_DNNL_CONV, and every f32 GEMM at fp32 precision that is one
+ * otherwise.  On C with cm->dnnl a convolution oneDNN takes is
+ * IMPL_DNNL_CONV where that is priced no dearer than im2col or col2im
+ * around OpenBLAS (or where those do not take it), and every f32 GEMM at fp32 precision that is one
  * product of at least 16 rows and columns, with strides >= 0,
  * IMPL_DNNL_MATMUL: one core of an AMD EPYC ran BERT's and GPT-2's
  * linear layers 4-11% faster on oneDNN 2.6.3 than on OpenBLAS 0.3.21

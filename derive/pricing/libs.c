@@ -118,14 +118,20 @@ static bool gemm_ok(Target tg, const IrTensor *t, const OpMatch *m)
 
 /* oneDNN's matmul takes the operands as strided views: no negative
  * stride, output matrices apart as for cuBLAS.  Only for one product of
- * at least 16 rows and columns: on one core of an AMD EPYC, oneDNN 2.6.3
- * ran a batch of 128 1x768x1 ones (a layer norm's variance) in 0.13 ms
- * against OpenBLAS's 0.04 ms, and the heads' products of attention
- * slower too (its gemm:jit kernel on the 4-D strided views: BERT's
- * scores 0.50 ms against 0.32 ms, GPT-2's 1.47 against 1.29 ms). */
+ * at least 16 rows and columns, with A and C row-major and B row-major
+ * or constant (reordered once to oneDNN's own layout): oneDNN 2.6.3 runs
+ * the others on its reference kernel (ResNet-18's downsampling products,
+ * C stored transposed: 130 ms against OpenBLAS's 0.16 ms), and on one
+ * core of an AMD EPYC it ran a batch of 128 1x768x1 ones (a layer norm's
+ * variance) in 0.13 ms against OpenBLAS's 0.04 ms and the heads'
+ * products of attention slower too (its gemm:jit kernel on the 4-D
+ * strided views: BERT's scores 0.50 ms against 0.32 ms, GPT-2's 1.47
+ * against 1.29 ms). */
 static bool dnnl_gemm_ok(const OpMatch *m)
 {
-    return m->batch <= 1 && m->m >= 16 && m->n >= 16 && m->lda >= 0 && m->ldb >= 0 && m->ldc >= 0 && m->stride_a >= 0 &&
+    bool b_const = m->in[1]->kind == IT_WEIGHT || m->in[1]->weight_only;
+    return m->batch <= 1 && m->m >= 16 && m->n >= 16 && !m->trans_a && !m->out_nm &&
+           (!m->trans_b || b_const) && m->lda >= 0 && m->ldb >= 0 && m->ldc >= 0 && m->stride_a >= 0 &&
            m->stride_b >= 0 && m->stride_c >= 0 && m->off_a >= 0 && m->off_b >= 0 &&
            gemm_apart(m);
 }
@@ -232,13 +238,19 @@ OpImpl cost_impl(const CostModel *cm, const IrTensor *out, const Stage *s, const
                  : cm->dnnl && cm->precision == PREC_FP32 && dnnl_gemm_ok(m) ? IMPL_DNNL_MATMUL
                                                                             : IMPL_CBLAS_GEMM;
         break;
-    case OPK_CONV2D: case OPK_CONV_TRANSPOSE2D:
-        if (!cuda && cm->dnnl && same && conv_ok(TARGET_CUDA, out, m) && dnnl_ok(out, m))
+    case OPK_CONV2D: case OPK_CONV_TRANSPOSE2D: {
+        bool dnnl = !cuda && cm->dnnl && same && conv_ok(TARGET_CUDA, out, m) && dnnl_ok(out, m);
+        OpImpl lib = cuda ? IMPL_CUDNN_CONV
+                          : m->kind == OPK_CONV2D ? IMPL_CBLAS_IM2COL : IMPL_CBLAS_COL2IM;
+        if (!(same && conv_ok(tg, out, m)))
+            return dnnl ? IMPL_DNNL_CONV : IMPL_KERNEL;
+        /* both: the cheaper (FSRCNN's 56->1 9x9/4 transposed one runs on
+         * OpenBLAS and col2im in a tenth of oneDNN's time) */
+        if (dnnl && cost_stage_impl(cm, s, m, IMPL_DNNL_CONV, NULL) <=
+                        cost_stage_impl(cm, s, m, lib, NULL))
             return IMPL_DNNL_CONV;
-        if (same && conv_ok(tg, out, m))
-            return cuda ? IMPL_CUDNN_CONV
-                        : m->kind == OPK_CONV2D ? IMPL_CBLAS_IM2COL : IMPL_CBLAS_COL2IM;
-        break;
+        return lib;
+    }
     case OPK_G2BMM: case OPK_GBMM:
         if (cuda ? band_cuda_ok(out, m) : same && band_c_ok(out, m))
             return cuda ? IMPL_CUDA_BAND : IMPL_CBLAS_BAND;
