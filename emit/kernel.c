@@ -27,10 +27,6 @@
 #include <string.h>
 
 
-/* Terms of a reduction with no guards that are written out one by one
- * (a 4x4 window), at most. */
-#define KERNEL_UNROLL_TERMS 16
-
 typedef struct KGen {
     Emit *em;
     Kernel *k;
@@ -1289,23 +1285,6 @@ static void vec_sum_loop(KGen *g, Kernel *k, const int *level, Sb *b, int depth)
     sb_free(&body);
 }
 
-/* The terms of a reduction with no guards whose every term is worth
- * writing out (at most KERNEL_UNROLL_TERMS: a pooling window, a small
- * filter), else 0. */
-static int64_t short_terms(const Stage *st)
-{
-    if (st->nguards || st->nsums == 0 ||
-        (st->red != RED_SUM && st->red != RED_MAX && st->red != RED_MIN))
-        return 0;
-    int64_t n = 1;
-    for (int j = 0; j < st->nsums; j++) {
-        n *= st->sums[j].hi - st->sums[j].lo;
-        if (n <= 0 || n > KERNEL_UNROLL_TERMS)
-            return 0;
-    }
-    return n;
-}
-
 /* One term's accumulation into acc (a sum) or ein_m and ein_nan (max,
  * min: no branch, so that a short window runs at the rate of its loads;
  * NaN propagates). */
@@ -1320,7 +1299,8 @@ static void accumulate(const Stage *st, Sb *b, int depth, const char *v)
     line(b, depth, "ein_nan |= v != v;");
 }
 
-/* A reduction with no guards of at most KERNEL_UNROLL_TERMS terms, at
+/* A short reduction (cost_short_terms: no guards, at most
+ * COST_SHORT_TERMS terms), at
  * `depth`: each term in a block of its own with the sum variables bound
  * to constants, in the loops' order (a sum adds as the loops would);
  * max and min without a branch, and with a term always there, no `any`. */
@@ -1368,7 +1348,7 @@ static void short_body(KGen *g, Kernel *k, Sb *b, int depth, int64_t nterms)
 /* A reduction, or a map with output padding or guards: the outer
  * condition, a loop per sum variable with the guards that depend on it,
  * and the accumulation; then the lanes' part (build_part).  A short one
- * with no guards is written out term by term (short_body). */
+ * is written out term by term (short_body). */
 static void reduce_body(KGen *g, Kernel *k, Sb *b)
 {
     const Stage *st = k->st;
@@ -1378,7 +1358,7 @@ static void reduce_body(KGen *g, Kernel *k, Sb *b)
     int nc = outer_condition(g, k, &cond, level);
     int last = st->nsums - 1;
     bool vec = vec_sum(g, k, level, &k->simd_vmath);
-    int64_t nterms = vec ? 0 : short_terms(st);
+    int64_t nterms = vec ? 0 : cost_short_terms(st);
     /* max, min and product keep `any`: no term at all gives 0 */
     if (!nterms && (st->red == RED_MAX || st->red == RED_MIN || st->red == RED_PROD))
         line(b, 0, "int any = 0;     /* no term at all gives 0 */");

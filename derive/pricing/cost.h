@@ -129,6 +129,13 @@ int cost_post_ops(const Stage *s, const IrTensor *self, const IExpr *value, LibP
  * epilogues as post-ops (libs.c says where OpenBLAS stays faster). */
 OpImpl cost_impl(const CostModel *cm, const IrTensor *out, const Stage *s, const OpMatch *m);
 
+/* A short reduction: a sum, max or min with no guards of at most
+ * COST_SHORT_TERMS terms (a pooling window, a small filter), which a
+ * generated kernel writes out term by term, max and min without a
+ * branch (emit/kernel.c).  Its number of terms, else 0. */
+#define COST_SHORT_TERMS 16
+int64_t cost_short_terms(const Stage *s);
+
 /* Measured operator times, by operator key (tunedb.c). */
 typedef struct TuneDb TuneDb;
 
