@@ -454,7 +454,8 @@ static void write_stage_runner(Emit *em, const char *fn, bool weight_only)
     sb_puts(o, "    int rc;\n");
     for (int i = 0; i < p->ntensors; i++) {
         const IrTensor *t = p->tensors[i];
-        if (t->kind != IT_STAGE || at_load(em, t) != weight_only)
+        if (t->kind != IT_STAGE || at_load(em, t) != weight_only ||
+            plan_in_rows(emit_op(em, t)))
             continue;
         sb_printf(o, "    if ((rc = ein_op_%d(ctx, p", t->id);
         stream_arg(em);
@@ -466,7 +467,8 @@ static void write_stage_runner(Emit *em, const char *fn, bool weight_only)
 static void write_ops(Emit *em)
 {
     for (int i = 0; i < em->p->ntensors; i++)
-        if (em->p->tensors[i]->kind == IT_STAGE)
+        if (em->p->tensors[i]->kind == IT_STAGE &&
+            !plan_in_rows(emit_op(em, em->p->tensors[i])))
             write_op(em, em->p->tensors[i]);
 }
 

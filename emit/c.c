@@ -8,6 +8,7 @@
 #include "emit_int.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 /* Elements x terms below which a kernel runs on one thread: starting an
  * OpenMP team costs a few microseconds, about this many multiply-adds. */
@@ -33,8 +34,168 @@ static int parallel_loops(const Kernel *k)
     return r;
 }
 
+/* k's loops from `first` on (those before are bound: a row group's rows),
+ * the first `npar` of all of them shared by the threads, at indent `ind`;
+ * the body and the store: into the output's buffer, or with `row` >= 0
+ * into ein_row<row>, the element's row of a member that lives in its
+ * row group. */
+static void write_nest(Emit *em, const Kernel *k, int first, int npar, int ind, int row)
+{
+    Sb *o = &em->out;
+    int r = k->out->rank;
+    /* the per-row values before the innermost loop, unless the threads
+     * share it: then in the body */
+    bool hoist_out = k->hoist && r > first && r - 1 >= npar;
+    for (int i = first; i < r; i++) {
+        bool open = i + 1 == r || (hoist_out && i + 2 == r);
+        if (hoist_out && i == r - 1)
+            sb_indent(o, k->hoist, ind);
+        /* Each thread's innermost loop: OpenMP's outlined loop body loses
+         * what restrict says, which gcc's vectorizer needs; simd gives it
+         * back (iterations write distinct elements). */
+        if (i == r - 1 && i >= npar && k->simd && k->out->shape[i] > 1)
+            sb_puts(o, k->simd_vmath ? "#if defined(_OPENMP) && EIN_VMATH\n#pragma omp simd\n"
+                                       "#endif\n"
+                                     : "#ifdef _OPENMP\n#pragma omp simd\n#endif\n");
+        sb_printf(o, "%*sfor (%s %s = 0; %s < %" PRId64 "; ++%s)%s\n", ind, "",
+                  k->ity, k->loopvar[i], k->loopvar[i], k->out->shape[i],
+                  k->loopvar[i], open ? " {" : "");
+        if (i + 1 < r)
+            ind += 4;
+    }
+    if (r == first)
+        sb_printf(o, "%*s{\n", ind, "");
+    if (k->hoist && !hoist_out)
+        sb_indent(o, k->hoist, ind + 4);
+    sb_indent(o, k->body, ind + 4);
+    if (row >= 0) {
+        sb_printf(o, "%*sein_row%d[", ind + 4, "", row);
+        emit_store_offset_from(o, k, first);
+    } else {
+        sb_printf(o, "%*st_%s[", ind + 4, "", em->cname[k->out->id]);
+        emit_store_offset(o, k);
+    }
+    sb_puts(o, "] = ");
+    emit_store_value(em, o, k->out->elem, k->store);
+    sb_printf(o, ";\n%*s}\n", ind, "");
+    if (hoist_out && r - 2 >= first)
+        sb_printf(o, "%*s}\n", ind - 4, "");
+}
+
+/* A row group's parameters: the tensors its members read (in id order),
+ * but those it writes, then its stored members (in member order). */
+static int row_params(const Kernel *ks, const IrTensor **reads, const IrTensor **writes,
+                      int *nwrites)
+{
+    const PlanRowGroup *g = ks->rows;
+    int nr = 0;
+    *nwrites = 0;
+    for (int j = 0; j < g->nmembers; j++) {
+        if (g->stored[j])
+            writes[(*nwrites)++] = g->members[j];
+        for (int i = 0; i < ks[j].nreads; i++) {
+            const IrTensor *t = ks[j].reads[i];
+            bool have = false;
+            for (int m = 0; m < g->nmembers && !have; m++)
+                have = g->members[m] == t;
+            for (int m = 0; m < nr && !have; m++)
+                have = reads[m] == t;
+            if (have)
+                continue;
+            int at = nr++;
+            while (at > 0 && reads[at - 1]->id > t->id) {
+                reads[at] = reads[at - 1];
+                at--;
+            }
+            reads[at] = t;
+        }
+    }
+    return nr;
+}
+
+/* A fused row group (plan.h): one function named after its last member,
+ * whose loops over the rows run each member's own loop nest in turn on
+ * the row, the threads sharing the rows; a member that lives only in the
+ * group is one row, ein_rowN, on the stack of the thread. */
+static void write_rows(Emit *em, const Kernel *ks)
+{
+    const PlanRowGroup *g = ks->rows;
+    int n = g->nmembers, nrow = g->nrow, nreads = 0, nwrites = 0;
+    const Kernel *last = &ks[n - 1];
+    Sb *o = &em->out;
+    size_t cap = 1;
+    bool targets = false, wide = false;
+    double work = 0;
+    for (int j = 0; j < n; j++) {
+        cap += (size_t)ks[j].nreads + 1;
+        targets |= ks[j].simd || ks[j].simd_sum;
+        wide |= strcmp(ks[j].ity, "int") != 0;
+        work += ks[j].work;
+    }
+    const IrTensor **reads = arena_alloc(em->arena, cap * sizeof *reads);
+    const IrTensor **writes = arena_alloc(em->arena, cap * sizeof *writes);
+    nreads = row_params(ks, reads, writes, &nwrites);
+    sb_puts(o, "/* A fused row group: ");
+    for (int j = 0; j < n; j++)
+        sb_printf(o, "%s%s", j ? ", " : "", g->members[j]->name);
+    sb_printf(o, ", one after the other on each of the rows that their first %d\n"
+              "   dims index. */\n", nrow);
+    for (int j = 0; j < n; j++)
+        emit_block_comment(o, ks[j].comment, 0);
+    sb_printf(o, "%sstatic void %s(", targets ? "EIN_TARGETS " : "", last->name);
+    for (int i = 0; i < nreads; i++)
+        sb_printf(o, "const %s *restrict t_%s, ", emit_ctype(reads[i]->elem),
+                  em->cname[reads[i]->id]);
+    for (int i = 0; i < nwrites; i++)
+        sb_printf(o, "%s *restrict t_%s%s", emit_ctype(writes[i]->elem),
+                  em->cname[writes[i]->id], i + 1 < nwrites ? ", " : ")\n{\n");
+    const int64_t *shape = last->out->shape;
+    int64_t rows = 1;
+    int npar = 0;
+    for (int d = 0; d < nrow; d++) {
+        rows *= shape[d];
+        if (npar == 0 && (rows >= C_PARALLEL_ROWS || d == nrow - 1))
+            npar = d + 1;
+    }
+    if (rows > 1 && work >= C_PARALLEL_WORK)
+        sb_printf(o, "#ifdef _OPENMP\n#pragma omp parallel for%s schedule(static)\n"
+                  "#endif\n", npar > 1 ? arena_printf(em->arena, " collapse(%d)", npar) : "");
+    const char *ity = wide ? "int64_t" : "int";
+    int ind = 4;
+    for (int d = 0; d < nrow; d++) {
+        sb_printf(o, "%*sfor (%s ein_r%d = 0; ein_r%d < %" PRId64 "; ++ein_r%d)%s\n", ind, "",
+                  ity, d, d, shape[d], d, d + 1 == nrow ? " {" : "");
+        if (d + 1 < nrow)
+            ind += 4;
+    }
+    ind += 4;
+    for (int j = 0; j < n; j++) {
+        int64_t len = 1;
+        for (int d = nrow; d < g->members[j]->rank; d++)
+            len *= g->members[j]->shape[d];
+        if (!g->stored[j])
+            sb_printf(o, "%*sfloat ein_row%d[%" PRId64 "];\n", ind, "", j, len);
+    }
+    for (int j = 0; j < n; j++) {
+        const Kernel *k = &ks[j];
+        sb_printf(o, "%*s{   /* %s */\n", ind, "", g->members[j]->name);
+        for (int d = 0; d < nrow; d++)
+            if (g->stored[j] || k->loopused[d])
+                sb_printf(o, "%*sconst %s %s = ein_r%d;\n", ind + 4, "", k->ity, k->loopvar[d],
+                          d);
+        write_nest(em, k, nrow, 0, ind + 4, g->stored[j] ? -1 : j);
+        sb_printf(o, "%*s}\n", ind, "");
+    }
+    sb_printf(o, "%*s}\n}\n\n", ind - 4, "");
+}
+
 void c_write_kernel(Emit *em, const Kernel *k)
 {
+    if (k->rows) {
+        if (k->row_member == 0)
+            write_rows(em, k);
+        return;
+    }
     Sb *o = &em->out;
     int r = k->out->rank;
     emit_block_comment(o, k->comment, 0);
@@ -50,45 +211,27 @@ void c_write_kernel(Emit *em, const Kernel *k)
         sb_printf(o, "#ifdef _OPENMP\n#pragma omp parallel for%s schedule(static)\n"
                   "#endif\n", n > 1 ? arena_printf(em->arena, " collapse(%d)", n) : "");
     }
-    int ind = 4;
-    /* the per-row values before the innermost loop, unless the threads
-     * share it: then in the body */
-    bool hoist_out = k->hoist && r >= 1 && r - 1 >= n;
-    for (int i = 0; i < r; i++) {
-        bool open = i + 1 == r || (hoist_out && i + 2 == r);
-        if (hoist_out && i == r - 1)
-            sb_indent(o, k->hoist, ind);
-        /* Each thread's innermost loop: OpenMP's outlined loop body loses
-         * what restrict says, which gcc's vectorizer needs; simd gives it
-         * back (iterations write distinct elements). */
-        if (i == r - 1 && i >= n && k->simd && k->out->shape[i] > 1)
-            sb_puts(o, k->simd_vmath ? "#if defined(_OPENMP) && EIN_VMATH\n#pragma omp simd\n"
-                                       "#endif\n"
-                                     : "#ifdef _OPENMP\n#pragma omp simd\n#endif\n");
-        sb_printf(o, "%*sfor (%s %s = 0; %s < %" PRId64 "; ++%s)%s\n", ind, "",
-                  k->ity, k->loopvar[i], k->loopvar[i], k->out->shape[i],
-                  k->loopvar[i], open ? " {" : "");
-        if (i + 1 < r)
-            ind += 4;
-    }
-    if (r == 0)
-        sb_printf(o, "%*s{\n", ind, "");
-    if (k->hoist && !hoist_out)
-        sb_indent(o, k->hoist, ind + 4);
-    sb_indent(o, k->body, ind + 4);
-    sb_printf(o, "%*st_%s[", ind + 4, "", em->cname[k->out->id]);
-    emit_store_offset(o, k);
-    sb_puts(o, "] = ");
-    emit_store_value(em, o, k->out->elem, k->store);
-    sb_printf(o, ";\n%*s}\n", ind, "");
-    if (hoist_out && r >= 2)
-        sb_printf(o, "%*s}\n", ind - 4, "");
+    write_nest(em, k, 0, n, 4, -1);
     sb_puts(o, "}\n\n");
 }
 
 void c_write_launch(Emit *em, const Kernel *k, const char *indent)
 {
     Sb *o = &em->out;
+    if (k->rows) {
+        size_t cap = 1;
+        for (int j = 0; j < k->rows->nmembers; j++)
+            cap += (size_t)k[j].nreads + 1;
+        const IrTensor **reads = arena_alloc(em->arena, cap * sizeof *reads);
+        const IrTensor **writes = arena_alloc(em->arena, cap * sizeof *writes);
+        int nw, nr = row_params(k, reads, writes, &nw);
+        sb_printf(o, "%s%s(", indent, k[k->rows->nmembers - 1].name);
+        for (int i = 0; i < nr; i++)
+            sb_printf(o, "p[%d], ", reads[i]->id);
+        for (int i = 0; i < nw; i++)
+            sb_printf(o, "p[%d]%s", writes[i]->id, i + 1 < nw ? ", " : ");\n");
+        return;
+    }
     sb_printf(o, "%s%s(", indent, k->name);
     for (int i = 0; i < k->nreads; i++)
         sb_printf(o, "p[%d], ", k->reads[i]->id);

@@ -162,11 +162,19 @@ static void op_label(Emit *em, const IrTensor *t, Sb *o)
     bool call = op->impl != IMPL_KERNEL;
     const char *name = em->kname[t->id] ? em->kname[t->id]
                                         : arena_printf(em->arena, "ein_op_%d", t->id);
-    sb_printf(o, "%s: %s", name, call ? op_kind_name(op->op.kind) : "generated kernel");
+    if (plan_in_rows(op)) {
+        const IrTensor *last = op->rows->members[op->rows->nmembers - 1];
+        sb_printf(o, "computed by %s's row group\\l", last->name);
+        return;
+    }
+    sb_printf(o, "%s: %s", name, call ? op_kind_name(op->op.kind)
+                          : op->rows ? "fused row group" : "generated kernel");
     if (call)
         sb_printf(o, ", %s", lib_call_name(em, t));
     sb_printf(o, "%s\\l", op->at_load ? ", run at weight load" : "");
     names_line(o, "fused:", op->prologue, op->nprologue);
+    if (op->rows)
+        names_line(o, "rows of:", op->rows->members, op->rows->nmembers);
     if (op->epi.value)
         names_line(o, "epilogue of:", op->epi.absorbed, op->epi.nabsorbed);
     LibPost post[LIB_POST_MAX];

@@ -381,9 +381,9 @@ static void check_plan(const Plan *pl)
             ICE_AT(t->loc, "the plan runs '%s' as %s %s on target %s", t->name,
                    op_kind_name(op->op.kind), cost_impl_name(op->impl),
                    cost_target_name(pl->target));
-        if (op->rows)
+        if (op->rows && (pl->target != TARGET_C || op->impl != IMPL_KERNEL))
             ICE_AT(t->loc, "the plan computes '%s' in a fused row group, which the "
-                   "emitter does not generate yet", t->name);
+                   "emitter generates only as C", t->name);
         if (op->buf.kind != BUF_OWN)
             ICE_AT(t->loc, "the plan makes '%s' a view of another buffer, which the "
                    "emitter does not generate yet", t->name);
@@ -470,13 +470,29 @@ static int build_kernels(Emit *em)
     const IrProgram *p = em->p;
     size_t n = (size_t)(2 * p->ntensors + 1);
     int rc = 0;
+    for (int i = 0; i < p->ntensors; i++) {
+        const PlanOp *op = emit_op(em, p->tensors[i]);
+        if (op->rows && !plan_in_rows(op))
+            n += (size_t)op->rows->nmembers;
+    }
     em->kernels = arena_alloc(em->arena, sizeof *em->kernels * n);
     em->kernel_of = arena_alloc(em->arena, sizeof *em->kernel_of * n);
     em->pass_of = arena_alloc(em->arena, sizeof *em->pass_of * n);
     for (int i = 0; i < p->ntensors; i++) {
         em->kernel_of[i] = em->pass_of[i] = -1;
         const PlanOp *op = emit_op(em, p->tensors[i]);
-        if (em->kname[i]) {
+        if (em->kname[i] && op->rows) {
+            /* a row group: its members' kernels, one after the other */
+            em->rows = op->rows;
+            em->kernel_of[i] = em->nkernels;
+            for (int j = 0; j < op->rows->nmembers; j++) {
+                Kernel *k = &em->kernels[em->nkernels++];
+                if (kernel_build(em, &op->rows->ops[j], false, em->kname[i], k) < 0)
+                    rc = -1;
+                k->row_member = j;
+            }
+            em->rows = NULL;
+        } else if (em->kname[i]) {
             if (kernel_build(em, op, false, em->kname[i], &em->kernels[em->nkernels]) < 0)
                 rc = -1;
             em->kernel_of[i] = em->nkernels++;

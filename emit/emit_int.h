@@ -60,6 +60,13 @@ typedef struct Kernel {
     /* C, a map: lines defining its per-row values (ein_h0, ...), which do
      * not change along the innermost loop; NULL when none. */
     char *hoist;
+    /* C: member row_member of a fused row group (plan.h), whose kernels
+     * are consecutive in Emit.kernels, the first written as the group's
+     * one function (named after the last) and launched as it; NULL: a
+     * kernel of its own.  A member that lives only in the group is
+     * `ein_rowN` (N its member index), one row of it, in that function. */
+    const PlanRowGroup *rows;
+    int row_member;
 } Kernel;
 
 /* Index arithmetic is in int unless a value could pass this (the
@@ -98,6 +105,7 @@ typedef struct Emit {
     bool *read_mark;                /* by tensor id: the kernel reads it */
     int *read_ids;                  /* the ids marked, in the order met */
     bool big_tensor;                /* some tensor has more than KERNEL_INT_LIMIT elements */
+    const PlanRowGroup *rows;       /* the row group whose member is being built */
     const char **var_name;
     bool *var_used;
     int nvars;
@@ -191,6 +199,9 @@ static inline const PlanOp *emit_op(const Emit *em, const IrTensor *t)
 int kernel_build(Emit *em, const PlanOp *op, bool pass, const char *name, Kernel *k);
 /* Row-major offset of the output element from the loop variables. */
 void emit_store_offset(Sb *b, const Kernel *k);
+/* The same over the dims from `first` on (an element's offset in its row
+ * of a row group: first = the group's nrow); "0" when none. */
+void emit_store_offset_from(Sb *b, const Kernel *k, int first);
 
 /* c.c / cuda.c: the kernels and the code that launches them. */
 void c_write_kernel(Emit *em, const Kernel *k);

@@ -193,23 +193,38 @@ static void gen_f(KGen *g, const IExpr *e, Sb *b);
 static void gen_b(KGen *g, const IExpr *e, Sb *b);
 static void line(Sb *b, int depth, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* Row-major offset of dims 0..k:  ((i0 * S1 + i1) * S2 + i2) */
-static void gen_offset(KGen *g, const IrTensor *t, const Ix **idx, int k, Sb *b)
+/* Row-major offset of dims first..k:  ((i0 * S1 + i1) * S2 + i2) */
+static void gen_offset(KGen *g, const IrTensor *t, const Ix **idx, int first, int k, Sb *b)
 {
-    if (k == 0) {
-        if (t->rank > 1)
-            gen_ix_paren(g, idx[0], b);
-        else
-            gen_ix(g, idx[0], b);
+    if (k < first) {
+        sb_putc(b, '0');
         return;
     }
-    if (k >= 2)
+    if (k == first) {
+        if (t->rank > first + 1)
+            gen_ix_paren(g, idx[first], b);
+        else
+            gen_ix(g, idx[first], b);
+        return;
+    }
+    if (k >= first + 2)
         sb_putc(b, '(');
-    gen_offset(g, t, idx, k - 1, b);
-    if (k >= 2)
+    gen_offset(g, t, idx, first, k - 1, b);
+    if (k >= first + 2)
         sb_putc(b, ')');
     sb_printf(b, " * %" PRId64 " + ", t->shape[k]);
     gen_ix(g, idx[k], b);
+}
+
+/* The member index of t in the row group being built where t lives only
+ * in the group (one row of it, ein_rowN), else -1. */
+static int row_local(const KGen *g, const IrTensor *t)
+{
+    const PlanRowGroup *r = g->em->rows;
+    for (int i = 0; r && i < r->nmembers; i++)
+        if (r->members[i] == t && !r->stored[i])
+            return i;
+    return -1;
 }
 
 /* Whether the read e is of the element being computed: the loop
@@ -291,7 +306,7 @@ static void gen_gather(KGen *g, const IExpr *e, Sb *b)
     if (t->rank == 0)
         sb_putc(b, '0');
     else
-        gen_offset(g, t, e->access.idx, t->rank - 1, b);
+        gen_offset(g, t, e->access.idx, 0, t->rank - 1, b);
     sb_puts(b, nconds ? "] : 0)" : "])");
     sb_free(&cond);
 }
@@ -345,9 +360,13 @@ static void gen_access(KGen *g, const IExpr *e, Sb *b)
                 sb_printf(&cond, " < %" PRId64, S);
         }
     }
-    if (t != g->out)            /* an epilogue pass reads its output in place */
+    /* an epilogue pass reads its output in place; a row group's member
+     * that lives in it, one row of it, by the row's variables */
+    int local = row_local(g, t);
+    if (t != g->out && local < 0)
         note_read(g, t);
-    const char *name = g->em->cname[t->id];
+    const char *name = local >= 0 ? arena_printf(g->em->arena, "row%d", local)
+                                  : g->em->cname[t->id];
     if (nconds)
         sb_printf(b, "(%s ? ", sb_str(&cond));
     /* An f16 or bf16 element is widened to float as it is read, an
@@ -359,11 +378,11 @@ static void gen_access(KGen *g, const IExpr *e, Sb *b)
         sb_puts(b, h ? "ein_ld_f16(" : "ein_ld_bf16(");
         g->em->helpers |= h ? HELP_LD_F16 : HELP_LD_BF16;
     }
-    sb_printf(b, "t_%s[", name);
+    sb_printf(b, "%s_%s[", local >= 0 ? "ein" : "t", name);
     if (t->rank == 0)
         sb_putc(b, '0');
     else
-        gen_offset(g, t, e->access.idx, t->rank - 1, b);
+        gen_offset(g, t, e->access.idx, local >= 0 ? g->em->rows->nrow : 0, t->rank - 1, b);
     sb_putc(b, ']');
     if (t->elem != ELEM_F32)
         sb_putc(b, ')');
@@ -1528,6 +1547,7 @@ int kernel_build(Emit *em, const PlanOp *op, bool pass, const char *name, Kernel
     k->out = t;
     k->st = st;
     k->name = name;
+    k->rows = em->rows;
     /* The dialects round the element to its type as they store it; the
      * helpers are written before the kernels, so say so now. */
     if (elem_is_int(t->elem))
@@ -1575,15 +1595,20 @@ int kernel_build(Emit *em, const PlanOp *op, bool pass, const char *name, Kernel
 /* Row-major offset of an element from the loop variables. */
 void emit_store_offset(Sb *b, const Kernel *k)
 {
+    emit_store_offset_from(b, k, 0);
+}
+
+void emit_store_offset_from(Sb *b, const Kernel *k, int first)
+{
     int r = k->out->rank;
-    if (r == 0) {
+    if (r <= first) {
         sb_putc(b, '0');
         return;
     }
-    for (int i = 2; i < r; i++)
+    for (int i = first + 2; i < r; i++)
         sb_putc(b, '(');
-    sb_puts(b, k->loopvar[0]);
-    for (int i = 1; i < r; i++)
+    sb_puts(b, k->loopvar[first]);
+    for (int i = first + 1; i < r; i++)
         sb_printf(b, " * %" PRId64 " + %s%s", k->out->shape[i], k->loopvar[i],
-                  i + 1 < r && i >= 1 ? ")" : "");
+                  i + 1 < r ? ")" : "");
 }

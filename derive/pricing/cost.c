@@ -689,6 +689,21 @@ static double cpu_kernel(const CpuFigures *c, const Stage *s, double dram)
     return c->kernel_launch + t;
 }
 
+double cost_rows(const CostModel *cm, const Stage *const *s, int n, double bytes)
+{
+    double t = 0;
+    if (!is_cpu(cm->dev)) {
+        for (int i = 0; i < n; i++)
+            t += cost_stage(cm, s[i], NULL);
+        return t;
+    }
+    const CpuFigures *c = &cpu_figures;
+    for (int i = 0; i < n; i++)
+        t += cpu_kernel(c, s[i], 0) - c->kernel_launch;
+    t = c->kernel_launch + t;
+    return bytes > c->l2_bytes ? fmax(t, bytes / c->stream) : t;
+}
+
 /* Banded products (emit/lib.c, C): per batch, residue class and block of
  * 64 rows, one cblas_sgemm against the 64 + 2w key rows the band covers,
  * and the band copied out of (G2BMM) or into (GBMM) a scratch block. */

@@ -136,6 +136,13 @@ OpImpl cost_impl(const CostModel *cm, const IrTensor *out, const Stage *s, const
 #define COST_SHORT_TERMS 16
 int64_t cost_short_terms(const Stage *s);
 
+/* The stages s[0..n-1] (generated kernels) run one after the other on
+ * each row, the row in the cache (a fused row group, plan.h): one call,
+ * their arithmetic, and no faster than streaming `bytes`, what the group
+ * reads from other tensors and writes.  C target only: elsewhere the
+ * stages apart. */
+double cost_rows(const CostModel *cm, const Stage *const *s, int n, double bytes);
+
 /* Measured operator times, by operator key (tunedb.c). */
 typedef struct TuneDb TuneDb;
 

@@ -56,6 +56,12 @@ int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm, double budget_ms, bool
  * derive_fuse.  Returns how many maps became epilogues. */
 int derive_epilogues(IrCtx *cx, Plan *pl, const CostModel *cm, bool verify);
 
+/* Row groups: a run of generated kernels over the same rows (softmax,
+ * layer norm) becomes one operator that computes them row by row (plan.h,
+ * PlanRowGroup), on the C target, where the cost model prices that
+ * cheaper than the kernels apart (rows.c).  Returns how many groups. */
+int derive_rows(IrCtx *cx, Plan *pl, const CostModel *cm);
+
 /* Does s with the epilogue epi (NULL: none) stay within fusion's bounds
  * on a kernel's depth and size (fuse.c), which the IR walks and the
  * emitters rely on? */

@@ -4,15 +4,15 @@
 derive_libderive_a_SOURCES += derive/search/plan.h derive/search/plan.c \
 	derive/search/search.h derive/search/search.c derive/search/derive.h \
 	derive/search/derive.c derive/search/epilogue.c derive/search/fuse.c \
-	derive/search/siblings.c \
+	derive/search/rows.c derive/search/siblings.c \
 	derive/search/tune.h derive/search/tune.c
 
 # The search showcases (EinNet's four derivations) and --verify on every
 # example; tests/bench/ holds benchmarks that do not run in make check.
 TESTS += tests/derive/showcase.test tests/derive/verify.test tests/derive/scale.test \
 	tests/derive/limits.test tests/derive/factor.test tests/derive/views.test \
-	tests/derive/epilogue.test
+	tests/derive/epilogue.test tests/derive/rows.test
 EXTRA_DIST += tests/derive/showcase.test tests/derive/verify.test tests/derive/scale.test \
 	tests/derive/limits.test tests/derive/factor.test tests/derive/views.test \
-	tests/derive/showcase tests/derive/factor tests/derive/views tests/derive/epilogue.test \
+	tests/derive/rows.test tests/derive/showcase tests/derive/factor tests/derive/views tests/derive/epilogue.test \
 	tests/derive/epilogue tests/bench/search.sh tests/bench/README.md

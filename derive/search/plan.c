@@ -12,7 +12,12 @@
 
 bool plan_has_kernel(const PlanOp *op)
 {
-    return op->impl == IMPL_KERNEL || op->impl == IMPL_CUDNN_CONV;
+    return (op->impl == IMPL_KERNEL && !plan_in_rows(op)) || op->impl == IMPL_CUDNN_CONV;
+}
+
+bool plan_in_rows(const PlanOp *op)
+{
+    return op->rows && op->out != op->rows->members[op->rows->nmembers - 1];
 }
 
 const Stage *plan_epilogue_stage(IrCtx *cx, const PlanOp *op)
@@ -97,13 +102,10 @@ static const IExpr *stored_access(void *arg, const IExpr *e)
     return ir_access_stage(st->cx, st->value, e->access.idx, e->access.nidx);
 }
 
-const Stage *plan_stored_stage(IrCtx *cx, const PlanOp *op)
+/* s with its loops renamed, so that reading it inside a stage over s's
+ * own loop variables binds nothing twice. */
+static const Stage *renamed(IrCtx *cx, const Stage *s)
 {
-    const Stage *s = op->stage;
-    if (!op->epi.value)
-        return s;
-    /* s with its loops renamed, so that reading it inside the epilogue's
-     * stage (over s's own loop variables) binds nothing twice */
     IrVar *loops = arena_alloc(ir_arena(cx), (size_t)(s->nloops + 1) * sizeof *loops);
     const IExpr *body = s->body;
     const IExpr **guards = arena_alloc(ir_arena(cx), (size_t)(s->nguards + 1) * sizeof *guards);
@@ -117,10 +119,109 @@ const Stage *plan_stored_stage(IrCtx *cx, const PlanOp *op)
         for (int g = 0; g < s->nguards; g++)
             guards[g] = ir_subst(cx, guards[g], s->loops[d].id, to);
     }
-    Stored st = {cx, op->epi.self, ir_stage(cx, s->red, loops, s->nloops, s->sums, s->nsums, guards,
-                                        s->nguards, body)};
+    return ir_stage(cx, s->red, loops, s->nloops, s->sums, s->nsums, guards, s->nguards, body);
+}
+
+/* What op stores, its epilogue applied (plan_stored_stage without the
+ * row group). */
+static const Stage *stored_plain(IrCtx *cx, const PlanOp *op)
+{
+    const Stage *s = op->stage;
+    if (!op->epi.value)
+        return s;
+    Stored st = {cx, op->epi.self, renamed(cx, s)};
     const IExpr *v = ir_map_access(cx, op->epi.value, stored_access, &st);
     return ir_stage(cx, RED_NONE, s->loops, s->nloops, NULL, 0, NULL, 0, v);
+}
+
+/* A row group's member as it stands alone: its reads of the members that
+ * live only in the group replaced by what those store (nested stages). */
+typedef struct RowInline {
+    IrCtx *cx;
+    const PlanRowGroup *g;
+} RowInline;
+
+static const Stage *row_member_stage(IrCtx *cx, const PlanRowGroup *g, int k);
+
+static const IExpr *row_access(void *arg, const IExpr *e)
+{
+    const RowInline *r = arg;
+    for (int i = 0; i < r->g->nmembers; i++)
+        if (e->access.tensor == r->g->members[i] && !r->g->stored[i])
+            return ir_access_stage(r->cx, renamed(r->cx, row_member_stage(r->cx, r->g, i)),
+                                   e->access.idx, e->access.nidx);
+    return e;
+}
+
+static const Stage *row_member_stage(IrCtx *cx, const PlanRowGroup *g, int k)
+{
+    const Stage *s = stored_plain(cx, &g->ops[k]);
+    RowInline r = {cx, g};
+    const IExpr **guards = arena_alloc(ir_arena(cx), (size_t)(s->nguards + 1) * sizeof *guards);
+    for (int i = 0; i < s->nguards; i++)
+        guards[i] = ir_map_access(cx, s->guards[i], row_access, &r);
+    return ir_stage(cx, s->red, s->loops, s->nloops, s->sums, s->nsums, guards, s->nguards,
+                    ir_map_access(cx, s->body, row_access, &r));
+}
+
+const Stage *plan_stored_stage(IrCtx *cx, const PlanOp *op)
+{
+    if (op->rows)
+        for (int k = 0; k < op->rows->nmembers; k++)
+            if (op->rows->members[k] == op->out)
+                return row_member_stage(cx, op->rows, k);
+    return stored_plain(cx, op);
+}
+
+/* The bytes a row group reads from the tensors outside it (each once)
+ * and writes (its stored members). */
+typedef struct RowBytes {
+    const PlanRowGroup *g;
+    const IrTensor **seen;
+    int n, max;
+    double bytes;
+} RowBytes;
+
+static bool row_bytes_visit(void *arg, const IExpr *e)
+{
+    RowBytes *r = arg;
+    if (e->kind != IE_ACCESS || !e->access.tensor)
+        return true;
+    const IrTensor *t = e->access.tensor;
+    for (int i = 0; i < r->g->nmembers; i++)
+        if (r->g->members[i] == t || r->g->ops[i].epi.self == t)
+            return true;
+    for (int i = 0; i < r->n; i++)
+        if (r->seen[i] == t)
+            return true;
+    if (r->n < r->max)
+        r->seen[r->n++] = t;
+    r->bytes += (t->elem == ELEM_F32 ? 4.0 : 2.0) * (double)ir_tensor_numel(t);
+    return true;
+}
+
+static double epilogue_cost(IrCtx *cx, const CostModel *cm, const PlanOp *op);
+
+double plan_rows_cost(IrCtx *cx, const CostModel *cm, const PlanRowGroup *g)
+{
+    const Stage **s = xmalloc((size_t)g->nmembers * sizeof *s);
+    const IrTensor *seen[64];
+    RowBytes rb = {g, seen, 0, 64, 0};
+    double epi = 0;
+    for (int i = 0; i < g->nmembers; i++) {
+        const PlanOp *op = &g->ops[i];
+        s[i] = op->stage;
+        ir_expr_visit(op->stage->body, row_bytes_visit, &rb);
+        if (op->epi.value) {
+            ir_expr_visit(op->epi.value, row_bytes_visit, &rb);
+            epi += epilogue_cost(cx, cm, op);
+        }
+        if (g->stored[i])
+            rb.bytes += 4.0 * (double)ir_tensor_numel(g->members[i]);
+    }
+    double t = cost_rows(cm, s, g->nmembers, rb.bytes) + epi;
+    free(s);
+    return t;
 }
 
 /* The epilogue's own time.  After a library call it is a pass of its own
@@ -146,14 +247,15 @@ static double epilogue_cost(IrCtx *cx, const CostModel *cm, const PlanOp *op)
 
 void plan_price(IrCtx *cx, const CostModel *cm, PlanOp *op)
 {
+    op->measured = false;
+    if (op->rows) {
+        /* the group as one operator, priced once: at its last member */
+        op->cost = plan_in_rows(op) ? 0 : plan_rows_cost(cx, cm, op->rows);
+        return;
+    }
     op->cost = cost_stage_impl(cm, op->stage, &op->op, op->impl, &op->measured);
     if (op->epi.value)
         op->cost += epilogue_cost(cx, cm, op);
-    /* A row group is priced as its members' kernels until the fused row
-     * kernel has a price of its own (op->stage is the last member's). */
-    if (op->rows)
-        for (int i = 0; i + 1 < op->rows->nmembers; i++)
-            op->cost += cost_stage(cm, op->rows->members[i]->stage, NULL);
 }
 
 /* plan_choose without the price. */
@@ -764,7 +866,9 @@ static void print_op(const PlanOp *o, FILE *fp)
     int npost = plan_post_ops(o, post);
     if (npost)
         fprintf(fp, " (%d post-op%s)", npost, npost > 1 ? "s" : "");
-    if (o->rows)
+    if (plan_in_rows(o))
+        fprintf(fp, "  in the rows of %s", o->rows->members[o->rows->nmembers - 1]->name);
+    else if (o->rows)
         print_names("rows", o->rows->members, o->rows->nmembers, fp);
     fprintf(fp, "  %.2f us%s%s\n", o->cost * 1e6, o->measured ? " (measured)" : "",
             o->at_load ? " (at load)" : "");

@@ -41,20 +41,28 @@ typedef struct PlanEpilogue {
 } PlanEpilogue;
 
 /* A fused group of row reductions (softmax, layer norm): several
- * reductions and maps over one row, run as one operator whose threads
- * share the row.  The members are tensors whose first `nrow` dims index
- * the row, each a stage over the same outer loops (a reduction over the
- * row's elements or a map of them), computed in order; the operator's
- * `out` is the last.  `stored[i]`: member i keeps its buffer (it is in
- * the program and read elsewhere); the others live only inside the
- * operator.  Neither the search nor emit/ makes one yet: the record is
- * here so that fused row kernels fill it without a new design; emit/
- * refuses a plan that holds one (an internal error). */
+ * generated kernels over the same rows, run as one operator that
+ * computes them one after the other on each row (rows.c).  The members
+ * are tensors whose first `nrow` dims index the row, each a stage whose
+ * first nrow loops are those dims (a reduction over the row's elements
+ * or a map of them) and which reads the members before it only at its
+ * own row; they are computed in order, and ops[i] is member i's operator
+ * (a generated kernel, with its prologue and epilogue).  `stored[i]`:
+ * member i keeps its buffer (it is in the program, read elsewhere or an
+ * output; the last always); the others live in a buffer of one row
+ * inside the operator and are no longer in the program (their ids are
+ * stale: read them by pointer).  The group's operator is the last
+ * member's: Plan.ops of that tensor, with `rows` set and the group's
+ * cost; a stored member before it has `rows` set too and costs nothing
+ * (the group computes it).  Made on the C target only; the CUDA writer
+ * refuses one (an internal error). */
+typedef struct PlanOp PlanOp;
 typedef struct PlanRowGroup {
     int nrow;
     const IrTensor *const *members;
     const bool *stored;
     int nmembers;
+    const PlanOp *ops;
 } PlanRowGroup;
 
 /* Where an operator's result lives.  Every tensor has a buffer of its own
@@ -72,7 +80,7 @@ typedef struct PlanBuf {
     int64_t offset;
 } PlanBuf;
 
-typedef struct PlanOp {
+struct PlanOp {
     const IrTensor *out;        /* the tensor stored */
     const Stage *stage;         /* what the operator computes: for the result
                                    of a derivation its flattened expression,
@@ -86,12 +94,12 @@ typedef struct PlanOp {
     const IrTensor *const *prologue;
     int nprologue;
     PlanEpilogue epi;
-    const PlanRowGroup *rows;   /* NULL: not a row group */
+    const PlanRowGroup *rows;   /* NULL: not in a row group */
     PlanBuf buf;
     bool at_load;               /* depends on weights only: runs at load */
     double cost;                /* seconds, estimated (plan_price) */
     bool measured;              /* the stage's time is from the tuning database */
-} PlanOp;
+};
 
 /* The pieces of one expression: intermediates first, the result last. */
 typedef struct Pieces {
@@ -132,6 +140,13 @@ const Stage *plan_stored_stage(IrCtx *cx, const PlanOp *op);
 /* Does the generated file hold a generated kernel for op: a generated
  * kernel, or a cuDNN convolution's fallback. */
 bool plan_has_kernel(const PlanOp *op);
+
+/* Is op a stored member of a row group that the group's operator (that
+ * of its last member) computes: no code of its own? */
+bool plan_in_rows(const PlanOp *op);
+
+/* The price of a row group as one operator (cost_rows). */
+double plan_rows_cost(IrCtx *cx, const CostModel *cm, const PlanRowGroup *g);
 
 /* How op's epilogue runs after a library call: as oneDNN's post-ops
  * (plan_post_ops: their number, into post[LIB_POST_MAX], from
