@@ -205,7 +205,14 @@ void api_write_header_comment(Emit *em)
 " *   const char *model_last_error(const model_ctx *ctx);\n"
 " *       The message of the latest failure.\n"
 " *   int model_destroy(model_ctx *ctx);\n"
-" *       Free the context and its buffers.\n"
+" *       Free the context and its buffers.\n");
+    emit_api_text(em, cuda ? " *   int model_set_threads(model_ctx *ctx, int n);\n"
+                             " *       Accepted for the C target's API (n >= 0); the runs are on the GPU.\n"
+                           : " *   int model_set_threads(model_ctx *ctx, int n);\n"
+                             " *       The runs from now on compute with n threads (OpenMP's, which\n"
+                             " *       oneDNN uses, and OpenBLAS's); 0, the default: as many as OpenMP\n"
+                             " *       would use (OMP_NUM_THREADS, else every processor).\n");
+    emit_api_text(em,
 " *   int model_tensor_count(void);  const model_tensor_info *model_tensor_at(int i);\n"
 " *       Every tensor of the model: name, kind, shape, element type, size.\n"
 " *   const model_tensor_info *model_output_at(int k);\n"
@@ -319,6 +326,7 @@ static void write_decls(Emit *em)
     emit_api_text(em, ");\n"
 "const char *model_last_error(const model_ctx *ctx);\n"
 "int model_destroy(model_ctx *ctx);\n"
+"int model_set_threads(model_ctx *ctx, int n);\n"
 "int model_tensor_count(void);\n"
 "const model_tensor_info *model_tensor_at(int i);\n"
 "const model_tensor_info *model_output_at(int k);\n"
@@ -382,7 +390,8 @@ static void write_tables(Emit *em)
     sb_puts(o, cuda ? "device memory */\n" : "host memory */\n");
     emit_api_text(em,
 "    unsigned char valid[EIN_NT];    /* holds a value */\n"
-"    int weights_changed;            /* the load-time stages must rerun */\n");
+"    int weights_changed;            /* the load-time stages must rerun */\n"
+"    int threads;                    /* model_set_threads; 0: OpenMP's default */\n");
     sb_puts(o, cuda ? "    cudaStream_t io;                /* the context's own copies (set, load, get) */\n"
                       "    cudaEvent_t done;               /* recorded at the end of every run */\n"
                       "    cudaStream_t cap;               /* the run's graph is captured on it */\n"
@@ -503,15 +512,15 @@ static void write_run(Emit *em)
     emit_api_text(em, ")\n"
 "{\n"
 "    int rc;\n"
-"    for (int i = 0; i < EIN_NT; i++)\n"
-"        if (ein_tensors[i].kind == MODEL_WEIGHT && !ctx->valid[i])\n"
-"            return ein_fail(ctx, MODEL_EMISSING, \"weight '%s' was never loaded or set\",\n"
-"                            ein_tensors[i].name);\n");
+"    if ((rc = ein_weights_ready(ctx)) != MODEL_OK)\n"
+"        return rc;\n");
     if (cuda)
         emit_api_text(em,
 "    /* after the previous run, whatever its stream: they share the\n"
 "       context's buffers */\n"
 "    EIN_CUDA(cudaStreamWaitEvent(stream, ctx->done, 0));\n");
+    if (!cuda)
+        sb_puts(o, "    ein_set_threads(ctx);\n");
     emit_api_text(em,
 "    if (ctx->weights_changed) {\n"
 "        if ((rc = ein_load_stages(ctx, ctx->buf");

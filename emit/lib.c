@@ -176,7 +176,7 @@ void lib_write_includes(Emit *em)
     if (em->libs & LIB_CUDNN)
         sb_puts(o, "#include <cudnn.h>\n");
     if (em->libs & LIB_CBLAS)
-        sb_puts(o, "#include <cblas.h>\n");
+        sb_puts(o, "#include <cblas.h>\n#define EIN_OPENBLAS 1\n");
     if (em->libs)
         sb_putc(o, '\n');
 }

@@ -63,6 +63,26 @@ int model_create(model_ctx **out)
     return ein_lib_create(ctx);
 }
 
+/* Before a run: every weight loaded or set. */
+RT_API int ein_weights_ready(model_ctx *ctx)
+{
+    for (int i = 0; i < EIN_NT; i++)
+        if (ein_tensors[i].kind == MODEL_WEIGHT && !ctx->valid[i])
+            return ein_fail(ctx, MODEL_EMISSING, "weight '%s' was never loaded or set",
+                            ein_tensors[i].name);
+    return MODEL_OK;
+}
+
+int model_set_threads(model_ctx *ctx, int n)
+{
+    if (!ctx)
+        return MODEL_EINVAL;
+    if (n < 0)
+        return ein_fail(ctx, MODEL_EINVAL, "a thread count of %d: it must be 0 or more", n);
+    ctx->threads = n;
+    return MODEL_OK;
+}
+
 /* Everything is freed whatever fails; the first failure is the result
    (only the CUDA target's calls can fail here). */
 int model_destroy(model_ctx *ctx)

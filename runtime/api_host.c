@@ -4,6 +4,12 @@
  * counterparts are in api_cuda.cu. */
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#ifdef EIN_OPENBLAS
+#include <cblas.h>
+#endif
 #include "model.h" /* EMBED-SKIP */
 
 /* A context has nothing of its own to make, wait for or free: its runs
@@ -24,6 +30,21 @@ RT_API int ein_ctx_close(model_ctx *ctx)
 {
     (void)ctx;
     return MODEL_OK;
+}
+
+/* Before a run: the thread count of model_set_threads, OpenMP's (oneDNN
+   runs on its threads) and, where the file calls OpenBLAS (EIN_OPENBLAS),
+   its own pool's. */
+RT_API void ein_set_threads(model_ctx *ctx)
+{
+    if (ctx->threads <= 0)
+        return;
+#ifdef _OPENMP
+    omp_set_num_threads(ctx->threads);
+#endif
+#ifdef EIN_OPENBLAS
+    openblas_set_num_threads(ctx->threads);
+#endif
 }
 
 RT_API int ein_buf_alloc(model_ctx *ctx, int i)

@@ -98,6 +98,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: error: %s\n", args.prog, err);
         goto out;
     }
+    if (model_set_threads(ctx, args.threads) != MODEL_OK)
+        goto fail;
     for (i = 0; i < nw; i++)
         if (model_set_tensor(ctx, w[i].name, w[i].data, rt_nbytes(&w[i])) != MODEL_OK)
             goto fail;

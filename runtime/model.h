@@ -60,6 +60,7 @@ int model_run_named(model_ctx *ctx);
 #endif
 const char *model_last_error(const model_ctx *ctx);
 int model_destroy(model_ctx *ctx);
+int model_set_threads(model_ctx *ctx, int n);
 int model_tensor_count(void);
 const model_tensor_info *model_tensor_at(int i);
 const model_tensor_info *model_output_at(int k);
@@ -72,6 +73,7 @@ struct model_ctx {
     void *buf[EIN_NT];
     unsigned char valid[EIN_NT];
     int weights_changed;
+    int threads;
 #ifdef __CUDACC__
     cudaStream_t io;                /* the context's own copies (set, load, get) */
     cudaEvent_t done;               /* recorded at the end of every run */

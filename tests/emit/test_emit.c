@@ -1100,6 +1100,9 @@ static const char api_driver[] =
     "#include <stdio.h>\n"
     "#include <stdlib.h>\n"
     "#include <string.h>\n"
+    "#ifdef _OPENMP\n"
+    "#include <omp.h>\n"
+    "#endif\n"
     "#define CONV_API_ONLY\n"
     "#include \"apiconv.c\"\n"
     "#define OK(call) do { int rc_ = (call); if (rc_) { printf(\"line %d: %s -> %d: %s\\n\", __LINE__, #call, rc_, conv_last_error(ctx)); return 1; } } while (0)\n"
@@ -1141,6 +1144,14 @@ static const char api_driver[] =
     "    OK(conv_set_tensor(ctx, \"w1\", w1, sizeof w1));\n"
     "    OK(conv_run(ctx, x, z2, yy));\n"
     "    for (int i = 0; i < 240; i++) if (yy[i] != 2 * y[i]) { puts(\"changed filter not used\"); return 1; }\n"
+    "    FAILS(conv_set_threads(ctx, -1), CONV_EINVAL, \"a thread count of -1\");\n"
+    "    OK(conv_set_threads(ctx, 3));\n"
+    "    OK(conv_run(ctx, x, z2, yy));\n"
+    "#ifdef _OPENMP\n"
+    "    if (omp_get_max_threads() != 3) { puts(\"model_set_threads not applied\"); return 1; }\n"
+    "#endif\n"
+    "    for (int i = 0; i < 240; i++) if (yy[i] != 2 * y[i]) { puts(\"3 threads differ\"); return 1; }\n"
+    "    OK(conv_set_threads(ctx, 0));\n"
     "    if (conv_destroy(ctx)) return 1;\n"
     "    ctx = NULL;\n"
     "    if (strcmp(conv_last_error(NULL), \"\")) return 1;\n"
@@ -1170,7 +1181,7 @@ static void case_api(void)
     CHECK(st_write(path, &o2, 1, NULL, 0, 0, err, sizeof err) == 0, "%s", err);
     char *log = NULL;
     int st = sh(&log, "cc -std=c99 -O1 -fopenmp -Wall -Wextra -c apiconv.c -o apiconv.o && "
-                "cc -std=c99 -Wall -Wextra -c apidriver.c -o apidriver.o && "
+                "cc -std=c99 -fopenmp -Wall -Wextra -c apidriver.c -o apidriver.o && "
                 "cc -fopenmp apidriver.o apiconv.o -o apidriver -lopenblas -lm && ./apidriver");
     CHECK(st == 0 && log && strcmp(log, "api ok\n") == 0, "api: %d\n%s", st, log ? log : "");
     free(log);
