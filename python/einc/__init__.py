@@ -170,6 +170,7 @@ class Model:
         self._set = fn("set_tensor", ctypes.c_int, P, ctypes.c_char_p, P, ctypes.c_size_t)
         self._get = fn("get_tensor", ctypes.c_int, P, ctypes.c_char_p, P, ctypes.c_size_t)
         self._run_named = fn("run_named", ctypes.c_int, P, *([P] if self._cuda else []))
+        self._set_threads = fn("set_threads", ctypes.c_int, P, ctypes.c_int)
         count = fn("tensor_count", ctypes.c_int)()
         at = fn("tensor_at", ctypes.POINTER(_Info), ctypes.c_int)
         out_at = fn("output_at", ctypes.POINTER(_Info), ctypes.c_int)
@@ -261,6 +262,11 @@ class Model:
         a = np.empty(t.shape, dtype=_NP[t.elem])
         self._check(self._get(self._ctx, t.name.encode(), a.ctypes.data, a.nbytes))
         return safetensors._from_bf16_bits(a) if t.elem == "bf16" else a
+
+    def set_threads(self, n):
+        """Compute the runs from now on with n threads (C target: OpenMP's,
+        which oneDNN uses, and OpenBLAS's; 0: OpenMP's default)."""
+        self._check(self._set_threads(self._ctx, int(n)))
 
     def load_weights(self, path):
         """Load the weights found in a safetensors file (by external name)."""

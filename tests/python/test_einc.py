@@ -73,6 +73,13 @@ class Module(unittest.TestCase):
         # by the external name, from a list, from float64 (converted)
         out2 = self.model(**{"in.x": self.x.astype(np.float64).tolist()})
         np.testing.assert_array_equal(out2["y"], out["y"])
+        # one thread, then back to OpenMP's default; a bad count refused
+        self.model.set_threads(1)
+        np.testing.assert_allclose(self.model(x=self.x)["y"], y, rtol=1e-6, atol=1e-6)
+        self.model.set_threads(0)
+        with self.assertRaises(einc.EincError) as e:
+            self.model.set_threads(-2)
+        self.assertIn("a thread count of -2", str(e.exception))
 
     @unittest.skipIf(torch is None, "no torch")
     def test_call_torch(self):
