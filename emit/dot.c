@@ -137,9 +137,21 @@ static bool reads_tensor(const IExpr *e, const IrTensor *t)
     }
 }
 
-/* Does the operator read tensor t: its stage, or its epilogue. */
+/* Does the operator read tensor t: its stage, or its epilogue; a row
+ * group's, any of its members' (but a member). */
 static bool op_reads(const PlanOp *op, const IrTensor *t)
 {
+    if (op->rows) {
+        for (int i = 0; i < op->rows->nmembers; i++)
+            if (op->rows->members[i] == t)
+                return false;
+        for (int i = 0; i < op->rows->nmembers; i++) {
+            const PlanOp *m = &op->rows->ops[i];
+            if (stage_reads(m->stage, t) || (m->epi.value && reads_tensor(m->epi.value, t)))
+                return true;
+        }
+        return false;
+    }
     return stage_reads(op->stage, t) || (op->epi.value && reads_tensor(op->epi.value, t));
 }
 
@@ -162,11 +174,6 @@ static void op_label(Emit *em, const IrTensor *t, Sb *o)
     bool call = op->impl != IMPL_KERNEL;
     const char *name = em->kname[t->id] ? em->kname[t->id]
                                         : arena_printf(em->arena, "ein_op_%d", t->id);
-    if (plan_in_rows(op)) {
-        const IrTensor *last = op->rows->members[op->rows->nmembers - 1];
-        sb_printf(o, "computed by %s's row group\\l", last->name);
-        return;
-    }
     sb_printf(o, "%s: %s", name, call ? op_kind_name(op->op.kind)
                           : op->rows ? "fused row group" : "generated kernel");
     if (call)
@@ -216,6 +223,11 @@ int emit_dot(const Plan *pl, FILE *out)
         if (t->kind != IT_STAGE)
             continue;
         const PlanOp *op = emit_op(&em, t);
+        if (plan_in_rows(op)) {
+            /* stored by its row group's operator, the box of the last member */
+            sb_printf(o, "    k%d -> t%d;\n", op->rows->members[op->rows->nmembers - 1]->id, i);
+            continue;
+        }
         sb_printf(o, "    k%d [shape=box, style=\"rounded,filled\", fillcolor=\"%s\", label=\"",
                   i, op->impl != IMPL_KERNEL ? "#f8e0f0" : "#dde8f8");
         op_label(&em, t, o);
