@@ -142,10 +142,15 @@ typedef struct RowInline {
 } RowInline;
 
 static const Stage *row_member_stage(IrCtx *cx, const PlanRowGroup *g, int k);
+static const Stage *row_inline(const RowInline *r, const Stage *s);
 
+/* (Nested stages too: a member's epilogue reads its own value as one.) */
 static const IExpr *row_access(void *arg, const IExpr *e)
 {
     const RowInline *r = arg;
+    if (e->access.stage)
+        return ir_access_stage(r->cx, row_inline(r, e->access.stage), e->access.idx,
+                               e->access.nidx);
     for (int i = 0; i < r->g->nmembers; i++)
         if (e->access.tensor == r->g->members[i] && !r->g->stored[i])
             return ir_access_stage(r->cx, renamed(r->cx, row_member_stage(r->cx, r->g, i)),
@@ -153,15 +158,20 @@ static const IExpr *row_access(void *arg, const IExpr *e)
     return e;
 }
 
+/* s with its reads of the row-local members replaced. */
+static const Stage *row_inline(const RowInline *r, const Stage *s)
+{
+    const IExpr **guards = arena_alloc(ir_arena(r->cx), (size_t)(s->nguards + 1) * sizeof *guards);
+    for (int i = 0; i < s->nguards; i++)
+        guards[i] = ir_map_access(r->cx, s->guards[i], row_access, (void *)r);
+    return ir_stage(r->cx, s->red, s->loops, s->nloops, s->sums, s->nsums, guards, s->nguards,
+                    ir_map_access(r->cx, s->body, row_access, (void *)r));
+}
+
 static const Stage *row_member_stage(IrCtx *cx, const PlanRowGroup *g, int k)
 {
-    const Stage *s = stored_plain(cx, &g->ops[k]);
     RowInline r = {cx, g};
-    const IExpr **guards = arena_alloc(ir_arena(cx), (size_t)(s->nguards + 1) * sizeof *guards);
-    for (int i = 0; i < s->nguards; i++)
-        guards[i] = ir_map_access(cx, s->guards[i], row_access, &r);
-    return ir_stage(cx, s->red, s->loops, s->nloops, s->sums, s->nsums, guards, s->nguards,
-                    ir_map_access(cx, s->body, row_access, &r));
+    return row_inline(&r, stored_plain(cx, &g->ops[k]));
 }
 
 const Stage *plan_stored_stage(IrCtx *cx, const PlanOp *op)
