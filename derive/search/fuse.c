@@ -372,9 +372,13 @@ int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm, double budget_ms, bool
                    4L * t->stage->nloops * sub;
         if (info[i].depth + info[ri].depth > FUSE_MAX_DEPTH || est > FUSE_MAX_NODES)
             continue;
-        for (int d = 0; d < s->nloops; d++) {
-            lo[s->loops[d].id] = s->loops[d].lo;
-            hi[s->loops[d].id] = s->loops[d].hi;
+        /* the ranges of every variable of r, its sums too: a view goes
+         * into a reduction, whose reads can leave the view by a sum
+         * variable (without them the guard of such a read was lost) */
+        for (int d = 0; d < s->nloops + s->nsums; d++) {
+            const IrVar *v = d < s->nloops ? &s->loops[d] : &s->sums[d - s->nloops];
+            lo[v->id] = v->lo;
+            hi[v->id] = v->hi;
         }
         Fuse fu = {cx, t, lo, hi};
         const IExpr **g = xmalloc((size_t)(s->nguards + 1) * sizeof *g);
