@@ -82,12 +82,20 @@ static void write_nest(Emit *em, const Kernel *k, int first, int npar, int ind, 
         sb_printf(o, "%*s}\n", ind - 4, "");
 }
 
-/* A row group's parameters: the tensors its members read (in id order),
- * but those it writes, then its stored members (in member order). */
-static int row_params(const Kernel *ks, const IrTensor **reads, const IrTensor **writes,
-                      int *nwrites)
+/* A row group's parameters (ks: its members' kernels): the tensors its
+ * members read (in id order), but those it writes, then its stored
+ * members (in member order); arrays of the emitter's arena. */
+static int row_params(Emit *em, const Kernel *ks, const IrTensor ***reads_out,
+                      const IrTensor ***writes_out, int *nwrites)
 {
     const PlanRowGroup *g = ks->rows;
+    size_t cap = 1;
+    for (int j = 0; j < g->nmembers; j++)
+        cap += (size_t)ks[j].nreads + 1;
+    const IrTensor **reads = arena_alloc(em->arena, cap * sizeof *reads);
+    const IrTensor **writes = arena_alloc(em->arena, cap * sizeof *writes);
+    *reads_out = reads;
+    *writes_out = writes;
     int nr = 0;
     *nwrites = 0;
     for (int j = 0; j < g->nmembers; j++) {
@@ -123,18 +131,15 @@ static void write_rows(Emit *em, const Kernel *ks)
     int n = g->nmembers, nrow = g->nrow, nreads = 0, nwrites = 0;
     const Kernel *last = &ks[n - 1];
     Sb *o = &em->out;
-    size_t cap = 1;
     bool targets = false, wide = false;
     double work = 0;
     for (int j = 0; j < n; j++) {
-        cap += (size_t)ks[j].nreads + 1;
         targets |= ks[j].simd || ks[j].simd_sum;
         wide |= strcmp(ks[j].ity, "int") != 0;
         work += ks[j].work;
     }
-    const IrTensor **reads = arena_alloc(em->arena, cap * sizeof *reads);
-    const IrTensor **writes = arena_alloc(em->arena, cap * sizeof *writes);
-    nreads = row_params(ks, reads, writes, &nwrites);
+    const IrTensor **reads, **writes;
+    nreads = row_params(em, ks, &reads, &writes, &nwrites);
     sb_puts(o, "/* A fused row group: ");
     for (int j = 0; j < n; j++)
         sb_printf(o, "%s%s", j ? ", " : "", g->members[j]->name);
@@ -219,12 +224,8 @@ void c_write_launch(Emit *em, const Kernel *k, const char *indent)
 {
     Sb *o = &em->out;
     if (k->rows) {
-        size_t cap = 1;
-        for (int j = 0; j < k->rows->nmembers; j++)
-            cap += (size_t)k[j].nreads + 1;
-        const IrTensor **reads = arena_alloc(em->arena, cap * sizeof *reads);
-        const IrTensor **writes = arena_alloc(em->arena, cap * sizeof *writes);
-        int nw, nr = row_params(k, reads, writes, &nw);
+        const IrTensor **reads, **writes;
+        int nw, nr = row_params(em, k, &reads, &writes, &nw);
         sb_printf(o, "%s%s(", indent, k[k->rows->nmembers - 1].name);
         for (int i = 0; i < nr; i++)
             sb_printf(o, "p[%d], ", reads[i]->id);

@@ -1334,9 +1334,10 @@ static void short_body(KGen *g, Kernel *k, Sb *b, int depth, int64_t nterms)
     const char *pre = arena_strdup(g->em->arena, sb_str(&g->pre));
     sb_free(&g->pre);
     g->pre = (Sb){0};
-    if (minmax)
-        line(b, depth, "float ein_m = %sINFINITY;\n%*sint ein_nan = 0;",
-             st->red == RED_MAX ? "-" : "", 4 * depth, "");
+    if (minmax) {
+        line(b, depth, "float ein_m = %sINFINITY;", st->red == RED_MAX ? "-" : "");
+        line(b, depth, "int ein_nan = 0;");
+    }
     for (int64_t t = 0; t < nterms; t++) {
         line(b, depth, "{");
         /* term t's value of each sum variable, the last the fastest */

@@ -327,27 +327,19 @@ static void write_dnnl_view(Emit *em, const char *name, int rank, const int64_t 
 }
 
 /* A GEMM's three operands as oneDNN's matmul views: src [.., m, k],
- * weights [.., k, n], dst [.., m, n].  The batch is the output tensor's
- * leading dims where the output is the tensor itself
- * (plan_gemm_dst_whole: the post-ops' operands have its rank), else one
- * dim; an operand that stays the same across the batch (stride 0) has
- * 1s there, which oneDNN broadcasts. */
+ * weights [.., k, n], dst [.., m, n], one product (libs.c, dnnl_gemm_ok).
+ * The leading dims, all 1, are as many as the output tensor's where the
+ * output is the tensor itself (plan_gemm_dst_whole: the post-ops'
+ * operands have its rank), else one. */
 static void write_dnnl_gemm_views(Emit *em, const PlanOp *op)
 {
     const OpMatch *m = &op->op;
     const IrTensor *t = op->out;
-    bool whole = plan_gemm_dst_whole(op);
-    int nb = whole ? t->rank - 2 : 1, r = nb + 2;
-    if (r > EMIT_DNNL_MAXD)
-        ICE_AT(t->loc, "'%s' has %d batch dims, more than oneDNN's views hold", t->name, nb);
-    int64_t bd[EMIT_DNNL_MAXD], bs[EMIT_DNNL_MAXD], inner = 1;
-    for (int d = nb - 1; d >= 0; d--) {
-        bd[d] = whole ? t->shape[d] : (m->batch > 0 ? m->batch : 1);
-        bs[d] = inner;
-        inner *= bd[d];
-    }
+    int nb = plan_gemm_dst_whole(op) ? t->rank - 2 : 1, r = nb + 2;
+    if (r > EMIT_DNNL_MAXD || m->batch > 1)
+        ICE_AT(t->loc, "'%s' is no single product in at most %d dims for oneDNN", t->name,
+               EMIT_DNNL_MAXD);
     const char *names[3] = {"src", "wei", "dst"};
-    int64_t bstride[3] = {m->stride_a, m->stride_b, m->stride_c};
     int64_t rows[3] = {m->m, m->k, m->m}, cols[3] = {m->k, m->n, m->n};
     int64_t ld[3] = {m->lda, m->ldb, m->ldc}, off[3] = {m->off_a, m->off_b, 0};
     bool tr[3] = {m->trans_a, m->trans_b, m->out_nm};
@@ -361,11 +353,8 @@ static void write_dnnl_gemm_views(Emit *em, const PlanOp *op)
          * takes a 0 there for a permuted one it has no fast kernel for */
         int64_t past = st[nb] * rows[j] > st[nb + 1] * cols[j] ? st[nb] * rows[j]
                                                                 : st[nb + 1] * cols[j];
-        for (int d = nb - 1; d >= 0; d--) {
-            bool bcast = bstride[j] == 0 || inner == 1;
-            dims[d] = bcast ? 1 : bd[d];
-            st[d] = bcast ? past : bstride[j] * bs[d];
-        }
+        for (int d = 0; d < nb; d++)
+            dims[d] = 1, st[d] = past;
         write_dnnl_strided(em, names[j], r, dims, st, off[j]);
     }
 }

@@ -627,12 +627,6 @@ static bool cpu_vec_sum(const Stage *s)
     return true;
 }
 
-/* A generated loop nest (emit/c.c): the output's loops, then the sums in
- * order, the last one with more than one value innermost.  Per term the
- * arithmetic (a reduction's add chain, or an elementwise loop's share)
- * and its calls, or the strided reads' stalls where those are more (they
- * overlap); the whole no faster than streaming its bytes once when they
- * do not fit L2. */
 int64_t cost_short_terms(const Stage *s)
 {
     if (s->nguards || s->nsums == 0 ||
@@ -647,6 +641,12 @@ int64_t cost_short_terms(const Stage *s)
     return n;
 }
 
+/* A generated loop nest (emit/c.c): the output's loops, then the sums in
+ * order, the last one with more than one value innermost.  Per term the
+ * arithmetic (a reduction's add chain, or an elementwise loop's share)
+ * and its calls, or the strided reads' stalls where those are more (they
+ * overlap); the whole no faster than streaming its bytes once when they
+ * do not fit L2. */
 static double cpu_kernel(const CpuFigures *c, const Stage *s, double dram)
 {
     double pts = points(s), terms = 1;

@@ -121,9 +121,9 @@ int cost_post_ops(const Stage *s, const IrTensor *self, const IExpr *value, LibP
  * without oneDNN; the band kernel's shapes on CUDA), IMPL_KERNEL
  * otherwise.  On C with cm->dnnl a convolution oneDNN takes is
  * IMPL_DNNL_CONV where that is priced no dearer than im2col or col2im
- * around OpenBLAS (or where those do not take it), and every f32 GEMM at fp32 precision that is one
- * product of at least 16 rows and columns, with strides >= 0,
- * IMPL_DNNL_MATMUL: one core of an AMD EPYC ran BERT's and GPT-2's
+ * around OpenBLAS (or where those do not take it), and an f32 GEMM at
+ * fp32 precision of the shapes and layouts oneDNN's matmul runs fast
+ * (libs.c, dnnl_gemm_ok) IMPL_DNNL_MATMUL: one core of an AMD EPYC ran BERT's and GPT-2's
  * linear layers 4-11% faster on oneDNN 2.6.3 than on OpenBLAS 0.3.21
  * (dnnl_sgemm against cblas_sgemm), and the matmul applies their
  * epilogues as post-ops (libs.c says where OpenBLAS stays faster). */

@@ -117,7 +117,7 @@ static bool gemm_ok(Target tg, const IrTensor *t, const OpMatch *m)
 }
 
 /* oneDNN's matmul takes the operands as strided views: no negative
- * stride, output matrices apart as for cuBLAS.  Only for one product of
+ * stride or offset.  Only for one product of
  * at least 16 rows and columns, with A and C row-major and B row-major
  * or constant (reordered once to oneDNN's own layout): oneDNN 2.6.3 runs
  * the others on its reference kernel (ResNet-18's downsampling products,
@@ -131,9 +131,8 @@ static bool dnnl_gemm_ok(const OpMatch *m)
 {
     bool b_const = m->in[1]->kind == IT_WEIGHT || m->in[1]->weight_only;
     return m->batch <= 1 && m->m >= 16 && m->n >= 16 && !m->trans_a && !m->out_nm &&
-           (!m->trans_b || b_const) && m->lda >= 0 && m->ldb >= 0 && m->ldc >= 0 && m->stride_a >= 0 &&
-           m->stride_b >= 0 && m->stride_c >= 0 && m->off_a >= 0 && m->off_b >= 0 &&
-           gemm_apart(m);
+           (!m->trans_b || b_const) && m->lda >= 0 && m->ldb >= 0 && m->ldc >= 0 &&
+           m->off_a >= 0 && m->off_b >= 0;
 }
 
 static bool conv_ok(Target tg, const IrTensor *t, const OpMatch *m)

@@ -36,10 +36,10 @@ bool plan_gemm_dst_whole(const PlanOp *op)
     if (op->impl != IMPL_DNNL_MATMUL || m->out_nm || r < 2 || op->stage->nloops != r ||
         t->shape[r - 2] != m->m || t->shape[r - 1] != m->n || m->ldc != m->n)
         return false;
-    int64_t batch = 1;
     for (int d = 0; d < r - 2; d++)
-        batch *= t->shape[d];
-    return batch == (m->batch > 0 ? m->batch : 1) && (batch == 1 || m->stride_c == m->m * m->n);
+        if (t->shape[d] != 1)
+            return false;
+    return true;
 }
 
 /* Does oneDNN's matmul apply the binary post-op q with its fast kernels:

@@ -153,9 +153,9 @@ double plan_rows_cost(IrCtx *cx, const CostModel *cm, const PlanRowGroup *g);
  * cost_post_ops; 0 where no library applies it) or as a pass of its own
  * over the output (plan_epilogue_pass). */
 int plan_post_ops(const PlanOp *op, LibPost *post);
-/* A oneDNN matmul whose output is the tensor itself, [batch.., m, n] in
- * row-major order with the batch in the leading dims: its dst is the
- * tensor's shape, so post-ops read the operator's loops as dst's dims. */
+/* A oneDNN matmul (one product) whose output is the tensor itself,
+ * [1.., m, n] in row-major order: its dst is the tensor's shape, so
+ * post-ops read the operator's loops as dst's dims. */
 bool plan_gemm_dst_whole(const PlanOp *op);
 bool plan_epilogue_pass(const PlanOp *op);
 

@@ -15,8 +15,8 @@
 
 #include <stdlib.h>
 
-/* A buffer of one row inside the operator holds at most this many
- * elements (stack memory of each thread). */
+/* The buffers of one row inside the operator hold at most this many
+ * elements together (stack memory of each thread: 64 KB). */
 #define ROW_LOCAL_MAX 16384
 
 /* Members of one group, at most. */
@@ -82,7 +82,7 @@ static bool member_ok(const Plan *pl, const IrTensor *t, const int64_t *shape, i
         if (t->shape[d] != shape[d] || op->stage->loops[d].lo != 0 ||
             op->stage->loops[d].hi != shape[d])
             return false;
-    return pl->target == TARGET_C;
+    return true;
 }
 
 typedef struct Count {
@@ -134,10 +134,10 @@ static int *op_readers(const Plan *pl)
     return c.n;
 }
 
-/* The row group of ops first..last (inclusive) over nrow dims, priced;
- * NULL where it is not cheaper than its members apart. */
+/* The row group of ops first..last (inclusive) over nrow dims, its
+ * price in *cost; NULL where it is not cheaper than its members apart. */
 static PlanRowGroup *make_group(IrCtx *cx, const Plan *pl, const CostModel *cm, int first,
-                                int last, int nrow, const int *readers)
+                                int last, int nrow, const int *readers, double *cost)
 {
     const IrProgram *p = pl->prog;
     Arena *a = ir_arena(cx);
@@ -159,13 +159,15 @@ static PlanRowGroup *make_group(IrCtx *cx, const Plan *pl, const CostModel *cm, 
             inside[i] += any;
         }
     bool local = false, reduces = false;
+    int64_t room = ROW_LOCAL_MAX;
     for (int i = 0; i < n; i++) {
         const IrTensor *t = members[i];
         int64_t row = 1;
         for (int d = nrow; d < t->rank; d++)
             row *= t->shape[d];
-        stored[i] = i == n - 1 || t->is_output || readers[t->id] > inside[i] ||
-                    row > ROW_LOCAL_MAX;
+        stored[i] = i == n - 1 || t->is_output || readers[t->id] > inside[i] || row > room;
+        if (!stored[i])
+            room -= row;
         local |= !stored[i];
         reduces |= ops[i].stage->nsums > 0;
     }
@@ -176,7 +178,8 @@ static PlanRowGroup *make_group(IrCtx *cx, const Plan *pl, const CostModel *cm, 
     double apart = 0;
     for (int i = 0; i < n; i++)
         apart += ops[i].cost;
-    return plan_rows_cost(cx, cm, g) < apart ? g : NULL;
+    *cost = plan_rows_cost(cx, cm, g);
+    return *cost < apart ? g : NULL;
 }
 
 int derive_rows(IrCtx *cx, Plan *pl, const CostModel *cm)
@@ -206,13 +209,15 @@ int derive_rows(IrCtx *cx, Plan *pl, const CostModel *cm)
             nrow = r;
             members[n++] = p->tensors[j];
         }
-        PlanRowGroup *g = n >= 2 ? make_group(cx, pl, cm, i, i + n - 1, nrow, readers) : NULL;
+        double cost = 0;
+        PlanRowGroup *g = n >= 2 ? make_group(cx, pl, cm, i, i + n - 1, nrow, readers, &cost)
+                                 : NULL;
         if (!g)
             continue;
         const IrTensor *out = g->members[g->nmembers - 1];
         PlanOp gop = g->ops[g->nmembers - 1];
         gop.rows = g;
-        gop.cost = plan_rows_cost(cx, cm, g);
+        gop.cost = cost;
         for (int k = 0; k < g->nmembers; k++) {
             const IrTensor *m = g->members[k];
             if (!g->stored[k]) {
