@@ -82,45 +82,6 @@ static void write_nest(Emit *em, const Kernel *k, int first, int npar, int ind, 
         sb_printf(o, "%*s}\n", ind - 4, "");
 }
 
-/* A row group's parameters (ks: its members' kernels): the tensors its
- * members read (in id order), but those it writes, then its stored
- * members (in member order); arrays of the emitter's arena. */
-static int row_params(Emit *em, const Kernel *ks, const IrTensor ***reads_out,
-                      const IrTensor ***writes_out, int *nwrites)
-{
-    const PlanRowGroup *g = ks->rows;
-    size_t cap = 1;
-    for (int j = 0; j < g->nmembers; j++)
-        cap += (size_t)ks[j].nreads + 1;
-    const IrTensor **reads = arena_alloc(em->arena, cap * sizeof *reads);
-    const IrTensor **writes = arena_alloc(em->arena, cap * sizeof *writes);
-    *reads_out = reads;
-    *writes_out = writes;
-    int nr = 0;
-    *nwrites = 0;
-    for (int j = 0; j < g->nmembers; j++) {
-        if (g->stored[j])
-            writes[(*nwrites)++] = g->members[j];
-        for (int i = 0; i < ks[j].nreads; i++) {
-            const IrTensor *t = ks[j].reads[i];
-            bool have = false;
-            for (int m = 0; m < g->nmembers && !have; m++)
-                have = g->members[m] == t;
-            for (int m = 0; m < nr && !have; m++)
-                have = reads[m] == t;
-            if (have)
-                continue;
-            int at = nr++;
-            while (at > 0 && reads[at - 1]->id > t->id) {
-                reads[at] = reads[at - 1];
-                at--;
-            }
-            reads[at] = t;
-        }
-    }
-    return nr;
-}
-
 /* A fused row group (plan.h): one function named after its last member,
  * whose loops over the rows run each member's own loop nest in turn on
  * the row, the threads sharing the rows; a member that lives only in the
@@ -139,7 +100,7 @@ static void write_rows(Emit *em, const Kernel *ks)
         work += ks[j].work;
     }
     const IrTensor **reads, **writes;
-    nreads = row_params(em, ks, &reads, &writes, &nwrites);
+    nreads = kernel_row_params(em, ks, &reads, &writes, &nwrites);
     sb_puts(o, "/* A fused row group: ");
     for (int j = 0; j < n; j++)
         sb_printf(o, "%s%s", j ? ", " : "", g->members[j]->name);
@@ -225,7 +186,7 @@ void c_write_launch(Emit *em, const Kernel *k, const char *indent)
     Sb *o = &em->out;
     if (k->rows) {
         const IrTensor **reads, **writes;
-        int nw, nr = row_params(em, k, &reads, &writes, &nw);
+        int nw, nr = kernel_row_params(em, k, &reads, &writes, &nw);
         sb_printf(o, "%s%s(", indent, k[k->rows->nmembers - 1].name);
         for (int i = 0; i < nr; i++)
             sb_printf(o, "p[%d], ", reads[i]->id);

@@ -16,6 +16,10 @@
  *   block   one block of 256 per output element, the same per warp, then
  *           warp 0 combines the 8 warp results: very few outputs with very
  *           many terms (a sum over a whole tensor).
+ *   rows    a fused row group of the plan (softmax, layer norm): a block
+ *           per row, its members one after the other, each a block
+ *           reduction or the block's threads sharing its elements, the
+ *           members nothing else reads in shared memory (write_rows).
  *
  * The order in which a layout adds terms is fixed by the generated code,
  * so every run gives the same bits.  max= and min= combine partials with
@@ -58,17 +62,19 @@ static int64_t blocks(const Kernel *k)
     return b < 1 ? 1 : b > CUDA_MAX_BLOCKS ? CUDA_MAX_BLOCKS : b;
 }
 
-/* Each loop variable from the flat index e, row-major; only those the
- * body reads (nvcc warns about unused ones). */
-static void write_loopvars(Sb *o, const Kernel *k)
+/* The loop variables of dims [from, to) of k from `flat`, the row-major
+ * index of those dims of its output; only those the body reads (nvcc
+ * warns about unused ones). */
+static void write_loopvars_of(Sb *o, const Kernel *k, const char *ity, const char *flat,
+                              int from, int to, int ind)
 {
-    int64_t below = 1;                  /* elements of the dims after i */
-    for (int i = k->out->rank - 1; i >= 0; i--) {
+    int64_t below = 1;
+    for (int i = to - 1; i >= from; i--) {
         if (k->loopused[i]) {
-            sb_printf(o, "        const %s %s = e", k->ity, k->loopvar[i]);
+            sb_printf(o, "%*sconst %s %s = %s", ind, "", ity, k->loopvar[i], flat);
             if (below > 1)
                 sb_printf(o, " / %" PRId64, below);
-            if (i > 0)
+            if (i > from)
                 sb_printf(o, " %% %" PRId64, k->out->shape[i]);
             sb_puts(o, ";\n");
         }
@@ -118,8 +124,147 @@ static void write_store(Emit *em, Sb *o, const Kernel *k, int ind)
     sb_puts(o, ";\n");
 }
 
+/* Elements of one row of k, a member of a row group. */
+static int64_t row_len(const Kernel *k)
+{
+    int64_t len = 1;
+    for (int d = k->rows->nrow; d < k->out->rank; d++)
+        len *= k->out->shape[d];
+    return len;
+}
+
+/* Does member k of a row group sum its one element of a row across the
+ * block's lanes (else each thread takes elements of the row)? */
+static bool row_by_lanes(const Kernel *k)
+{
+    return k->part && row_len(k) == 1;
+}
+
+/* The store of member k (index j) of a row group at `at`, the element's
+ * index in the row: into its row of the output, or of ein_rowJ where it
+ * lives in the group. */
+static void write_row_store(Emit *em, Sb *o, const Kernel *k, int j, const char *at, int ind)
+{
+    int64_t len = row_len(k);
+    if (!k->rows->stored[j])
+        sb_printf(o, "%*sein_row%d[%s] = ", ind, "", j, len > 1 ? at : "0");
+    else if (len > 1)
+        sb_printf(o, "%*st_%s[ein_e * %" PRId64 " + %s] = ", ind, "", em->cname[k->out->id],
+                  len, at);
+    else
+        sb_printf(o, "%*st_%s[ein_e] = ", ind, "", em->cname[k->out->id]);
+    emit_store_value(em, o, k->out->elem, k->store);
+    sb_puts(o, ";\n");
+}
+
+/* A fused row group (plan.h): one kernel named after its last member, a
+ * block of g->threads threads per row (a grid-stride loop over the rows),
+ * which runs the members one after the other on its row with a barrier
+ * after each.  A member of one value per row (a max, a sum) splits its
+ * terms across the block's lanes as the block layout does, lane 0
+ * storing; one of several values per row gives each thread every
+ * threads-th of them.  Members that live only in the group are one row in
+ * shared memory (ein_rowN); the others are stored, and later members read
+ * them back from global memory, which the barrier makes visible to the
+ * block. */
+static void write_rows(Emit *em, const Kernel *ks)
+{
+    const PlanRowGroup *g = ks->rows;
+    int n = g->nmembers, nt = g->threads;
+    const Kernel *last = &ks[n - 1];
+    Sb *o = &em->out;
+    bool wide = false, lanes_used = false, maxmin = false;
+    for (int j = 0; j < n; j++) {
+        wide |= strcmp(ks[j].ity, "int") != 0;
+        if (row_by_lanes(&ks[j])) {
+            lanes_used = true;
+            maxmin |= ks[j].st->red != RED_SUM;
+        }
+    }
+    const char *ity = wide ? "int64_t" : "int";
+    int64_t rows = 1;
+    for (int d = 0; d < g->nrow; d++)
+        rows *= last->out->shape[d];
+    const IrTensor **reads, **writes;
+    int nwrites, nreads = kernel_row_params(em, ks, &reads, &writes, &nwrites);
+    sb_puts(o, "/* A fused row group: ");
+    for (int j = 0; j < n; j++)
+        sb_printf(o, "%s%s", j ? ", " : "", g->members[j]->name);
+    sb_printf(o, ", one after the other on each of the rows that their first %d\n"
+              "   dims index, a block of %d threads per row. */\n", g->nrow, nt);
+    for (int j = 0; j < n; j++)
+        emit_block_comment(o, ks[j].comment, 0);
+    sb_printf(o, "static __global__ void __launch_bounds__(%d)\n%s(", nt, last->name);
+    for (int i = 0; i < nreads; i++)
+        sb_printf(o, "const %s *__restrict__ t_%s, ", emit_ctype(reads[i]->elem),
+                  em->cname[reads[i]->id]);
+    for (int i = 0; i < nwrites; i++)
+        sb_printf(o, "%s *__restrict__ t_%s%s", emit_ctype(writes[i]->elem),
+                  em->cname[writes[i]->id], i + 1 < nwrites ? ", " : ")\n{\n");
+    for (int j = 0; j < n; j++)
+        if (!g->stored[j])
+            sb_printf(o, "    __shared__ float ein_row%d[%" PRId64 "];\n", j, row_len(&ks[j]));
+    if (lanes_used && nt > 32) {
+        sb_printf(o, "    __shared__ float ein_red[%d];\n", nt / 32);
+        if (maxmin)
+            sb_printf(o, "    __shared__ int ein_red_any[%d];\n", nt / 32);
+    }
+    sb_printf(o, "    const int ein_lane = (int)threadIdx.x, ein_nlanes = %d;\n", nt);
+    /* ein_e is the same across the block: every thread meets the barriers. */
+    sb_printf(o, "    for (%s ein_e = (%s)blockIdx.x; ein_e < %" PRId64 "; "
+              "ein_e += (%s)gridDim.x) {\n", ity, ity, rows, ity);
+    for (int j = 0; j < n; j++) {
+        const Kernel *k = &ks[j];
+        sb_printf(o, "        {   /* %s */\n", g->members[j]->name);
+        write_loopvars_of(o, k, ity, "ein_e", 0, g->nrow, 12);
+        if (!row_by_lanes(k)) {
+            sb_printf(o, "            for (%s ein_i = ein_lane; ein_i < %" PRId64 "; "
+                      "ein_i += ein_nlanes) {\n", ity, row_len(k));
+            write_loopvars_of(o, k, ity, "ein_i", g->nrow, k->out->rank, 16);
+            sb_indent(o, k->body, 16);
+            write_row_store(em, o, k, j, "ein_i", 16);
+            sb_puts(o, "            }\n");
+        } else if (nt == 32) {
+            sb_indent(o, k->part, 12);
+            write_combine(o, k, 12, 16);
+            sb_puts(o, "            if (ein_lane == 0)\n");
+            write_row_store(em, o, k, j, "0", 16);
+        } else {
+            /* lane 0 of each warp leaves its warp's partial; warp 0
+             * combines them in lane order */
+            bool mm = k->st->red != RED_SUM;
+            sb_indent(o, k->part, 12);
+            write_combine(o, k, 12, 16);
+            sb_printf(o, "            if (ein_lane %% 32 == 0) {\n"
+                      "                ein_red[ein_lane / 32] = acc;\n%s"
+                      "            }\n"
+                      "            __syncthreads();\n"
+                      "            if (ein_lane < 32) {\n"
+                      "                acc = ein_lane < %d ? ein_red[ein_lane] : 0.0f;\n",
+                      mm ? "                ein_red_any[ein_lane / 32] = any;\n" : "",
+                      nt / 32);
+            if (mm)
+                sb_printf(o, "                any = ein_lane < %d ? ein_red_any[ein_lane] : 0;\n",
+                          nt / 32);
+            write_combine(o, k, 16, nt / 64);
+            sb_puts(o, "                if (ein_lane == 0)\n");
+            write_row_store(em, o, k, j, "0", 20);
+            sb_puts(o, "            }\n");
+        }
+        /* the member is whole before the next reads it (and, after the
+         * last, before the next row overwrites the shared rows) */
+        sb_puts(o, "            __syncthreads();\n        }\n");
+    }
+    sb_puts(o, "    }\n}\n\n");
+}
+
 void cuda_write_kernel(Emit *em, const Kernel *k)
 {
+    if (k->rows) {
+        if (k->row_member == 0)
+            write_rows(em, k);
+        return;
+    }
     Sb *o = &em->out;
     const char *t = k->ity;
     int n = lanes(k);
@@ -139,7 +284,7 @@ void cuda_write_kernel(Emit *em, const Kernel *k)
         sb_printf(o, "    const %s stride = (%s)gridDim.x * (%s)blockDim.x;\n", t, t, t);
         sb_printf(o, "    for (%s e = (%s)blockIdx.x * (%s)blockDim.x + (%s)threadIdx.x; "
                   "e < %" PRId64 "; e += stride) {\n", t, t, t, t, k->total);
-        write_loopvars(o, k);
+        write_loopvars_of(o, k, k->ity, "e", 0, k->out->rank, 8);
         sb_indent(o, k->body, 8);
         write_store(em, o, k, 8);
         sb_puts(o, "    }\n}\n\n");
@@ -161,7 +306,7 @@ void cuda_write_kernel(Emit *em, const Kernel *k)
         sb_printf(o, "    for (%s e = (%s)blockIdx.x; e < %" PRId64 "; e += (%s)gridDim.x) {\n",
                   t, t, k->total, t);
     }
-    write_loopvars(o, k);
+    write_loopvars_of(o, k, k->ity, "e", 0, k->out->rank, 8);
     sb_indent(o, k->part, 8);
     write_combine(o, k, 8, 16);
     if (n == 32) {
@@ -195,6 +340,25 @@ void cuda_write_kernel(Emit *em, const Kernel *k)
 void cuda_write_launch(Emit *em, const Kernel *k, const char *indent)
 {
     Sb *o = &em->out;
+    if (k->rows) {
+        const PlanRowGroup *g = k->rows;
+        const Kernel *last = &k[g->nmembers - 1];
+        const IrTensor **reads, **writes;
+        int nw, nr = kernel_row_params(em, k, &reads, &writes, &nw);
+        int64_t rows = 1;
+        for (int d = 0; d < g->nrow; d++)
+            rows *= last->out->shape[d];
+        sb_printf(o, "%s%s<<<%" PRId64 ", %d, 0, stream>>>(", indent, last->name,
+                  rows < CUDA_MAX_BLOCKS ? rows : CUDA_MAX_BLOCKS, g->threads);
+        for (int i = 0; i < nr; i++)
+            sb_printf(o, "(const %s *)p[%d], ", emit_ctype(reads[i]->elem), reads[i]->id);
+        for (int i = 0; i < nw; i++)
+            sb_printf(o, "(%s *)p[%d]%s", emit_ctype(writes[i]->elem), writes[i]->id,
+                      i + 1 < nw ? ", " : ");\n");
+        sb_printf(o, "%sif ((rc = ein_launched(ctx, \"%s\")) != 0)\n%s    return rc;\n",
+                  indent, last->name, indent);
+        return;
+    }
     sb_printf(o, "%s%s<<<%" PRId64 ", %d, 0, stream>>>(", indent, k->name, blocks(k),
               CUDA_BLOCK);
     /* The context's buffers are `void *`: C++ wants the casts. */

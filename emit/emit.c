@@ -381,9 +381,11 @@ static void check_plan(const Plan *pl)
             ICE_AT(t->loc, "the plan runs '%s' as %s %s on target %s", t->name,
                    op_kind_name(op->op.kind), cost_impl_name(op->impl),
                    cost_target_name(pl->target));
-        if (op->rows && (pl->target != TARGET_C || op->impl != IMPL_KERNEL))
-            ICE_AT(t->loc, "the plan computes '%s' in a fused row group, which the "
-                   "emitter generates only as C", t->name);
+        if (op->rows && (op->impl != IMPL_KERNEL ||
+                         (pl->target == TARGET_CUDA) != (op->rows->threads >= 32)))
+            ICE_AT(t->loc, "the plan computes '%s' in a fused row group of %d threads a "
+                   "row as %s on target %s", t->name, op->rows->threads,
+                   cost_impl_name(op->impl), cost_target_name(pl->target));
         if (op->buf.kind != BUF_OWN)
             ICE_AT(t->loc, "the plan makes '%s' a view of another buffer, which the "
                    "emitter does not generate yet", t->name);

@@ -60,11 +60,12 @@ typedef struct Kernel {
     /* C, a map: lines defining its per-row values (ein_h0, ...), which do
      * not change along the innermost loop; NULL when none. */
     char *hoist;
-    /* C: member row_member of a fused row group (plan.h), whose kernels
-     * are consecutive in Emit.kernels, the first written as the group's
-     * one function (named after the last) and launched as it; NULL: a
-     * kernel of its own.  A member that lives only in the group is
-     * `ein_rowN` (N its member index), one row of it, in that function. */
+    /* Member row_member of a fused row group (plan.h), whose kernels are
+     * consecutive in Emit.kernels, the first written as the group's one
+     * function or __global__ kernel (named after the last) and launched
+     * as it; NULL: a kernel of its own.  A member that lives only in the
+     * group is `ein_rowN` (N its member index), one row of it, in that
+     * function (C: on the stack; CUDA: in shared memory). */
     const PlanRowGroup *rows;
     int row_member;
 } Kernel;
@@ -104,7 +105,6 @@ typedef struct Emit {
     int64_t *var_lo, *var_hi;
     bool *read_mark;                /* by tensor id: the kernel reads it */
     int *read_ids;                  /* the ids marked, in the order met */
-    bool big_tensor;                /* some tensor has more than KERNEL_INT_LIMIT elements */
     const PlanRowGroup *rows;       /* the row group whose member is being built */
     const char **var_name;
     bool *var_used;
@@ -202,6 +202,13 @@ void emit_store_offset(Sb *b, const Kernel *k);
 /* The same over the dims from `first` on (an element's offset in its row
  * of a row group: first = the group's nrow); "0" when none. */
 void emit_store_offset_from(Sb *b, const Kernel *k, int first);
+
+/* The parameters of a row group's function or kernel (ks: its members'
+ * kernels, consecutive): the tensors its members read (in id order), but
+ * those it writes, then its stored members (in member order); arrays of
+ * the emitter's arena.  Returns the number of reads. */
+int kernel_row_params(Emit *em, const Kernel *ks, const IrTensor ***reads_out,
+                      const IrTensor ***writes_out, int *nwrites);
 
 /* c.c / cuda.c: the kernels and the code that launches them. */
 void c_write_kernel(Emit *em, const Kernel *k);

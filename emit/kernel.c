@@ -65,6 +65,8 @@ typedef struct KGen {
 
 /* Largest magnitude an index expression or any partial sum of it can
  * take, saturating at INT64_MAX: decides between int and int64_t. */
+static int64_t expr_mag(const KGen *g, const IExpr *e);
+
 static int64_t ix_mag(const KGen *g, const Ix *ix)
 {
     int64_t m = ix->c < 0 ? (ix->c == INT64_MIN ? INT64_MAX : -ix->c) : ix->c;
@@ -84,11 +86,12 @@ static int64_t ix_mag(const KGen *g, const Ix *ix)
             a = a / (t->d < 0 ? -t->d : t->d) + 1;
             break;
         case IX_READ: {
-            /* the type's range; its subscripts are computed in their own
-             * width */
+            /* the type's range, and the read's own subscripts and offset */
             int64_t lo, hi;
             elem_int_range(t->read->access.tensor->elem, &lo, &hi);
             a = hi > (lo == INT64_MIN ? INT64_MAX : -lo) ? hi : (lo == INT64_MIN ? INT64_MAX : -lo);
+            int64_t r = expr_mag(g, t->read);
+            a = a > r ? a : r;
             break;
         }
         default:
@@ -668,6 +671,16 @@ static void gen_b_node(KGen *g, const IExpr *e, Sb *b)
 
 /* ---- walking expressions for facts ---------------------------------------- */
 
+/* t's element count, INT64_MAX where it would overflow. */
+static int64_t numel_sat(const IrTensor *t)
+{
+    int64_t n = 1;
+    for (int d = 0; d < t->rank; d++)
+        if (!i64_mul(n, t->shape[d], &n))
+            return INT64_MAX;
+    return n;
+}
+
 static int64_t expr_mag(const KGen *g, const IExpr *e)
 {
     int64_t m = 0, x;
@@ -679,6 +692,9 @@ static int64_t expr_mag(const KGen *g, const IExpr *e)
     case IE_ICMP:
         return ix_mag(g, e->icmp.ix);
     case IE_ACCESS:
+        /* a read inside its tensor has an offset below its element count
+         * (one that can leave it is not computed there: read_conds) */
+        m = e->access.tensor ? numel_sat(e->access.tensor) : 0;
         for (int i = 0; i < e->access.nidx; i++)
             if ((x = ix_mag(g, e->access.idx[i])) > m)
                 m = x;
@@ -1082,7 +1098,7 @@ static int size_kernel(KGen *g, Kernel *k, const IExpr *epi)
     /* int unless an index, an offset or the grid-stride counter could
      * leave it (the counter overshoots the total by up to one grid). */
     const int64_t limit = KERNEL_INT_LIMIT;
-    g->wide = k->total > limit || kernel_mag(g, st, !empty, epi) > limit || g->em->big_tensor;
+    g->wide = k->total > limit || kernel_mag(g, st, !empty, epi) > limit;
     k->ity = g->wide ? "int64_t" : "int";
     return empty;
 }
@@ -1530,9 +1546,6 @@ static void kgen_init(KGen *g, Emit *em, Kernel *k)
     if (!em->read_mark) {
         em->read_mark = arena_alloc(a, sizeof *em->read_mark * (size_t)(em->p->ntensors + 1));
         em->read_ids = arena_alloc(a, sizeof *em->read_ids * (size_t)(em->p->ntensors + 1));
-        em->big_tensor = false;
-        for (int i = 0; i < em->p->ntensors; i++)
-            em->big_tensor |= em->count[i] > KERNEL_INT_LIMIT;
     }
     *g = (KGen){.em = em, .k = k, .out = k->out, .nvars = em->nvars, .lo = em->var_lo,
                 .hi = em->var_hi, .vname = em->var_name, .used = em->var_used,
@@ -1591,6 +1604,43 @@ int kernel_build(Emit *em, const PlanOp *op, bool pass, const char *name, Kernel
         }
     }
     return empty < 0 ? -1 : 0;
+}
+
+/* A row group's parameters: see emit_int.h. */
+int kernel_row_params(Emit *em, const Kernel *ks, const IrTensor ***reads_out,
+                      const IrTensor ***writes_out, int *nwrites)
+{
+    const PlanRowGroup *g = ks->rows;
+    size_t cap = 1;
+    for (int j = 0; j < g->nmembers; j++)
+        cap += (size_t)ks[j].nreads + 1;
+    const IrTensor **reads = arena_alloc(em->arena, cap * sizeof *reads);
+    const IrTensor **writes = arena_alloc(em->arena, cap * sizeof *writes);
+    *reads_out = reads;
+    *writes_out = writes;
+    int nr = 0;
+    *nwrites = 0;
+    for (int j = 0; j < g->nmembers; j++) {
+        if (g->stored[j])
+            writes[(*nwrites)++] = g->members[j];
+        for (int i = 0; i < ks[j].nreads; i++) {
+            const IrTensor *t = ks[j].reads[i];
+            bool have = false;
+            for (int m = 0; m < g->nmembers && !have; m++)
+                have = g->members[m] == t;
+            for (int m = 0; m < nr && !have; m++)
+                have = reads[m] == t;
+            if (have)
+                continue;
+            int at = nr++;
+            while (at > 0 && reads[at - 1]->id > t->id) {
+                reads[at] = reads[at - 1];
+                at--;
+            }
+            reads[at] = t;
+        }
+    }
+    return nr;
 }
 
 /* Row-major offset of an element from the loop variables. */

@@ -28,6 +28,11 @@ EXTRA_DIST += tests/emit/examples.test tests/emit/nvcc.test tests/emit/vendor.te
 TESTS += tests/emit/vector.test
 EXTRA_DIST += tests/emit/vector.test tests/emit/vector.py
 
+# Each kernel's index type is its own: int64_t only where its indices or
+# offsets can pass 2^31.
+TESTS += tests/emit/width.test
+EXTRA_DIST += tests/emit/width.test
+
 # No function body of more than 20 lines in emit/'s string literals: the
 # code every program carries is in runtime/.
 TESTS += tests/emit/literals.test

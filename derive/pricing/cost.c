@@ -689,13 +689,24 @@ static double cpu_kernel(const CpuFigures *c, const Stage *s, double dram)
     return c->kernel_launch + t;
 }
 
-double cost_rows(const CostModel *cm, const Stage *const *s, int n, double bytes)
+double cost_rows(const CostModel *cm, const Stage *const *s, int n, double bytes,
+                 double rows, int threads)
 {
     double t = 0;
     if (!is_cpu(cm->dev)) {
-        for (int i = 0; i < n; i++)
-            t += cost_stage(cm, s[i], NULL);
-        return t;
+        /* a block per row (emit/cuda.c): the members' arithmetic and
+         * reads spread over rows x threads threads, their traffic once */
+        const Device *d = cm->dev;
+        double flops = 0, loads = 0;
+        for (int i = 0; i < n; i++) {
+            double terms = 1;
+            for (int v = 0; v < s[i]->nsums; v++)
+                terms *= (double)(s[i]->sums[v].hi - s[i]->sums[v].lo);
+            flops += match_flops(s[i]);
+            loads += points(s[i]) * terms * count_reads(s[i]->body);
+        }
+        double mem = bytes / (d->bandwidth * d->mem_eff);
+        return d->launch + kernel_time(d, flops, mem, rows * (double)threads, 0, loads);
     }
     const CpuFigures *c = &cpu_figures;
     for (int i = 0; i < n; i++)

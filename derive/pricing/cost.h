@@ -137,11 +137,12 @@ OpImpl cost_impl(const CostModel *cm, const IrTensor *out, const Stage *s, const
 int64_t cost_short_terms(const Stage *s);
 
 /* The stages s[0..n-1] (generated kernels) run one after the other on
- * each row, the row in the cache (a fused row group, plan.h): one call,
- * their arithmetic, and no faster than streaming `bytes`, what the group
- * reads from other tensors and writes.  C target only: elsewhere the
- * stages apart. */
-double cost_rows(const CostModel *cm, const Stage *const *s, int n, double bytes);
+ * each of `rows` rows, the row in the cache (a fused row group, plan.h):
+ * one call, their arithmetic, and no faster than streaming `bytes`, what
+ * the group reads from other tensors and writes.  On a GPU one launch of
+ * `threads` threads per row, which share each stage's terms. */
+double cost_rows(const CostModel *cm, const Stage *const *s, int n, double bytes,
+                 double rows, int threads);
 
 /* Measured operator times, by operator key (tunedb.c). */
 typedef struct TuneDb TuneDb;

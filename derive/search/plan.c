@@ -229,7 +229,10 @@ double plan_rows_cost(IrCtx *cx, const CostModel *cm, const PlanRowGroup *g)
         if (g->stored[i])
             rb.bytes += 4.0 * (double)ir_tensor_numel(g->members[i]);
     }
-    double t = cost_rows(cm, s, g->nmembers, rb.bytes) + epi;
+    double rows = 1;
+    for (int d = 0; d < g->nrow; d++)
+        rows *= (double)g->members[0]->shape[d];
+    double t = cost_rows(cm, s, g->nmembers, rb.bytes, rows, g->threads) + epi;
     free(s);
     return t;
 }
@@ -880,6 +883,8 @@ static void print_op(const PlanOp *o, FILE *fp)
         fprintf(fp, "  in the rows of %s", o->rows->members[o->rows->nmembers - 1]->name);
     else if (o->rows)
         print_names("rows", o->rows->members, o->rows->nmembers, fp);
+    if (o->rows && !plan_in_rows(o) && o->rows->threads > 1)
+        fprintf(fp, " (%d threads a row)", o->rows->threads);
     fprintf(fp, "  %.2f us%s%s\n", o->cost * 1e6, o->measured ? " (measured)" : "",
             o->at_load ? " (at load)" : "");
 }
@@ -947,6 +952,8 @@ void plan_print_json_op(const PlanOp *o, Precision prec, FILE *fp)
         fprintf(fp, ", \"post_ops\": %d", npost);
     if (o->rows)
         json_names("rows", o->rows->members, o->rows->nmembers, fp);
+    if (o->rows && o->rows->threads > 1)
+        fprintf(fp, ", \"row_threads\": %d", o->rows->threads);
     OpDim d[OP_MAX_DIMS];
     int nd = match_dims(m, d);
     for (int i = 0; i < nd; i++) {

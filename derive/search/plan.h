@@ -54,8 +54,10 @@ typedef struct PlanEpilogue {
  * stale: read them by pointer).  The group's operator is the last
  * member's: Plan.ops of that tensor, with `rows` set and the group's
  * cost; a stored member before it has `rows` set too and costs nothing
- * (the group computes it).  Made on the C target only; the CUDA writer
- * refuses one (an internal error). */
+ * (the group computes it).  On the C target the group is a function whose
+ * threads share the rows, a row-local member on a thread's stack; on CUDA
+ * a kernel with a block of `threads` threads per row, which share each
+ * member's elements or terms, a row-local member in shared memory. */
 typedef struct PlanOp PlanOp;
 typedef struct PlanRowGroup {
     int nrow;
@@ -63,6 +65,7 @@ typedef struct PlanRowGroup {
     const bool *stored;
     int nmembers;
     const PlanOp *ops;
+    int threads;                /* CUDA: threads of the block of a row (32..256); C: 1 */
 } PlanRowGroup;
 
 /* Where an operator's result lives.  Every tensor has a buffer of its own

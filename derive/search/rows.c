@@ -2,22 +2,32 @@
  * kernels, consecutive in the program, that work on the same rows (the
  * reductions and maps of a softmax or a layer norm) becomes one operator
  * that runs them one after the other for each row, while the row is in
- * the cache, instead of one pass over memory each.  A member that
- * nothing outside the group reads lives in a buffer of one row inside
- * the operator (a row's mean: one value) and leaves the program; the
- * others keep their buffers.  Made for the C target, where the cost
- * model prices a group at its members' arithmetic with one pass over
- * what it reads and writes (plan_rows_cost), only where that is cheaper
+ * the cache (C) or in one block's shared memory and registers (CUDA),
+ * instead of one pass over memory each.  A member that nothing outside
+ * the group reads lives in a buffer of one row inside the operator (a
+ * row's mean: one value) and leaves the program; the others keep their
+ * buffers.  The cost model prices a group at its members' arithmetic
+ * with one pass over what it reads and writes, one launch on the GPU
+ * (plan_rows_cost), and the group is made only where that is cheaper
  * than the members apart.  Runs after epilogue.c, on the plan's
  * program. */
 #include "config.h"
 #include "derive.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 /* The buffers of one row inside the operator hold at most this many
- * elements together (stack memory of each thread: 64 KB). */
+ * elements together: on C the stack memory of each thread (64 KB); on
+ * CUDA static shared memory of the row's block (32 KB, within the 48 KB a
+ * block may declare statically, the rest for the reductions' partials). */
 #define ROW_LOCAL_MAX 16384
+#define ROW_SHARED_MAX 8192
+
+/* CUDA: threads of a row's block, at most (emit/cuda.c's block), and the
+ * elements or terms each thread takes at least before the block grows. */
+#define ROW_THREADS_MAX 256
+#define ROW_PER_THREAD 4
 
 /* Members of one group, at most. */
 #define ROW_MAX_MEMBERS 16
@@ -159,7 +169,9 @@ static PlanRowGroup *make_group(IrCtx *cx, const Plan *pl, const CostModel *cm, 
             inside[i] += any;
         }
     bool local = false, reduces = false;
-    int64_t room = ROW_LOCAL_MAX;
+    bool cuda = pl->target == TARGET_CUDA;
+    int64_t room = cuda ? ROW_SHARED_MAX : ROW_LOCAL_MAX;
+    double most = 1;            /* a member's elements (or terms, of one) in a row */
     for (int i = 0; i < n; i++) {
         const IrTensor *t = members[i];
         int64_t row = 1;
@@ -170,11 +182,19 @@ static PlanRowGroup *make_group(IrCtx *cx, const Plan *pl, const CostModel *cm, 
             room -= row;
         local |= !stored[i];
         reduces |= ops[i].stage->nsums > 0;
+        double terms = 1;
+        for (int v = 0; v < ops[i].stage->nsums; v++)
+            terms *= (double)(ops[i].stage->sums[v].hi - ops[i].stage->sums[v].lo);
+        most = fmax(most, row > 1 ? (double)row : terms);
     }
     free(inside);
     if (!local || !reduces)
         return NULL;
-    *g = (PlanRowGroup){nrow, members, stored, n, ops};
+    int threads = 1;
+    if (cuda)
+        for (threads = 32; threads < ROW_THREADS_MAX && threads * ROW_PER_THREAD < most;)
+            threads *= 2;
+    *g = (PlanRowGroup){nrow, members, stored, n, ops, threads};
     double apart = 0;
     for (int i = 0; i < n; i++)
         apart += ops[i].cost;
@@ -186,7 +206,7 @@ int derive_rows(IrCtx *cx, Plan *pl, const CostModel *cm)
 {
     IrProgram *p = pl->prog;
     int nt = p->ntensors, made = 0;
-    if (pl->target != TARGET_C)
+    if (pl->target != TARGET_C && pl->target != TARGET_CUDA)
         return 0;
     int *readers = op_readers(pl);
     bool *dead = xcalloc((size_t)nt + 1, sizeof *dead);
