@@ -117,6 +117,27 @@ static void write_combine(Sb *o, const Kernel *k, int ind, int first)
               ind, "", ind, "", ind, "");
 }
 
+/* After each warp's shuffle tree: lane 0 of each of `warps` warps leaves
+ * its warp's partial (acc, and any for max=, min= and products) in
+ * ein_red, and warp 0 combines them in lane order; the caller writes what
+ * lane 0 stores (at ind + 8) and the brace that closes warp 0's block
+ * (at ind). */
+static void write_warps_combine(Sb *o, const Kernel *k, int ind, int warps)
+{
+    bool any = k->st->red != RED_SUM;
+    sb_printf(o, "%*sif (ein_lane %% 32 == 0) {\n"
+              "%*s    ein_red[ein_lane / 32] = acc;\n", ind, "", ind, "");
+    if (any)
+        sb_printf(o, "%*s    ein_red_any[ein_lane / 32] = any;\n", ind, "");
+    sb_printf(o, "%*s}\n%*s__syncthreads();\n%*sif (ein_lane < 32) {\n"
+              "%*s    acc = ein_lane < %d ? ein_red[ein_lane] : 0.0f;\n", ind, "", ind, "",
+              ind, "", ind, "", warps);
+    if (any)
+        sb_printf(o, "%*s    any = ein_lane < %d ? ein_red_any[ein_lane] : 0;\n", ind, "", warps);
+    write_combine(o, k, ind + 4, warps / 2);
+    sb_printf(o, "%*s    if (ein_lane == 0)\n", ind, "");
+}
+
 static void write_store(Emit *em, Sb *o, const Kernel *k, int ind)
 {
     sb_printf(o, "%*st_%s[e] = ", ind, "", em->cname[k->out->id]);
@@ -230,24 +251,9 @@ static void write_rows(Emit *em, const Kernel *ks)
             sb_puts(o, "            if (ein_lane == 0)\n");
             write_row_store(em, o, k, j, "0", 16);
         } else {
-            /* lane 0 of each warp leaves its warp's partial; warp 0
-             * combines them in lane order */
-            bool mm = k->st->red != RED_SUM;
             sb_indent(o, k->part, 12);
             write_combine(o, k, 12, 16);
-            sb_printf(o, "            if (ein_lane %% 32 == 0) {\n"
-                      "                ein_red[ein_lane / 32] = acc;\n%s"
-                      "            }\n"
-                      "            __syncthreads();\n"
-                      "            if (ein_lane < 32) {\n"
-                      "                acc = ein_lane < %d ? ein_red[ein_lane] : 0.0f;\n",
-                      mm ? "                ein_red_any[ein_lane / 32] = any;\n" : "",
-                      nt / 32);
-            if (mm)
-                sb_printf(o, "                any = ein_lane < %d ? ein_red_any[ein_lane] : 0;\n",
-                          nt / 32);
-            write_combine(o, k, 16, nt / 64);
-            sb_puts(o, "                if (ein_lane == 0)\n");
+            write_warps_combine(o, k, 12, nt / 32);
             write_row_store(em, o, k, j, "0", 20);
             sb_puts(o, "            }\n");
         }
@@ -315,22 +321,8 @@ void cuda_write_kernel(Emit *em, const Kernel *k)
         sb_puts(o, "    }\n}\n\n");
         return;
     }
-    /* block: lane 0 of each warp leaves its warp's partial; warp 0
-     * combines them in lane order */
-    sb_puts(o, "        if (ein_lane % 32 == 0) {\n"
-               "            ein_red[ein_lane / 32] = acc;\n");
-    if (maxmin)
-        sb_puts(o, "            ein_red_any[ein_lane / 32] = any;\n");
-    sb_puts(o, "        }\n"
-               "        __syncthreads();\n"
-               "        if (ein_lane < 32) {\n");
-    sb_printf(o, "            acc = ein_lane < %d ? ein_red[ein_lane] : 0.0f;\n",
-              CUDA_BLOCK / 32);
-    if (maxmin)
-        sb_printf(o, "            any = ein_lane < %d ? ein_red_any[ein_lane] : 0;\n",
-                  CUDA_BLOCK / 32);
-    write_combine(o, k, 12, CUDA_BLOCK / 64);
-    sb_puts(o, "            if (ein_lane == 0)\n");
+    /* block: the warps' partials combined by warp 0 */
+    write_warps_combine(o, k, 8, CUDA_BLOCK / 32);
     write_store(em, o, k, 16);
     sb_puts(o, "        }\n"
                "        __syncthreads();   /* ein_red is read before the next element */\n"

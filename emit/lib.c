@@ -199,7 +199,8 @@ void lib_write_ctx_fields(Emit *em)
     if (em->libs & LIB_CUDNN)
         sb_printf(o, "    cudnnHandle_t dnn;\n"
                   "    ein_conv conv[%d];\n"
-                  "    void *ws;                       /* the convolutions' workspace */\n",
+                  "    void *ws;                       /* the convolutions' workspace */\n"
+                  "    int64_t ws_bytes;               /* its size */\n",
                   em->nconv);
     if (em->libs & LIB_DNNL)
         sb_printf(o, "    ein_dnnl dnnl;                  /* engine, stream, workspace */\n"
@@ -270,8 +271,8 @@ static void write_conv_table(Emit *em)
     const IrProgram *p = em->p;
     Sb *o = &em->out;
     sb_printf(o, "/* The convolutions cuDNN runs, ctx->conv[i] for ein_convs[i]: name,\n"
-                 "   transposed, data type, tensor cores, x, w, y, pad, stride, dilation\n"
-                 "   (runtime/cudnn_types.h). */\n"
+                 "   transposed, data type, tensor cores, x, w, y, pad, stride, dilation,\n"
+                 "   the engine to try first (runtime/cudnn_types.h). */\n"
                  "static const ein_conv_spec ein_convs[%d] = {\n", em->nconv);
     for (int i = 0; i < p->ntensors; i++) {
         const IrTensor *t = p->tensors[i];
@@ -290,8 +291,8 @@ static void write_conv_table(Emit *em)
                   PRId64 ", %" PRId64 "},\n", m->cn, m->c, m->h, m->w, wk, wc, m->r, m->s,
                   m->cn, m->f, out_h(t), out_w(t));
         sb_printf(o, "     {%" PRId64 ", %" PRId64 "}, {%" PRId64 ", %" PRId64 "}, {%" PRId64
-                  ", %" PRId64 "}},\n", m->pad, m->pad_w, m->stride, m->stride, m->dilation,
-                  m->dilation);
+                  ", %" PRId64 "}, %" PRId64 "},\n", m->pad, m->pad_w, m->stride, m->stride,
+                  m->dilation, m->dilation, emit_op(em, t)->engine);
     }
     sb_puts(o, "};\n\n");
 }

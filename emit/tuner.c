@@ -8,7 +8,9 @@
  *
  * The program is code in runtime/tuner.cu, pasted here after what it
  * needs from the program: the table of the operators to time (tensor id,
- * function, key) and the device the database is for. */
+ * function, key, the cuDNN convolution it runs or -1), whether there are
+ * cuDNN convolutions (whose engines it times) and the device the
+ * database is for. */
 #include "config.h"
 #include "emit_int.h"
 
@@ -26,18 +28,21 @@ void tuner_write_main(Emit *em)
     sb_printf(o, "typedef int (*ein_tune_fn)(%s_ctx *, void *const *, cudaStream_t);\n\n",
               em->model);
     sb_puts(o, "static const struct {\n    int id;\n    ein_tune_fn run;\n"
-               "    const char *key;\n} ein_tune_ops[] = {\n");
+               "    const char *key;\n"
+               "    int conv;                   /* its slot of ein_convs[], or -1 */\n"
+               "} ein_tune_ops[] = {\n");
     for (int i = 0; i < p->ntensors; i++) {
         if (p->tensors[i]->kind != IT_STAGE || !keys[i])
             continue;
         sb_printf(o, "    {%d, ein_op_%d,\n     ", i, i);
         emit_c_string(o, keys[i]);
-        sb_puts(o, "},\n");
+        sb_printf(o, ", %d},\n", em->slot[i]);
     }
     if (n == 0)
-        sb_puts(o, "    {-1, 0, \"\"},\n");
+        sb_puts(o, "    {-1, 0, \"\", -1},\n");
     sb_puts(o, "};\n");
     sb_printf(o, "#define EIN_TUNE_NOPS %d\n", n);
+    sb_printf(o, "#define EIN_TUNE_CONVS %d\n", (em->libs & LIB_CUDNN) != 0);
     sb_puts(o, "#define EIN_TUNE_DEVICE ");
     emit_c_string(o, em->opt->tune_device ? em->opt->tune_device : "h200");
     sb_puts(o, "\n\n");

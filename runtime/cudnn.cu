@@ -3,7 +3,8 @@
  * built when the context is created from the heuristics' engines (the
  * first that finalizes, is deterministic, sums in f32, for
  * --precision=fp32 uses no tensor cores, and asks for at most
- * EIN_CUDNN_WORKSPACE_LIMIT bytes of workspace); one cuDNN cannot plan
+ * EIN_CUDNN_WORKSPACE_LIMIT bytes of workspace; the engine the tuning
+ * database chose for it, where it has one, first); one cuDNN cannot plan
  * runs as its generated kernel instead, and so does every convolution
  * when cudnnCreate fails.  Pasted
  * after api_cuda.cu when the program calls cuDNN; the generated file
@@ -94,16 +95,20 @@ RT_API cudnnStatus_t ein_dnn_tensor(ein_conv *cv, int64_t uid, cudnnDataType_t d
    change from run to run (NONDETERMINISTIC: einc promises the same bits
    every run) or that sums in less than f32 (REDUCED_PRECISION_REDUCTION);
    for --precision=fp32 (tensor_cores 0) none that rounds f32 operands to
-   TF32 (TENSOR_CORE, DOWN_CONVERT_INPUTS). */
-RT_API int ein_dnn_engine_ok(ein_conv *cv, cudnnBackendDescriptor_t cfg, int tensor_cores)
+   TF32 (TENSOR_CORE, DOWN_CONVERT_INPUTS).  *index: its engine's global
+   index. */
+RT_API int ein_dnn_engine_ok(ein_conv *cv, cudnnBackendDescriptor_t cfg, int tensor_cores,
+                             int64_t *index)
 {
     cudnnBackendDescriptor_t engine;
     cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
-    int64_t n = 0;
+    int64_t n = 0, got = 0;
     if (ein_dnn_make(cv, CUDNN_BACKEND_ENGINE_DESCRIPTOR, &engine) != CUDNN_STATUS_SUCCESS ||
         cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE,
                                  CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &engine) !=
             CUDNN_STATUS_SUCCESS ||
+        cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1,
+                                 &got, index) != CUDNN_STATUS_SUCCESS ||
         cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
                                  CUDNN_TYPE_NUMERICAL_NOTE, CUDNN_NUMERICAL_NOTE_TYPE_COUNT,
                                  &n, notes) != CUDNN_STATUS_SUCCESS)
@@ -119,10 +124,13 @@ RT_API int ein_dnn_engine_ok(ein_conv *cv, cudnnBackendDescriptor_t cfg, int ten
 
 /* Build the execution plan of the convolution sp (cudnn_types.h): x is
    uid 1, w uid 2, y uid 3 in the variant pack.  The first engine
-   configuration that einc may use (ein_dnn_engine_ok), that builds a plan
-   and whose workspace is at most ws_cap bytes. */
+   configuration that einc may use (ein_dnn_engine_ok), whose engine is
+   none of skip[0..nskip), that builds a plan and whose workspace is at
+   most ws_cap bytes: of the engine sp->engine first, where it is one,
+   then in the heuristics' order (the tuner lists the engines it may time
+   by skipping those it has). */
 RT_API int ein_conv_setup(model_ctx *ctx, ein_conv *cv, const ein_conv_spec *sp,
-                          int64_t ws_cap)
+                          int64_t ws_cap, const int64_t *skip, int nskip)
 {
     cudnnBackendDescriptor_t x, w, y, conv, op, graph;
     cudnnDataType_t comp = CUDNN_DATA_FLOAT, dt = sp->dt;
@@ -185,13 +193,14 @@ RT_API int ein_conv_setup(model_ctx *ctx, ein_conv *cv, const ein_conv_spec *sp,
     EIN_DNN(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE,
                                      CUDNN_TYPE_HANDLE, 1, &ctx->dnn));
     EIN_DNN(cudnnBackendFinalize(graph));
-    /* The heuristics' engines in their order; the first one einc may use
-       that builds a plan within the workspace limit is the one. */
+    /* The heuristics' engines in their order (in a first pass only the
+       chosen engine's); the first one einc may use that builds a plan
+       within the workspace limit is the one. */
     static const cudnnBackendHeurMode_t modes[] = {CUDNN_HEUR_MODE_A,
                                                    CUDNN_HEUR_MODE_FALLBACK};
-    for (int mi = 0; mi < 2; mi++) {
+    for (int mp = sp->engine >= 0 ? 0 : 2; mp < 4; mp++) {
         cudnnBackendDescriptor_t heur, cfg[16];
-        cudnnBackendHeurMode_t hm = modes[mi];
+        cudnnBackendHeurMode_t hm = modes[mp % 2];
         int64_t n = 0;
         EIN_DNN(ein_dnn_make(cv, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur));
         EIN_DNN(cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
@@ -208,7 +217,13 @@ RT_API int ein_conv_setup(model_ctx *ctx, ein_conv *cv, const ein_conv_spec *sp,
             continue;
         for (int64_t i = 0; i < n && i < 16; i++) {
             cudnnBackendDescriptor_t plan;
-            if (!ein_dnn_engine_ok(cv, cfg[i], sp->tensor_cores))
+            int64_t index = -1;
+            int skipped = 0;
+            if (!ein_dnn_engine_ok(cv, cfg[i], sp->tensor_cores, &index))
+                continue;
+            for (int j = 0; j < nskip; j++)
+                skipped |= skip[j] == index;
+            if (skipped || (mp < 2 && index != sp->engine))
                 continue;
             EIN_DNN(ein_dnn_make(cv, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan));
             if (cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE,
@@ -225,6 +240,7 @@ RT_API int ein_conv_setup(model_ctx *ctx, ein_conv *cv, const ein_conv_spec *sp,
             if (cv->ws_bytes > ws_cap)
                 continue;           /* too much workspace: the next one */
             cv->plan = plan;
+            cv->engine = index;
             return 0;
         }
     }
@@ -287,7 +303,7 @@ RT_API int64_t ein_dnn_plan(model_ctx *ctx, const ein_conv_spec *spec, int n, in
     int64_t ws = 0;
     ctx->note[0] = 0;
     for (int i = 0; i < n; i++) {
-        if (ein_conv_setup(ctx, &ctx->conv[i], &spec[i], cap) != 0)
+        if (ein_conv_setup(ctx, &ctx->conv[i], &spec[i], cap, NULL, 0) != 0)
             ein_conv_fall_back(ctx, &ctx->conv[i]);
         else if (ctx->conv[i].ws_bytes > ws)
             ws = ctx->conv[i].ws_bytes;
@@ -312,8 +328,10 @@ RT_API int ein_dnn_create(model_ctx *ctx, const ein_conv_spec *spec, int n)
     int64_t cap = EIN_CUDNN_WORKSPACE_LIMIT, ws;
     while ((ws = ein_dnn_plan(ctx, spec, n, cap)) > 0) {
         cudaError_t e = cudaMalloc(&ctx->ws, (size_t)ws);
-        if (e == cudaSuccess)
+        if (e == cudaSuccess) {
+            ctx->ws_bytes = ws;
             break;
+        }
         ctx->ws = NULL;
         if (e != cudaErrorMemoryAllocation)
             return ein_cuda_fail(ctx, e, "cudaMalloc (the cuDNN workspace)");

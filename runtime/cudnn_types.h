@@ -17,6 +17,8 @@ typedef struct ein_conv_spec {
     int tensor_cores;           /* engines that round f32 to TF32 are fine */
     int64_t x[4], w[4], y[4];
     int64_t pad[2], stride[2], dil[2];
+    int64_t engine;             /* the engine to try first (the tuning
+                                   database's choice), or -1 */
 } ein_conv_spec;
 
 /* One cuDNN convolution: its execution plan, the descriptors it was made
@@ -28,6 +30,7 @@ typedef struct ein_conv {
     cudnnBackendDescriptor_t plan, pack;
     void *ptr[4];               /* x, w, y, workspace of `pack` */
     int64_t ws_bytes;
+    int64_t engine;             /* the plan's engine, by its global index */
 } ein_conv;
 
 #endif

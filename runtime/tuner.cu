@@ -7,18 +7,26 @@
  * Every input buffer gets uniform values in [-1, 1) (16-bit types: values
  * of magnitude 0.25 to 1); each operator runs EIN_TUNE_WARMUP times to
  * warm up, then N times (default 20), each between two CUDA events on one
- * stream, and its median goes to DB as "MICROSECONDS KEY".  Lines are
+ * stream, and its median goes to DB as "MICROSECONDS KEY".  A cuDNN
+ * convolution is timed so on each engine einc may use for it (at most
+ * EIN_TUNE_ENGINES, in the heuristics' order, within the context's
+ * workspace), and the fastest goes to DB, its time and then its engine
+ * as "engine N KEY" (N its global index), which einc --tune-db writes
+ * into the program for its M_create to try first.  Lines are
  * written and flushed as operators finish, so a run that fails half way
  * leaves a valid database of what it measured.  Every CUDA call is
  * checked.  The generated file defines before it the table
- * ein_tune_ops[EIN_TUNE_NOPS] (tensor id, its ein_op_N, key) and
- * EIN_TUNE_DEVICE (the device name for the database). */
+ * ein_tune_ops[EIN_TUNE_NOPS] (tensor id, its ein_op_N, key, its slot of
+ * ein_convs[] or -1), EIN_TUNE_CONVS (1: the program has cuDNN
+ * convolutions) and EIN_TUNE_DEVICE (the device name for the database). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "model.h" /* EMBED-SKIP */
 
 #define EIN_TUNE_WARMUP 3
+/* cuDNN engines timed per convolution, at most */
+#define EIN_TUNE_ENGINES 8
 
 RT_API int ein_tune_cmp(const void *a, const void *b)
 {
@@ -63,21 +71,99 @@ RT_API void ein_tune_usage(FILE *fp, const char *prog)
             prog, EIN_TUNE_NOPS, EIN_TUNE_WARMUP);
 }
 
-#define EIN_TUNE_CUDA(call)                                                \
+/* A failed CUDA call, said on stderr, then `fail` (a statement). */
+#define EIN_TUNE_CUDA_OR(call, fail)                                       \
     do {                                                                   \
         cudaError_t ein_e_ = (call);                                       \
         if (ein_e_ != cudaSuccess) {                                       \
             fprintf(stderr, "%s: error: %s failed: %s\n", prog, #call,      \
                     cudaGetErrorString(ein_e_));                           \
-            goto out;                                                      \
+            fail;                                                          \
         }                                                                  \
     } while (0)
+#define EIN_TUNE_CUDA(call) EIN_TUNE_CUDA_OR(call, goto out)
+
+/* What the timing of an operator needs. */
+typedef struct ein_tune_clock {
+    const char *prog;
+    cudaStream_t stream;
+    cudaEvent_t start, stop;
+    float *times;
+    long iters;
+} ein_tune_clock;
+
+/* The median microseconds of operator op in *us: EIN_TUNE_WARMUP runs,
+   then c->iters each between two events.  0, or 1 when the operator
+   failed (its message in ctx), 2 when a CUDA call did (said). */
+RT_API int ein_tune_time(const ein_tune_clock *c, model_ctx *ctx, int op, float *us)
+{
+    const char *prog = c->prog;
+    long it, n = c->iters;
+    float ms;
+    for (it = 0; it < EIN_TUNE_WARMUP; it++)
+        if (ein_tune_ops[op].run(ctx, ctx->buf, c->stream) != 0)
+            return 1;
+    EIN_TUNE_CUDA_OR(cudaStreamSynchronize(c->stream), return 2);
+    for (it = 0; it < n; it++) {
+        EIN_TUNE_CUDA_OR(cudaEventRecord(c->start, c->stream), return 2);
+        if (ein_tune_ops[op].run(ctx, ctx->buf, c->stream) != 0)
+            return 1;
+        EIN_TUNE_CUDA_OR(cudaEventRecord(c->stop, c->stream), return 2);
+        EIN_TUNE_CUDA_OR(cudaEventSynchronize(c->stop), return 2);
+        EIN_TUNE_CUDA_OR(cudaEventElapsedTime(&ms, c->start, c->stop), return 2);
+        c->times[it] = ms * 1000.0f;
+    }
+    qsort(c->times, (size_t)n, sizeof *c->times, ein_tune_cmp);
+    *us = n % 2 ? c->times[n / 2] : (c->times[n / 2 - 1] + c->times[n / 2]) / 2;
+    return 0;
+}
+
+#if EIN_TUNE_CONVS
+/* Operator op, a cuDNN convolution with a plan, timed on each engine
+   einc may use for it (ein_conv_setup, each time skipping the engines
+   timed already) within the context's workspace, and left on the
+   fastest: its time in *us, its engine in *engine.  As ein_tune_time. */
+RT_API int ein_tune_engines(const ein_tune_clock *c, model_ctx *ctx, int op, float *us,
+                            int64_t *engine)
+{
+    int slot = ein_tune_ops[op].conv, n, best = 0, rc;
+    ein_conv *cv = &ctx->conv[slot];
+    ein_conv_spec sp = ein_convs[slot];
+    int64_t tried[EIN_TUNE_ENGINES];
+    float t[EIN_TUNE_ENGINES];
+    sp.engine = -1;
+    for (n = 0; n < EIN_TUNE_ENGINES; n++) {
+        ein_conv_drop(cv);
+        if (ein_conv_setup(ctx, cv, &sp, ctx->ws_bytes, tried, n) != 0) {
+            if (n > 0)
+                ctx->err[0] = 0;    /* no more engines; with none, why */
+            break;
+        }
+        tried[n] = cv->engine;
+        if ((rc = ein_tune_time(c, ctx, op, &t[n])) != 0)
+            return rc;
+        if (t[n] < t[best])
+            best = n;
+        fprintf(stderr, "%s: %d/%d: engine %lld: %.3f us\n", c->prog, op + 1, EIN_TUNE_NOPS,
+                (long long)tried[n], t[n]);
+    }
+    /* the plan it had fitted the workspace: there was one engine */
+    ein_conv_drop(cv);
+    sp.engine = tried[best];
+    if (n == 0 || ein_conv_setup(ctx, cv, &sp, ctx->ws_bytes, NULL, 0) != 0)
+        return 1;
+    *us = t[best];
+    *engine = cv->engine;
+    return 0;
+}
+#endif
 
 int main(int argc, char **argv)
 {
     const char *prog = argc > 0 ? argv[0] : "tune", *path = NULL;
     long iters = 20;
-    int rc = 1, i, it, op;
+    int rc = 1, i, op;
+    ein_tune_clock clock;
     model_ctx *ctx = NULL;
     cudaStream_t stream = NULL;
     cudaEvent_t start = NULL, stop = NULL;
@@ -150,24 +236,31 @@ int main(int argc, char **argv)
             "runs after %d to warm up, microseconds\n", EIN_TUNE_DEVICE, prop.name,
             prop.major, prop.minor, iters, EIN_TUNE_WARMUP);
     fflush(db);
+    clock.prog = prog;
+    clock.stream = stream;
+    clock.start = start;
+    clock.stop = stop;
+    clock.times = times;
+    clock.iters = iters;
     for (op = 0; op < EIN_TUNE_NOPS; op++) {
-        float ms, us;
-        for (it = 0; it < EIN_TUNE_WARMUP; it++)
-            if (ein_tune_ops[op].run(ctx, ctx->buf, stream) != 0)
-                goto op_failed;
-        EIN_TUNE_CUDA(cudaStreamSynchronize(stream));
-        for (it = 0; it < iters; it++) {
-            EIN_TUNE_CUDA(cudaEventRecord(start, stream));
-            if (ein_tune_ops[op].run(ctx, ctx->buf, stream) != 0)
-                goto op_failed;
-            EIN_TUNE_CUDA(cudaEventRecord(stop, stream));
-            EIN_TUNE_CUDA(cudaEventSynchronize(stop));
-            EIN_TUNE_CUDA(cudaEventElapsedTime(&ms, start, stop));
-            times[it] = ms * 1000.0f;
-        }
-        qsort(times, (size_t)iters, sizeof *times, ein_tune_cmp);
-        us = iters % 2 ? times[iters / 2] : (times[iters / 2 - 1] + times[iters / 2]) / 2;
+        float us = 0;
+        long long engine = -1;
+        int got;
+#if EIN_TUNE_CONVS
+        if (ein_tune_ops[op].conv >= 0 && ctx->conv[ein_tune_ops[op].conv].plan) {
+            int64_t e = -1;
+            got = ein_tune_engines(&clock, ctx, op, &us, &e);
+            engine = e;
+        } else
+#endif
+            got = ein_tune_time(&clock, ctx, op, &us);
+        if (got == 1)
+            goto op_failed;
+        if (got != 0)
+            goto out;
         fprintf(db, "%.3f %s\n", us, ein_tune_ops[op].key);
+        if (engine >= 0)
+            fprintf(db, "engine %lld %s\n", engine, ein_tune_ops[op].key);
         fflush(db);
         fprintf(stderr, "%s: %d/%d: %.3f us  %.60s\n", prog, op + 1, EIN_TUNE_NOPS, us,
                 ein_tune_ops[op].key);

@@ -191,6 +191,8 @@ char *cost_op_key(Arena *a, const Stage *s, const OpMatch *m, Precision prec);
  *   einc-tune 1
  *   device NAME
  *   US KEY          one measured operator a line: median microseconds
+ *   engine N KEY    a cuDNN convolution: the engine (global index) that
+ *                   measured fastest for it, which the program prefers
  * with blank lines and lines starting with '#' ignored.  Loading reports
  * every problem at its place (FILE:LINE:COL: error: ..., through diag_error)
  * and returns NULL when there was one; a device line that is not `device`
@@ -204,5 +206,7 @@ const char *tune_db_device(const TuneDb *db);       /* the device line */
 int tune_db_count(const TuneDb *db);                /* operators held */
 /* The measured seconds of `key`, or a negative number when absent. */
 double tune_db_lookup(const TuneDb *db, const char *key);
+/* The cuDNN engine the database chose for `key`, or -1. */
+int64_t tune_db_engine(const TuneDb *db, const char *key);
 
 #endif

@@ -12,10 +12,14 @@
 
 /* ---- the database ------------------------------------------------------- */
 
+/* An operator: its time (seconds < 0: none given) and its engine (-1:
+ * none given), each from its own line. */
 typedef struct Entry {
     const char *key;
     double seconds;
     Loc loc;
+    int64_t engine;
+    Loc engine_loc;
 } Entry;
 
 struct TuneDb {
@@ -63,12 +67,33 @@ int tune_db_count(const TuneDb *db)
     return db->count;
 }
 
+/* The entry of `key` (made when new). */
+static Entry *entry(Arena *a, TuneDb *db, const char *key)
+{
+    if ((db->count + 1) * 2 > db->cap)
+        grow(a, db);
+    Entry *e = find_slot(db, key);
+    if (!e->key) {
+        *e = (Entry){key, -1, LOC_NONE, -1, LOC_NONE};
+        db->count++;
+    }
+    return e;
+}
+
 double tune_db_lookup(const TuneDb *db, const char *key)
 {
     if (!db->count)
         return -1;
     const Entry *e = find_slot(db, key);
-    return e->key ? e->seconds : -1;
+    return e->key && e->seconds >= 0 ? e->seconds : -1;
+}
+
+int64_t tune_db_engine(const TuneDb *db, const char *key)
+{
+    if (!db->count)
+        return -1;
+    const Entry *e = find_slot(db, key);
+    return e->key ? e->engine : -1;
 }
 
 static bool blank(char ch)
@@ -192,6 +217,41 @@ static TuneDb *parse(Arena *a, int file, const char *device)
             line = next;
             continue;
         }
+        if (word_is(p, we, "engine")) {
+            /* engine N KEY: N a decimal integer, 0 to 2^31 - 1 */
+            const char *v = skip_blanks(we, stop), *ve = word_end(v, stop);
+            int64_t n = 0;
+            bool ok = v < ve && ve - v <= 10;
+            for (const char *c = v; ok && c < ve; c++) {
+                ok = *c >= '0' && *c <= '9';
+                n = n * 10 + (*c - '0');
+            }
+            const char *k = skip_blanks(ve, stop);
+            if (!ok || n > INT32_MAX) {
+                diag_error(span(file, text, v == stop ? p : v, v == stop ? stop : ve),
+                           "expected 'engine N KEY', N the global index of a cuDNN engine");
+            } else if (k == stop) {
+                diag_error(span(file, text, p, ve), "missing the operator key after the "
+                           "engine");
+            } else {
+                if (device_loc.file < 0) {
+                    diag_error(span(file, text, p, stop), "an operator before the 'device' "
+                               "line");
+                    device_loc = span(file, text, p, p);   /* say it once */
+                }
+                Entry *e = entry(a, db, arena_printf(a, "%.*s", (int)(stop - k), k));
+                if (e->engine >= 0) {
+                    diag_error(span(file, text, k, stop), "a second engine for the same "
+                               "operator");
+                    diag_note(e->engine_loc, "the first is here");
+                } else {
+                    e->engine = n;
+                    e->engine_loc = span(file, text, k, stop);
+                }
+            }
+            line = next;
+            continue;
+        }
         /* The whole word is the number: a long one is copied whole, not
          * cut to the buffer, and strtod must not skip white space that is
          * not a blank here (\v, \f). */
@@ -204,8 +264,8 @@ static TuneDb *parse(Arena *a, int file, const char *device)
         num[wl] = 0;
         double us = strtod(num, &num_end);
         if (num_end != num + wl || isspace((unsigned char)*num)) {
-            diag_error(span(file, text, p, we), "expected 'MICROSECONDS KEY' or 'device "
-                       "NAME', not '%s'", shown(a, p, we));
+            diag_error(span(file, text, p, we), "expected 'MICROSECONDS KEY', 'engine N "
+                       "KEY' or 'device NAME', not '%s'", shown(a, p, we));
             line = next;
             continue;
         }
@@ -225,16 +285,13 @@ static TuneDb *parse(Arena *a, int file, const char *device)
             diag_error(span(file, text, p, stop), "an operator before the 'device' line");
             device_loc = span(file, text, p, p);   /* say it once */
         }
-        char *key = arena_printf(a, "%.*s", (int)(stop - k), k);
-        if ((db->count + 1) * 2 > db->cap)
-            grow(a, db);
-        Entry *e = find_slot(db, key);
-        if (e->key) {
+        Entry *e = entry(a, db, arena_printf(a, "%.*s", (int)(stop - k), k));
+        if (e->seconds >= 0) {
             diag_error(span(file, text, k, stop), "a second time for the same operator");
             diag_note(e->loc, "the first is here");
         } else {
-            *e = (Entry){key, us * 1e-6, span(file, text, k, stop)};
-            db->count++;
+            e->seconds = us * 1e-6;
+            e->loc = span(file, text, k, stop);
         }
         line = next;
     }

@@ -5,6 +5,7 @@
 #include "plan.h"
 
 #include <math.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -269,6 +270,12 @@ void plan_price(IrCtx *cx, const CostModel *cm, PlanOp *op)
     op->cost = cost_stage_impl(cm, op->stage, &op->op, op->impl, &op->measured);
     if (op->epi.value)
         op->cost += epilogue_cost(cx, cm, op);
+    op->engine = -1;
+    if (op->impl == IMPL_CUDNN_CONV && cm->db) {
+        char *key = cost_op_key(NULL, op->stage, &op->op, cm->precision);
+        op->engine = tune_db_engine(cm->db, key);
+        free(key);
+    }
 }
 
 /* plan_choose without the price. */
@@ -280,6 +287,7 @@ static PlanOp match_op(const CostModel *cm, const IrTensor *out, const Stage *s)
     op.stage = s;
     op.at_load = out->weight_only;
     op.buf.kind = BUF_OWN;
+    op.engine = -1;
     if (!match_stage(s, &op.op))
         op.op.kind = OPK_KERNEL;
     op.impl = cost_impl(cm, out, s, &op.op);
@@ -885,6 +893,8 @@ static void print_op(const PlanOp *o, FILE *fp)
         print_names("rows", o->rows->members, o->rows->nmembers, fp);
     if (o->rows && !plan_in_rows(o) && o->rows->threads > 1)
         fprintf(fp, " (%d threads a row)", o->rows->threads);
+    if (o->engine >= 0)
+        fprintf(fp, "  engine=%" PRId64, o->engine);
     fprintf(fp, "  %.2f us%s%s\n", o->cost * 1e6, o->measured ? " (measured)" : "",
             o->at_load ? " (at load)" : "");
 }
@@ -954,6 +964,8 @@ void plan_print_json_op(const PlanOp *o, Precision prec, FILE *fp)
         json_names("rows", o->rows->members, o->rows->nmembers, fp);
     if (o->rows && o->rows->threads > 1)
         fprintf(fp, ", \"row_threads\": %d", o->rows->threads);
+    if (o->engine >= 0)
+        fprintf(fp, ", \"engine\": %" PRId64, o->engine);
     OpDim d[OP_MAX_DIMS];
     int nd = match_dims(m, d);
     for (int i = 0; i < nd; i++) {

@@ -100,6 +100,10 @@ struct PlanOp {
     const PlanRowGroup *rows;   /* NULL: not in a row group */
     PlanBuf buf;
     bool at_load;               /* depends on weights only: runs at load */
+    /* A cuDNN convolution: the engine (its global index) that the tuning
+     * database measured fastest for it, which the program tries before
+     * the heuristics' order; -1: none. */
+    int64_t engine;
     double cost;                /* seconds, estimated (plan_price) */
     bool measured;              /* the stage's time is from the tuning database */
 };

@@ -68,6 +68,26 @@ static void test_parser(void)
     CHECK_NEAR(tune_db_lookup(db, "kernel t0=f32[4] = L<0:4> S<> t0[0+1*l0]"), 0, 1e-12);
     CHECK(tune_db_lookup(db, "matmul fp32 f32,f32 m=2 n=3 k=5") < 0);
     CHECK(tune_db_lookup(db, "matmul fp32 f32,f32 m=2 n=3") < 0);
+    CHECK(tune_db_engine(db, "matmul fp32 f32,f32 m=2 n=3 k=4") == -1);
+
+    /* a convolution's engine, with its time (either first) or alone */
+    db = parse_db("einc-tune 1\ndevice h200\n"
+                  "3 conv2d a\nengine 17 conv2d a\n"
+                  "engine 0 conv2d b\n2 conv2d b\n"
+                  "engine  2147483647   conv2d c  \n", "h200", &msgs);
+    CHECK(db != NULL);
+    CHECK_STR(msgs, "");
+    free(msgs);
+    if (db) {
+        CHECK(tune_db_count(db) == 3);
+        CHECK(tune_db_engine(db, "conv2d a") == 17);
+        CHECK_NEAR(tune_db_lookup(db, "conv2d a"), 3e-6, 1e-12);
+        CHECK(tune_db_engine(db, "conv2d b") == 0);
+        CHECK_NEAR(tune_db_lookup(db, "conv2d b"), 2e-6, 1e-12);
+        CHECK(tune_db_engine(db, "conv2d c") == 2147483647);
+        CHECK(tune_db_lookup(db, "conv2d c") < 0);
+        CHECK(tune_db_engine(db, "conv2d d") == -1);
+    }
 
     /* many entries: the table grows */
     char *big = NULL;
@@ -94,7 +114,7 @@ static void test_parser(void)
         "version '2'");
     bad("device h200\neinc-tune 1\n", "t.tune:1:1: error: expected 'einc-tune 1'");
     bad("einc-tune 1\ndevice h200\n1.5x kernel\n", "t.tune:3:1: error: expected "
-        "'MICROSECONDS KEY' or 'device NAME', not '1.5x'");
+        "'MICROSECONDS KEY', 'engine N KEY' or 'device NAME', not '1.5x'");
     bad("einc-tune 1\ndevice h200\nfoo bar\n", "t.tune:3:1: error: expected");
     bad("einc-tune 1\ndevice h200\n-3 kernel\n", "t.tune:3:1: error: the time '-3' is not");
     bad("einc-tune 1\ndevice h200\nnan kernel\n", "t.tune:3:1: error: the time 'nan'");
@@ -111,6 +131,16 @@ static void test_parser(void)
     bad("einc-tune 1\ndevice a b\n", "t.tune:2:8: error: expected one device name");
     bad("einc-tune 1\n1 k\n", "an operator before the 'device' line");
     bad("einc-tune 1\n", "no 'device NAME' line");
+    bad("einc-tune 1\ndevice h200\nengine\n", "t.tune:3:1: error: expected 'engine N KEY'");
+    bad("einc-tune 1\ndevice h200\nengine x k\n", "t.tune:3:8: error: expected 'engine N KEY'");
+    bad("einc-tune 1\ndevice h200\nengine -1 k\n", "t.tune:3:8: error: expected 'engine N");
+    bad("einc-tune 1\ndevice h200\nengine 2147483648 k\n", "t.tune:3:8: error: expected");
+    bad("einc-tune 1\ndevice h200\nengine 3\n", "t.tune:3:1: error: missing the operator key "
+        "after the engine");
+    bad("einc-tune 1\ndevice h200\nengine 3 k\nengine 4 k\n", "t.tune:4:10: error: a second "
+        "engine for the same operator");
+    bad("einc-tune 1\ndevice h200\nengine 3 k\nengine 4 k\n", "t.tune:3:10: note: the first");
+    bad("einc-tune 1\nengine 3 k\ndevice h200\n", "t.tune:2:1: error: an operator before");
     /* several errors in one file are all reported */
     msgs = NULL;
     CHECK(!parse_db("einc-tune 1\ndevice h200\nx a\ny b\n", "h200", &msgs));

@@ -583,6 +583,25 @@ cudaError_t cudaSetDevice(int device)
     return device == 0 ? cudaSuccess : fail(cudaErrorInvalidDevice);
 }
 
+/* "Returns in *prop the properties of device dev": the one device here, a
+   made-up sm_90 whose name says what it is; the rest zero. */
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device)
+{
+    if (!prop)
+        return fail(cudaErrorInvalidValue);
+    if (device != 0)
+        return fail(cudaErrorInvalidDevice);
+    memset(prop, 0, sizeof *prop);
+    snprintf(prop->name, sizeof prop->name, "hostcuda emulation on the CPU");
+    prop->major = 9;
+    prop->minor = 0;
+    prop->multiProcessorCount = 1;
+    prop->warpSize = 32;
+    prop->maxThreadsPerBlock = 1024;
+    prop->sharedMemPerBlock = 48 * 1024;
+    return cudaSuccess;
+}
+
 cudaError_t cudaGetDeviceCount(int *n)
 {
     if (!n)
