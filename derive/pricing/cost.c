@@ -511,7 +511,7 @@ static double cpu_calls(const CpuFigures *c, const IExpr *e, bool scalar)
 
 /* The range of an index over the stage's variables; false when it holds
  * a floor division or a modulo (the emitter's code then is not a plain
- * affine read). */
+ * affine read), or when its bounds do not fit 64 bits. */
 static bool ix_range(const Stage *s, const Ix *x, int64_t *lo, int64_t *hi)
 {
     *lo = *hi = x->c;
@@ -521,11 +521,10 @@ static bool ix_range(const Stage *s, const Ix *x, int64_t *lo, int64_t *hi)
             return false;
         int l = ir_loop_pos(s, t->var), m = l < 0 ? ir_sum_pos(s, t->var) : -1;
         const IrVar *v = l >= 0 ? &s->loops[l] : m >= 0 ? &s->sums[m] : NULL;
-        if (!v)
+        int64_t a, b;
+        if (!v || !i64_mul(t->coef, v->lo, &a) || !i64_mul(t->coef, v->hi - 1, &b) ||
+            !i64_add(*lo, a < b ? a : b, lo) || !i64_add(*hi, a < b ? b : a, hi))
             return false;
-        int64_t a = t->coef * v->lo, b = t->coef * (v->hi - 1);
-        *lo += a < b ? a : b;
-        *hi += a < b ? b : a;
     }
     return true;
 }
