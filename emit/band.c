@@ -16,7 +16,6 @@
 #include "emit_int.h"
 
 #include <inttypes.h>
-#include <string.h>
 
 /* The tiles of the kernel for t, matched as mt: the plan runs it as
  * IMPL_CUDA_BAND, which derive/pricing/libs.c grants only to shapes the

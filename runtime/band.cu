@@ -9,7 +9,8 @@
  * (derive/pricing/libs.c, cost_band_tiles, chooses them): the generated
  * file writes one __global__ kernel per operator (named as the stage's
  * generic kernel would be) that calls it, so that nvcc compiles it with
- * every size a constant, and launches it with TX * TY threads.  Before
+ * every size a constant, and launches it with TX * TY threads rounded up
+ * to a warp (the threads past TX * TY only help stage).  Before
  * this piece the generated file defines EIN_BAND_LD(x), the load of an
  * operand: (x), or ein_rnd(x) for a --precision below fp32.
  *
@@ -22,8 +23,9 @@
  * the 8 consecutive rows 8ty + a and the PJ groups of 4 consecutive
  * columns 4tx + 4TX c + e (the groups TX apart, so that the 8 lanes of a
  * 128-bit shared load read 8 consecutive 16-byte pieces: no two in one
- * bank), a register tile of 8 x 4PJ sums.  A band of up to 128 entries is
- * one column tile (the narrow case): TX = ceil(2W+1 / 4PJ) threads across.
+ * bank), a register tile of 8 x 4PJ sums.  TX is at most 16: a band of
+ * up to 128 entries (64 at PJ = 1) is one column tile (the narrow case),
+ * a wider one several of equal width.
  *
  *   G2BMM  the sum over d in chunks of DC (8 or 16): the TI query rows and
  *          the TI + TC - 1 key rows the tile meets are staged d-major,
@@ -32,7 +34,7 @@
  *          per column group a window of 11 key rows: one step of d loads
  *          8 query values (two 128-bit loads) and 12 key values per group
  *          (three) for 32 PJ multiply-adds: 64 for 8 loads at PJ = 2.
- *   GBMM   the sum over j in chunks of JC (8 or 16): the TI x JC scores,
+ *   GBMM   the sum over j in chunks of JC (8, 16 or 32): the TI x JC scores,
  *          staged j-major (ss[jj][row]), and the TI + JC - 1 value rows
  *          of the column tile (vs[vr][dd], value row i0 + j0 - W + vr).  At
  *          step jj rows 8ty + a read value rows 8ty + a + jj, a window of
@@ -43,7 +45,9 @@
  * Every sum runs in ascending order of its index, one thread per output
  * element, exactly as the generic kernel's loop (padding of the last chunk
  * adds 0*0 in G2BMM and is skipped in GBMM, whose values may be infinite):
- * results are deterministic and equal to the generic kernel's.  Global
+ * results are deterministic and equal to the generic kernel's.  (The
+ * loops before these did one scalar shared load per 1 to 4 multiply-adds;
+ * tests/emit/band-ptx.test counts at least 4 in nvcc's PTX.)  Global
  * loads are row-contiguous: 8 lanes read 8 consecutive values of a row
  * (32 bytes) and store them down a column of the d-major arrays, whose
  * rows are 8n + 4 floats long so that those 8 stores meet different banks;

@@ -302,9 +302,9 @@ static double tiled_eff(const Device *d, double m, double n, double k, double ba
  *   - shared-memory wavefronts (128 bytes a clock, a 128-bit load of a
  *     warp at least one; lanes that read the same 16 bytes share it,
  *     consecutive 16-byte pieces fall in different banks): a warp spans
- *     nw = 32 / tx rows of threads.  G2BMM: 2 query loads of nw pieces 8
- *     bytes apart (4 a wavefront) and 3 pj key loads of 2 (nw - 1) + tx
- *     consecutive pieces; GBMM: 2 score loads as G2BMM's query loads and
+ *     nw = 32 / tx rows of threads.  G2BMM: 2 query loads of nw pieces
+ *     32 bytes apart (4 a wavefront) and 3 pj key loads of 2 (nw - 1) +
+ *     tx consecutive pieces; GBMM: 2 score loads as G2BMM's query loads and
  *     pj value loads of tx pieces in each of nw rows, rows 8 apart
  *     starting in the same banks (nw ceil(tx / 8) wavefronts);
  *   - issue: one instruction a clock per scheduler, the loads among the
@@ -317,7 +317,7 @@ static double tiled_eff(const Device *d, double m, double n, double k, double ba
  * GEMM: lib_eff, GENERATED_TILED for what the kernel does not overlap
  * (staging a chunk waits for the previous one's sums), the chunks'
  * prologue (K_OVERHEAD), and the machine the blocks fill: an SM holds
- * 512 threads of them (ptxas -v: 66 to 164 registers a thread) and
+ * 512 threads of them (ptxas -v: 70 to 166 registers a thread) and
  * reaches the peak with 256 (8 warps, two a scheduler); a grid of more
  * blocks than the SMs hold runs in waves, the last one partial. */
 static void band_cost(const Device *d, const OpMatch *m, double *flops, double *eff,

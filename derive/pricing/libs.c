@@ -196,9 +196,12 @@ static int64_t band_smem(const BandTiles *t, int64_t ty)
 
 /* The tiles with pj groups of 4 columns a thread.  Columns: at most
  * BAND_MAX_TX threads across, in the fewest tiles of equal width: a band
- * of up to 128 entries (at pj = 2) is one tile, the narrow case.  Rows:
- * as many threads as BAND_MAX_THREADS and BAND_MAX_SMEM allow, then the
- * row tiles of a residue made equal. */
+ * of up to 128 entries (at pj = 2) is one tile, the narrow case.  The
+ * summed index in chunks of 8 where it is that short, else G2BMM's d in
+ * chunks of 16 and GBMM's j in chunks of 32 (16 for a band that short):
+ * a chunk stages the ti + chunk - 1 value rows its tile meets.  Rows: as
+ * many threads as BAND_MAX_THREADS and BAND_MAX_SMEM allow, then the row
+ * tiles of a residue made equal. */
 static void band_shape(const OpMatch *m, int pj, BandTiles *t)
 {
     memset(t, 0, sizeof *t);
