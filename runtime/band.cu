@@ -149,6 +149,71 @@ ein_gbmm_steps(const float (*ss)[SS], const float (*vs)[TC], int tx, int ty, int
     }
 }
 
+/* Where a block and thread work: blocks are numbered (batch bb, residue
+ * r, row tile from row i0, column tile from column c0), the last
+ * fastest; thread (tx, ty), tx fastest, computes if own. */
+struct ein_band_at {
+    int c0, i0, r, bb, nr;      /* nr: the rows of residue r */
+    int tx, ty;
+    bool own;                   /* the threads past TX * TY only stage */
+};
+
+template <int DIL, int M, int TX, int TY, int TC, int NCOL, int NIT>
+static __device__ __forceinline__ ein_band_at ein_band_where()
+{
+    ein_band_at w;
+    int tile = (int)blockIdx.x;
+    w.c0 = tile % NCOL * TC;
+    tile /= NCOL;
+    w.i0 = tile % NIT * (8 * TY);
+    tile /= NIT;
+    w.r = tile % DIL;
+    w.bb = tile / DIL;
+    w.nr = (M - w.r + (DIL - 1)) / DIL;
+    w.tx = (int)threadIdx.x % TX;
+    w.ty = (int)threadIdx.x / TX;
+    w.own = w.ty < TY;
+    return w;
+}
+
+/* dst[kk][row] = val(row, kk) for row < ROWS, kk < CH (a multiple of 8)
+ * by NT threads: lanes 8n .. 8n+7 read 8 consecutive kk of one row (32
+ * bytes of a row of q, k or s) and store them down a column, the rows of
+ * dst S = 8n + 4 floats long, so that the 8 stores meet different banks */
+template <int ROWS, int CH, int NT, int S, typename F>
+static __device__ __forceinline__ void ein_band_stage(float (*dst)[S], F val)
+{
+    for (int x = (int)threadIdx.x; x < ROWS * CH; x += NT) {
+        const int kk = x % 8 + x / (8 * ROWS) * 8, row = x / 8 % ROWS;
+        dst[kk][row] = val(row, kk);
+    }
+}
+
+/* out[DIL*i' + r of batch bb][col] = the thread's sums, for col < LD (LD
+ * columns a row) */
+template <int DIL, int M, int TX, int PJ, int LD>
+static __device__ __forceinline__ void
+ein_band_store(float *__restrict__ out, const ein_band_at &w, float (*acc)[PJ][4])
+{
+    if (!w.own)
+        return;
+#pragma unroll
+    for (int a = 0; a < 8; ++a) {
+        const int ip = w.i0 + 8 * w.ty + a;
+        if (ip >= w.nr)
+            continue;
+        const int64_t row = (int64_t)w.bb * M + (int64_t)DIL * ip + w.r;
+#pragma unroll
+        for (int c = 0; c < PJ; ++c)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int col = w.c0 + 4 * w.tx + 4 * TX * c + e;
+                if (col < LD)
+                    out[row * LD + col] = acc[a][c][e];
+            }
+    }
+}
+
 /* NIT tiles of TI rows i' cover the M / DIL rows of a residue, NCOL tiles
  * of TC entries the band. */
 template <int DIL, int M, int K, int W, int TX, int TY, int PJ, int NCOL, int NIT, int DC>
@@ -160,61 +225,31 @@ ein_g2bmm_block(const float *__restrict__ q, const float *__restrict__ k,
     constexpr int SQ = (TI + 7) / 8 * 8 + 4, SK = (NK + 7) / 8 * 8 + 4;
     alignas(16) __shared__ float qs[DC][SQ];
     alignas(16) __shared__ float ks[DC][SK];
-    const int tx = (int)threadIdx.x % TX, ty = (int)threadIdx.x / TX;
-    const bool own = ty < TY;   /* the threads past TX * TY only stage */
-    int tile = (int)blockIdx.x;
-    const int j0 = tile % NCOL * TC;
-    tile /= NCOL;
-    const int i0 = tile % NIT * TI;
-    tile /= NIT;
-    const int r = tile % DIL, bb = tile / DIL;
-    const int nr = (M - r + (DIL - 1)) / DIL;   /* rows of residue r */
-    const int64_t base = (int64_t)bb * M * K;   /* batch bb of q and k */
-    float acc[8][PJ][4];
-#pragma unroll
-    for (int a = 0; a < 8; ++a)
-#pragma unroll
-        for (int c = 0; c < PJ; ++c)
-#pragma unroll
-            for (int e = 0; e < 4; ++e)
-                acc[a][c][e] = 0.0f;
+    const ein_band_at w = ein_band_where<DIL, M, TX, TY, TC, NCOL, NIT>();
+    const int i0 = w.i0, r = w.r, nr = w.nr;
+    const int64_t base = (int64_t)w.bb * M * K;   /* batch bb of q and k */
+    float acc[8][PJ][4] = {};
     for (int d0 = 0; d0 < K; d0 += DC) {
-        /* lanes 8n .. 8n+7: 8 consecutive d of one row */
-        for (int x = (int)threadIdx.x; x < TI * DC; x += NT) {
-            const int dd = x % 8 + x / (8 * TI) * 8, row = x / 8 % TI;
+        ein_band_stage<TI, DC, NT>(qs, [=](int row, int dd) {
             const int ip = i0 + row, d = d0 + dd;
-            qs[dd][row] = ip < nr && d < K
+            return ip < nr && d < K
                 ? EIN_BAND_LD(q[base + ((int64_t)DIL * ip + r) * K + d]) : 0.0f;
-        }
+        });
         /* key row NK - 1 is read (the last 128-bit load of a window) and
            used by no entry */
-        for (int x = (int)threadIdx.x; x < NK * DC; x += NT) {
-            const int dd = x % 8 + x / (8 * NK) * 8, row = x / 8 % NK, d = d0 + dd;
-            const int64_t kr = (int64_t)DIL * (i0 + j0 - W + row) + r;
+        const int kz = i0 + w.c0 - W;
+        ein_band_stage<NK, DC, NT>(ks, [=](int row, int dd) {
+            const int64_t kr = (int64_t)DIL * (kz + row) + r;
+            const int d = d0 + dd;
             /* keys outside [0, M) read as zero */
-            ks[dd][row] = kr >= 0 && kr < M && d < K
-                ? EIN_BAND_LD(k[base + kr * K + d]) : 0.0f;
-        }
+            return kr >= 0 && kr < M && d < K ? EIN_BAND_LD(k[base + kr * K + d]) : 0.0f;
+        });
         __syncthreads();
-        if (own)
-            ein_g2bmm_steps<TX, PJ, DC>(qs, ks, tx, ty, acc);
+        if (w.own)
+            ein_g2bmm_steps<TX, PJ, DC>(qs, ks, w.tx, w.ty, acc);
         __syncthreads();
     }
-#pragma unroll
-    for (int a = 0; a < 8; ++a) {
-        const int ip = i0 + 8 * ty + a;
-        if (!own || ip >= nr)
-            continue;
-        const int64_t row = (int64_t)bb * M + (int64_t)DIL * ip + r;
-#pragma unroll
-        for (int c = 0; c < PJ; ++c)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int j = j0 + 4 * tx + 4 * TX * c + e;
-                if (j < 2 * W + 1)
-                    s[row * (2 * W + 1) + j] = acc[a][c][e];
-            }
-    }
+    ein_band_store<DIL, M, TX, PJ, 2 * W + 1>(s, w, acc);
 }
 
 /* NIT tiles of TI rows i' cover the M / DIL rows of a residue, NCOL tiles
@@ -228,57 +263,28 @@ ein_gbmm_block(const float *__restrict__ s, const float *__restrict__ v,
     constexpr int SS = (TI + 7) / 8 * 8 + 4, NV = TI + JC - 1;
     alignas(16) __shared__ float ss[JC][SS];
     alignas(16) __shared__ float vs[NV][TC];
-    const int tx = (int)threadIdx.x % TX, ty = (int)threadIdx.x / TX;
-    const bool own = ty < TY;   /* the threads past TX * TY only stage */
-    int tile = (int)blockIdx.x;
-    const int dz = tile % NCOL * TC;
-    tile /= NCOL;
-    const int i0 = tile % NIT * TI;
-    tile /= NIT;
-    const int r = tile % DIL, bb = tile / DIL;
-    const int nr = (M - r + (DIL - 1)) / DIL;   /* rows of residue r */
-    const int64_t brow = (int64_t)bb * M;   /* first row of batch bb */
-    float acc[8][PJ][4];
-#pragma unroll
-    for (int a = 0; a < 8; ++a)
-#pragma unroll
-        for (int c = 0; c < PJ; ++c)
-#pragma unroll
-            for (int e = 0; e < 4; ++e)
-                acc[a][c][e] = 0.0f;
+    const ein_band_at w = ein_band_where<DIL, M, TX, TY, TC, NCOL, NIT>();
+    const int i0 = w.i0, r = w.r, nr = w.nr;
+    const int64_t brow = (int64_t)w.bb * M;   /* first row of batch bb */
+    float acc[8][PJ][4] = {};
     for (int j0 = 0; j0 < W2; j0 += JC) {
-        /* lanes 8n .. 8n+7: 8 consecutive j of one row */
-        for (int x = (int)threadIdx.x; x < TI * JC; x += NT) {
-            const int jj = x % 8 + x / (8 * TI) * 8, row = x / 8 % TI;
+        ein_band_stage<TI, JC, NT>(ss, [=](int row, int jj) {
             const int ip = i0 + row, j = j0 + jj;
-            ss[jj][row] = ip < nr && j < W2
+            return ip < nr && j < W2
                 ? EIN_BAND_LD(s[(brow + (int64_t)DIL * ip + r) * W2 + j]) : 0.0f;
-        }
+        });
+        /* value rows whole across the lanes */
         for (int x = (int)threadIdx.x; x < NV * TC; x += NT) {
-            const int row = x / TC, dd = x % TC, d = dz + dd;
+            const int row = x / TC, dd = x % TC, d = w.c0 + dd;
             const int64_t vr = (int64_t)DIL * (i0 + j0 - W + row) + r;
             /* values outside [0, M) read as zero */
             vs[row][dd] = vr >= 0 && vr < M && d < K
                 ? EIN_BAND_LD(v[(brow + vr) * K + d]) : 0.0f;
         }
         __syncthreads();
-        if (own)
-            ein_gbmm_steps<TX, PJ, JC>(ss, vs, tx, ty, W2 - j0, acc);
+        if (w.own)
+            ein_gbmm_steps<TX, PJ, JC>(ss, vs, w.tx, w.ty, W2 - j0, acc);
         __syncthreads();
     }
-#pragma unroll
-    for (int a = 0; a < 8; ++a) {
-        const int ip = i0 + 8 * ty + a;
-        if (!own || ip >= nr)
-            continue;
-        const int64_t row = brow + (int64_t)DIL * ip + r;
-#pragma unroll
-        for (int c = 0; c < PJ; ++c)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int d = dz + 4 * tx + 4 * TX * c + e;
-                if (d < K)
-                    o[row * K + d] = acc[a][c][e];
-            }
-    }
+    ein_band_store<DIL, M, TX, PJ, K>(o, w, acc);
 }

@@ -317,7 +317,7 @@ static double tiled_eff(const Device *d, double m, double n, double k, double ba
  * GEMM: lib_eff, GENERATED_TILED for what the kernel does not overlap
  * (staging a chunk waits for the previous one's sums), the chunks'
  * prologue (K_OVERHEAD), and the machine the blocks fill: an SM holds
- * 512 threads of them (ptxas -v: 70 to 166 registers a thread) and
+ * 512 threads of them (ptxas -v: 66 to 166 registers a thread) and
  * reaches the peak with 256 (8 warps, two a scheduler); a grid of more
  * blocks than the SMs hold runs in waves, the last one partial. */
 static void band_cost(const Device *d, const OpMatch *m, double *flops, double *eff,
