@@ -29,8 +29,8 @@ static void band_tiles(const IrTensor *t, const OpMatch *mt, BandTiles *g)
         ICE("the band kernel of '%s' is for no band", t ? t->name : "?");
     cost_band_tiles(mt, g);
     if (g->blocks > INT32_MAX || g->smem > BAND_MAX_SMEM)
-        ICE("the band kernel of '%s' has %" PRId64 " blocks of %d bytes", t->name,
-            g->blocks, g->smem);
+        ICE("the band kernel of '%s' has %" PRId64 " blocks of %d bytes of shared memory",
+            t->name, g->blocks, g->smem);
 }
 
 /* The name and comment of the generic kernel built for t (emit.c builds

@@ -229,8 +229,10 @@ static void band_shape(const OpMatch *m, int pj, BandTiles *t)
     t->blocks = n;
 }
 
-/* Threads a band kernel's grid needs to fill the GPUs the model knows
- * (80 to 132 SMs, 256 threads an SM: cost.c's band_cost). */
+/* Threads a band kernel's grid needs to fill a GPU: 128 SMs (the H100's
+ * and H200's 132) at the 256 threads an SM needs for its peak (cost.c's
+ * band_cost).  A fixed figure, not --device's: emit/band.c, which
+ * writes the tiles, knows no device. */
 #define BAND_FILL_THREADS 32768
 
 /* Two groups of 4 columns a thread (64 multiply-adds per step for 8 or 4
