@@ -46,13 +46,13 @@
  * element, exactly as the generic kernel's loop (padding of the last chunk
  * adds 0*0 in G2BMM and is skipped in GBMM, whose values may be infinite):
  * results are deterministic and equal to the generic kernel's.  (The
- * loops before these did one scalar shared load per 1 to 4 multiply-adds;
+ * loops before these did 0.5 to 2 multiply-adds per scalar shared load;
  * tests/emit/band-ptx.test counts at least 4 in nvcc's PTX.)  Global
  * loads are row-contiguous: 8 lanes read 8 consecutive values of a row
  * (32 bytes) and store them down a column of the d-major arrays, whose
  * rows are 8n + 4 floats long so that those 8 stores meet different banks;
  * value rows are read whole across the lanes.  Static shared memory stays
- * below 48 KB (cost_band_tiles).  Sizes stay below 2^29 (emit/band.c), so
+ * below 48 KB (cost_band_tiles).  Sizes stay below 2^29 (libs.c), so
  * every int here stays below 2^31. */
 #include <stdint.h>
 #include "model.h" /* EMBED-SKIP */

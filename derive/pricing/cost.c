@@ -312,8 +312,8 @@ static double tiled_eff(const Device *d, double m, double n, double k, double ba
  * For tiles 16 wide (nw = 2, pj = 2) G2BMM's step is 64 multiply-adds
  * (16 clocks) over 2 + 6 x 3 = 20 wavefronts: 0.8 of the FMA peak; GBMM
  * 8 wide (nw = 4) 64 over 2 + 2 x 4 = 10: the FMA peak, 0.94 of it
- * after issue.  (The kernels before these, one scalar load per 1 to 4
- * multiply-adds, came to 0.12-0.5 by the same count.)  Then as a vendor
+ * after issue.  (The kernels before these, 0.5 to 2 multiply-adds per
+ * scalar load, came to 0.12-0.5 by the same count.)  Then as a vendor
  * GEMM: lib_eff, GENERATED_TILED for what the kernel does not overlap
  * (staging a chunk waits for the previous one's sums), the chunks'
  * prologue (K_OVERHEAD), and the machine the blocks fill: an SM holds
