@@ -53,6 +53,11 @@ tests_emit_test_kern_SOURCES = tests/emit/test_kern.c
 tests_emit_test_kern_LDADD = emit/libemit.a derive/libderive.a sema/libsema.a \
 	parser/libparser.a runtime/libruntime_embed.a lang/liblang.a $(LIBS)
 
+# The tiled band kernels' inner loops as nvcc compiles them: at least 4
+# multiply-adds per shared-memory load, no spills (skipped without $NVCC).
+TESTS += tests/emit/band-ptx.test
+EXTRA_DIST += tests/emit/band-ptx.test
+
 # Every example and f32 program of tests/num as CUDA, run on the host:
 # the .cu built as C++ against NVIDIA's headers and the mocks of
 # tests/hostcuda (CUDA runtime, cuBLAS, cuDNN backend API), against the C

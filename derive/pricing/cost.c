@@ -290,35 +290,64 @@ static double tiled_eff(const Device *d, double m, double n, double k, double ba
     return best;
 }
 
-/* The tiled band kernels of emit/band.c.  The dilation is taken out by
- * residue classes (rows dil*i' + r meet only key rows of residue r), so
- * it costs nothing but partial tiles: a block computes 64 rows i' of one
- * residue by 16*c columns (band entries for G2BMM, features for GBMM;
- * c in 1..4, the fewest padded columns), staging the rows it meets in
- * shared memory.  The flops returned count the padding of the tiles. */
+/* The tiled band kernels of runtime/band.cu, with the tiles emit/band.c
+ * gives them (cost_band_tiles, libs.c).  The dilation is taken out by
+ * residue classes, so it costs nothing but partial tiles; the flops
+ * returned count the padded rows and columns of the tiles (and G2BMM's
+ * d padded to its chunk).  Nothing here has timed them on a GPU: the
+ * efficiency is a roofline estimate of the inner loop, per warp and step
+ * of the summed index on one SM:
+ *   - 32 pj multiply-adds a thread: 8 pj clocks of the SM's 4 x 32 FMA
+ *     lanes;
+ *   - shared-memory wavefronts (128 bytes a clock, a 128-bit load of a
+ *     warp at least one; lanes that read the same 16 bytes share it,
+ *     consecutive 16-byte pieces fall in different banks): a warp spans
+ *     nw = 32 / tx rows of threads.  G2BMM: 2 query loads of nw pieces
+ *     32 bytes apart (4 a wavefront) and 3 pj key loads of 2 (nw - 1) +
+ *     tx consecutive pieces; GBMM: 2 score loads as G2BMM's query loads and
+ *     pj value loads of tx pieces in each of nw rows, rows 8 apart
+ *     starting in the same banks (nw ceil(tx / 8) wavefronts);
+ *   - issue: one instruction a clock per scheduler, the loads among the
+ *     multiply-adds.
+ * For tiles 16 wide (nw = 2, pj = 2) G2BMM's step is 64 multiply-adds
+ * (16 clocks) over 2 + 6 x 3 = 20 wavefronts: 0.8 of the FMA peak; GBMM
+ * 8 wide (nw = 4) 64 over 2 + 2 x 4 = 10: the FMA peak, 0.94 of it
+ * after issue.  (The kernels before these, 0.5 to 2 multiply-adds per
+ * scalar load, came to 0.12-0.5 by the same count.)  Then as a vendor
+ * GEMM: lib_eff, GENERATED_TILED for what the kernel does not overlap
+ * (staging a chunk waits for the previous one's sums), the chunks'
+ * prologue (K_OVERHEAD), and the machine the blocks fill: an SM holds
+ * 512 threads of them (ptxas -v: 66 to 166 registers a thread) and
+ * reaches the peak with 256 (8 warps, two a scheduler); a grid of more
+ * blocks than the SMs hold runs in waves, the last one partial. */
 static void band_cost(const Device *d, const OpMatch *m, double *flops, double *eff,
                       double *cache)
 {
-    static const double col_eff[] = {0, 0.45, 0.60, 0.68, 0.75};
-    bool g2 = m->kind == OPK_G2BMM;
-    double band = 2 * (double)m->gw + 1, dil = m->gdil > 0 ? (double)m->gdil : 1;
-    double cols = g2 ? band : (double)m->gk, inner = g2 ? (double)m->gk : band;
-    int c = 1;
-    double pad = INFINITY;
-    for (int i = 1; i <= 4; i++)
-        if (ceil(cols / (16 * i)) * 16 * i <= pad) {
-            pad = ceil(cols / (16 * i)) * 16 * i;
-            c = i;
-        }
-    double rows = ceil(ceil((double)m->gm / dil) / 64) * 64 * dil;
-    double tiles = (double)m->gb * rows / 64 * (pad / (16 * c));
-    *flops = 2 * (double)m->gb * rows * pad * inner;
-    *eff = d->lib_eff * GENERATED_TILED * col_eff[c] * occupancy(d, tiles) *
-           (inner / (inner + K_OVERHEAD));
-    /* per tile: G2BMM 64 query rows and 63 + 16c key rows of k; GBMM 64
-     * rows of scores and 63 + band value rows of 16c features */
-    *cache = 4 * tiles * (g2 ? (64 + 63 + 16 * c) * inner
-                             : 64 * band + (63 + band) * 16 * c);
+    BandTiles t;
+    cost_band_tiles(m, &t);
+    double tx = t.tx, pj = t.pj, nw = ceil(32 / tx);
+    double fma = 32 * pj, waves_sh, loads;
+    if (t.g2) {
+        waves_sh = 2 * ceil(nw / 4) + 3 * pj * ceil((2 * (nw - 1) + tx) / 8);
+        loads = 2 + 3 * pj;
+    } else {
+        waves_sh = 2 * ceil(nw / 4) + pj * nw * ceil(tx / 8);
+        loads = 2 + pj;
+    }
+    double inner_eff = fmin(fma / (fma + loads), fma / 4 / waves_sh);
+    double nt = t.threads, blocks = (double)t.blocks;
+    double slots = d->units * fmax(1, floor(512 / nt));
+    double occ = blocks >= slots ? blocks / (ceil(blocks / slots) * slots)
+                                 : fmin(1, blocks * nt / (d->units * 256.0));
+    double inner = t.g2 ? ceil((double)t.inner / t.chunk) * t.chunk : (double)t.inner;
+    double chunks = ceil((double)t.inner / t.chunk);
+    *flops = 2 * blocks * t.ti * t.tc * inner;
+    *eff = d->lib_eff * GENERATED_TILED * inner_eff * occ * (inner / (inner + K_OVERHEAD));
+    /* per block and chunk: G2BMM ti query and ti + tc key rows of a chunk
+     * of d; GBMM ti x chunk scores and ti + chunk - 1 value rows of tc
+     * features */
+    *cache = 4 * blocks * chunks * t.chunk *
+             (t.g2 ? 2.0 * t.ti + t.tc : t.ti + (t.ti + t.chunk - 1.0) * t.tc / t.chunk);
 }
 
 /* Seconds of a generated kernel run by `threads` threads (2048 resident

@@ -76,6 +76,32 @@ const char *cost_impl_call(OpImpl i, OpKind kind, bool batched);
  * one residue class against the key rows their band covers. */
 #define BAND_C_ROWS 64
 
+/* CUDA target: the tiles of the band kernels (runtime/band.cu), chosen
+ * from the operator's sizes alone by cost_band_tiles (libs.c), so that
+ * emit/band.c writes the kernel the model prices.  The dilation is split
+ * off (rows dil*i' + r of one residue meet only key rows of that
+ * residue: a dilation-1 band in i'); a block computes ti = 8 ty rows i'
+ * of one residue by tc = 4 pj tx columns (band entries of G2BMM, features
+ * of GBMM), each of tx * ty threads 8 rows by pj groups of 4 columns,
+ * staging the summed index (d of G2BMM, j of GBMM) in chunks; the block
+ * has tx * ty threads rounded up to a warp (the others only stage).
+ * Blocks are numbered (batch, residue, row tile, column tile). */
+typedef struct BandTiles {
+    bool g2;                    /* G2BMM, else GBMM */
+    int64_t cols, inner;        /* columns (2w+1, k) and summed extent (k, 2w+1) */
+    int64_t rows;               /* rows i' of residue 0: ceil(m / dil) */
+    int tx, ty, pj;             /* threads across columns and rows; column groups */
+    int threads;                /* of a block: tx * ty rounded up to 32 */
+    int ti, tc;                 /* rows and columns of a block */
+    int chunk;                  /* of the summed index, staged at once */
+    int64_t nit, ncol;          /* row tiles of a residue, column tiles */
+    int64_t blocks;             /* batch x dil x nit x ncol; INT64_MAX past it */
+    int smem;                   /* static shared memory of a block, bytes */
+} BandTiles;
+#define BAND_MAX_THREADS 256
+#define BAND_MAX_SMEM 49152     /* static shared memory a block may have */
+void cost_band_tiles(const OpMatch *m, BandTiles *t);
+
 typedef struct CostModel CostModel;
 
 /* oneDNN's post-ops (libs.c): an epilogue that a convolution applies

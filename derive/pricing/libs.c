@@ -169,10 +169,90 @@ static int64_t cdiv(int64_t a, int64_t b)
     return (a + b - 1) / b;
 }
 
+/* The most threads of a band kernel's block across its columns. */
+#define BAND_MAX_TX 16
+
+/* The row stride of an array runtime/band.cu stages with the summed
+ * index major (G2BMM's query and key rows, GBMM's scores): n floats
+ * rounded up to 8, and 4 more, so that the 8 lanes that store 8
+ * consecutive values of the summed index, each to its own row, meet 8
+ * different groups of 4 banks, while every row still starts on 16 bytes
+ * (its 128-bit loads). */
+static int64_t band_stride(int64_t n)
+{
+    return (n + 7) / 8 * 8 + 4;
+}
+
+/* Bytes of shared memory of a block of ty rows of threads (band.cu's
+ * arrays): G2BMM qs[chunk][stride(ti)] and ks[chunk][stride(ti + tc)],
+ * GBMM ss[chunk][stride(ti)] and vs[ti + chunk - 1][tc]. */
+static int64_t band_smem(const BandTiles *t, int64_t ty)
+{
+    int64_t ti = 8 * ty;
+    if (t->g2)
+        return 4 * t->chunk * (band_stride(ti) + band_stride(ti + t->tc));
+    return 4 * (t->chunk * band_stride(ti) + (ti + t->chunk - 1) * t->tc);
+}
+
+/* The tiles with pj groups of 4 columns a thread.  Columns: at most
+ * BAND_MAX_TX threads across, in the fewest tiles of equal width: a band
+ * of up to 128 entries (at pj = 2) is one tile, the narrow case.  The
+ * summed index in chunks of 8 where it is that short, else G2BMM's d in
+ * chunks of 16 and GBMM's j in chunks of 32 (16 for a band that short):
+ * a chunk stages the ti + chunk - 1 value rows its tile meets.  Rows: as
+ * many threads as BAND_MAX_THREADS and BAND_MAX_SMEM allow, then the row
+ * tiles of a residue made equal. */
+static void band_shape(const OpMatch *m, int pj, BandTiles *t)
+{
+    memset(t, 0, sizeof *t);
+    t->g2 = m->kind == OPK_G2BMM;
+    int64_t w2 = 2 * m->gw + 1, dil = m->gdil > 0 ? m->gdil : 1;
+    t->cols = t->g2 ? w2 : m->gk;
+    t->inner = t->g2 ? m->gk : w2;
+    t->rows = cdiv(m->gm, dil);
+    t->pj = pj;
+    t->tx = (int)cdiv(t->cols, 4 * pj * cdiv(t->cols, 4 * pj * BAND_MAX_TX));
+    t->tc = 4 * pj * t->tx;
+    t->ncol = cdiv(t->cols, t->tc);
+    t->chunk = t->inner <= 8 ? 8 : t->inner <= 16 || t->g2 ? 16 : 32;
+    int64_t ty = BAND_MAX_THREADS / t->tx;
+    while (ty > 1 && band_smem(t, ty) > BAND_MAX_SMEM)
+        ty--;
+    t->nit = cdiv(t->rows, 8 * ty);
+    t->ty = (int)cdiv(t->rows, 8 * t->nit);
+    t->ti = 8 * t->ty;
+    t->threads = (t->tx * t->ty + 31) / 32 * 32;
+    t->smem = (int)band_smem(t, t->ty);
+    int64_t n = m->gb;
+    if (!(i64_mul(n, dil, &n) && i64_mul(n, t->nit, &n) && i64_mul(n, t->ncol, &n)))
+        n = INT64_MAX;
+    t->blocks = n;
+}
+
+/* Threads a band kernel's grid needs to fill a GPU: 128 SMs (the H100's
+ * and H200's 132) at the 256 threads an SM needs for its peak (cost.c's
+ * band_cost).  A fixed figure, not --device's: emit/band.c, which
+ * writes the tiles, knows no device. */
+#define BAND_FILL_THREADS 32768
+
+/* Two groups of 4 columns a thread (64 multiply-adds per step for 8 or 4
+ * shared loads, against 32 for 5 or 3) where they pad no more columns than
+ * one group and the grid still fills the GPU; else one group, which pads
+ * at most 3 columns a tile and has twice the threads. */
+void cost_band_tiles(const OpMatch *m, BandTiles *t)
+{
+    BandTiles one;
+    band_shape(m, 2, t);
+    band_shape(m, 1, &one);
+    double threads = (double)t->blocks * t->tx * t->ty;
+    if (t->ncol * t->tc > one.ncol * one.tc || threads < BAND_FILL_THREADS)
+        *t = one;
+}
+
 /* The tiled band kernel's shapes (emit/band.c): operands [batch..., m, k]
  * (G2BMM), [batch..., m, 2w+1] and [batch..., m, k] (GBMM), the output
  * [batch..., m, 2w+1] or [batch..., m, k], all f32, and a grid of blocks
- * (64 rows of one residue by 16 columns or more) numbered in an int. */
+ * (cost_band_tiles) numbered in an int. */
 static bool band_cuda_ok(const IrTensor *t, const OpMatch *mt)
 {
     const IrTensor *a = mt->in[0], *b = mt->in[1];
@@ -198,10 +278,9 @@ static bool band_cuda_ok(const IrTensor *t, const OpMatch *mt)
     if (g2 ? (a->shape[r - 1] != k || b->shape[r - 1] != k || t->shape[r - 1] != w2)
            : (a->shape[r - 1] != w2 || b->shape[r - 1] != k || t->shape[r - 1] != k))
         return false;
-    /* the most blocks any tile width gives: 16 columns a tile */
-    int64_t n = nb;
-    return i64_mul(n, dil, &n) && i64_mul(n, cdiv(cdiv(m, dil), 64), &n) &&
-           i64_mul(n, cdiv(g2 ? w2 : k, 16), &n) && n <= INT32_MAX;
+    BandTiles bt;
+    cost_band_tiles(mt, &bt);
+    return bt.blocks <= INT32_MAX;
 }
 
 /* oneDNN (runtime/dnnl.c): f32 convolutions of any groups, stride,
