@@ -85,6 +85,7 @@ struct model_ctx {
     cudnnHandle_t dnn;
     ein_conv conv[2];
     void *ws;
+    int64_t ws_bytes;
 #else
     float *col;
     float *rnd0, *rnd1;
