@@ -2,7 +2,9 @@
  *
  *   CUDA  GEMMs         cuBLAS (cublasGemmEx, cublasGemmStridedBatchedEx),
  *                       any element types that are the same for the
- *                       output and both operands
+ *                       output and both operands; cublasLtMatmul for an
+ *                       f32 one whose epilogue cuBLASLt computes
+ *                       (cost_lt_epilogue, below)
  *         convolutions  cuDNN 9's graph API, forward or backward data,
  *                       grouped ones too; its generated kernel runs where
  *                       cuDNN has no plan on the GPU at hand

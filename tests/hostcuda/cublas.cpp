@@ -6,6 +6,8 @@
  *  - a column-major reference GEMM, queued on the handle's stream (alpha
  *    and beta read at the call, as the host pointer mode documents; beta
  *    = 0 never reads C, which "does not have to be a valid input");
+ *    the reference and the checks of operands and types (hc::blas,
+ *    mock.h) serve cublaslt.cpp too, with cuBLASLt's epilogue;
  *  - CUBLAS_STATUS_INVALID_VALUE where documented: m, n, k or batchCount
  *    below 0, an operation not N, T or C, lda < max(1, m) (transa N) or
  *    max(1, k), ldb < max(1, k) (transb N) or max(1, n), ldc < max(1, m),

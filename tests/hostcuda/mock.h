@@ -1,6 +1,7 @@
-/* mock.h - what the three mock libraries share (cudart.cpp, cublas.cpp,
- * cudnn.cpp): the record of device memory, the stream queues, reports and
- * counts.  Not for the programs: they include hostcuda.h. */
+/* mock.h - what the mock libraries share (cudart.cpp, cublas.cpp,
+ * cublaslt.cpp, cudnn.cpp): the record of device memory, the stream
+ * queues, reports and counts, and cuBLAS's GEMM reference.  Not for the
+ * programs: they include hostcuda.h. */
 #ifndef HC_MOCK_H
 #define HC_MOCK_H
 
