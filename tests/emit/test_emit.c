@@ -381,8 +381,8 @@ static bool same_build(const char *cmd, const char *expect)
     if (strncmp(cmd, expect, stem) != 0)
         return false;
     const char *rest = cmd + stem;
-    static const char *const libs[] = {" -lcublas", " -lcudnn", " -lopenblas"};
-    for (int i = 0; i < 3; i++)
+    static const char *const libs[] = {" -lcublas", " -lcublasLt", " -lcudnn", " -lopenblas"};
+    for (int i = 0; i < 4; i++)
         if (strncmp(rest, libs[i], strlen(libs[i])) == 0)
             rest += strlen(libs[i]);
     return strcmp(rest, lm ? " -lm" : "") == 0;

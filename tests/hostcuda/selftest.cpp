@@ -495,27 +495,21 @@ static void test_cublaslt()
     (void)cudaGetLastError();
     lt.drop();
     cudaStreamDestroy(s);
+    auto free_all = [&]() {
+        for (void *p : {(void *)a, (void *)b, (void *)c, (void *)d, (void *)bias, ws})
+            cudaFree(p);
+    };
     /* descriptors alive at exit are leaks */
     int st = in_child([&]() {
         cublasLtMatrixLayout_t leak;
         cublasLtMatrixLayoutCreate(&leak, CUDA_R_32F, 2, 2, 2);
         cublasLtDestroy(lt.h);
-        cudaFree(a);
-        cudaFree(b);
-        cudaFree(c);
-        cudaFree(d);
-        cudaFree(bias);
-        cudaFree(ws);
+        free_all();
         exit(0);
     });
     CHECK(st == 98, "a leaked cuBLASLt layout does not fail the exit (%d)", st);
     CHECK(cublasLtDestroy(lt.h) == CUBLAS_STATUS_SUCCESS, "cublasLtDestroy");
-    cudaFree(a);
-    cudaFree(b);
-    cudaFree(c);
-    cudaFree(d);
-    cudaFree(bias);
-    cudaFree(ws);
+    free_all();
 }
 
 /* ---- cuDNN ------------------------------------------------------------------------------ */
