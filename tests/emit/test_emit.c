@@ -371,8 +371,8 @@ static void nvcc_run_jobs(void)
 }
 
 /* Is `cmd` the command `expect` with vendor libraries linked: the same
- * words, plus -lcublas -lcudnn -lopenblas (in that order) before a final
- * -lm or at the end? */
+ * words, plus -lcublas -lcublasLt -lcudnn -lopenblas (in that order)
+ * before a final -lm or at the end? */
 static bool same_build(const char *cmd, const char *expect)
 {
     size_t n = strlen(expect);
