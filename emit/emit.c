@@ -421,7 +421,7 @@ static void name_kernels(Emit *em)
         int number = k++;
         if (plan_has_kernel(op))
             em->kname[i] = arena_printf(em->arena, "k%d_%s", number, em->cname[i]);
-        if (plan_epilogue_pass(op))
+        if (plan_has_pass(op))
             em->pname[i] = arena_printf(em->arena, "k%d_%s_epilogue", number, em->cname[i]);
     }
 }

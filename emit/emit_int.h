@@ -109,13 +109,15 @@ typedef struct Emit {
     const char **var_name;
     bool *var_used;
     int nvars;
-    /* Vendor operators (lib.c), per tensor id: the convolution slot of a
-     * cuDNN convolution, and where the kernels are. */
+    /* Vendor operators (lib.c), per tensor id: the slot of a cuDNN
+     * convolution, a oneDNN operator or a cuBLASLt GEMM, and where the
+     * kernels are. */
     int *slot;
     int *kernel_of;                 /* per tensor id: index in kernels, or -1 */
     int *pass_of;                   /* per tensor id: its epilogue pass, or -1 */
     int nconv, nlib;
     int ndnnl;                      /* C: oneDNN operators (their slots) */
+    int nlt;                        /* CUDA: cuBLASLt GEMMs (their slots) */
     unsigned libs;                  /* LIB_* bits */
     int64_t col_elems;              /* C: im2col buffer, elements */
     int64_t rnd_elems[2];           /* rounded operand copies, elements (lib_rounds) */
@@ -127,6 +129,7 @@ enum {
     LIB_BAND = 1 << 6,              /* tiled G2BMM/GBMM kernels (band.c) */
     LIB_G2BMM_C = 1 << 7, LIB_GBMM_C = 1 << 8,                        /* C helpers used */
     LIB_DNNL = 1 << 9,              /* C: oneDNN (runtime/dnnl.c pasted) */
+    LIB_CUBLASLT = 1 << 10,         /* CUDA: cuBLASLt (runtime/cublaslt.cu pasted) */
 };
 
 /* The helper functions of the generated file, written only when used

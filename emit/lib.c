@@ -4,7 +4,11 @@
  *
  *   CUDA  GEMMs         cublasGemmEx / cublasGemmStridedBatchedEx; row-major
  *                       through the column-major identity C^T = B^T A^T, so
- *                       no operand is ever copied
+ *                       no operand is ever copied; one whose epilogue
+ *                       cuBLASLt applies (PlanOp.lt) is one cublasLtMatmul
+ *                       (runtime/cublaslt.cu: descriptors and algorithm
+ *                       made at create time), and where cuBLASLt cannot
+ *                       run it, cublasGemmEx and the epilogue's pass
  *         convolutions  cuDNN 9's graph (backend) API: per convolution one
  *                       execution plan, built when the context is created
  *                       (heuristics, first engine that finalizes and keeps
@@ -22,8 +26,8 @@
  *         G2BMM, GBMM   cblas_sgemm per block of rows of one residue class
  *                       against the key rows its band covers
  *
- * A call with an epilogue is followed by the epilogue's pass over its
- * output (a generated kernel, kernel.c).
+ * A call with an epilogue that no library applies is followed by the
+ * epilogue's pass over its output (a generated kernel, kernel.c).
  *
  * --precision: fp32 is IEEE single precision throughout (cuBLAS compute
  * type 32F_PEDANTIC, which no math mode or environment variable can turn
@@ -58,6 +62,46 @@ static int64_t out_w(const IrTensor *t)
     return t->shape[t->rank - 1];
 }
 
+static const char *cuda_type(ElemType e)
+{
+    return e == ELEM_F16 ? "CUDA_R_16F" : e == ELEM_BF16 ? "CUDA_R_16BF" : "CUDA_R_32F";
+}
+
+/* fp32: _PEDANTIC, so that no math mode or environment (cuBLAS's TF32
+ * math mode, CUBLAS_EMULATE_SINGLE_PRECISION's BF16x9 emulation) changes
+ * the arithmetic.  Below fp32 the operands come rounded (lib_rounds), exact
+ * in TF32: FAST_TF32 computes them exactly, as the C target does.  16-bit
+ * operands: tensor cores, f32 sums (their products are exact). */
+static const char *cublas_compute(const Emit *em, ElemType e)
+{
+    if (e != ELEM_F32)
+        return "CUBLAS_COMPUTE_32F";
+    return em->precision == PREC_FP32 ? "CUBLAS_COMPUTE_32F_PEDANTIC"
+                                           : "CUBLAS_COMPUTE_32F_FAST_TF32";
+}
+
+/* A row-major GEMM as cuBLAS's column-major one: C^T = B^T A^T (operand
+ * 1 first), or, for C stored [n][m], C = A B with both flipped. */
+typedef struct CuGemm {
+    const char *op[2];          /* transa, transb */
+    int first;                  /* the operand passed as A */
+    int64_t m, n;               /* of the column-major product */
+} CuGemm;
+
+static CuGemm cu_gemm(const OpMatch *m)
+{
+    bool nm = m->out_nm;
+    CuGemm g;
+    g.op[0] = nm ? (m->trans_a ? "CUBLAS_OP_N" : "CUBLAS_OP_T")
+                 : (m->trans_b ? "CUBLAS_OP_T" : "CUBLAS_OP_N");
+    g.op[1] = nm ? (m->trans_b ? "CUBLAS_OP_N" : "CUBLAS_OP_T")
+                 : (m->trans_a ? "CUBLAS_OP_T" : "CUBLAS_OP_N");
+    g.first = nm ? 0 : 1;
+    g.m = nm ? m->m : m->n;
+    g.n = nm ? m->n : m->m;
+    return g;
+}
+
 /* The libraries, helpers, cuDNN slots and scratch buffers that the plan's
  * library calls need (the plan says which operators are calls: plan.h). */
 void lib_setup(Emit *em)
@@ -74,6 +118,10 @@ void lib_setup(Emit *em)
         switch (op->impl) {
         case IMPL_CUBLAS_GEMM:
             em->libs |= LIB_CUBLAS;
+            if (op->lt.fused) {
+                em->libs |= LIB_CUBLASLT;
+                em->slot[i] = em->nlt++;
+            }
             break;
         case IMPL_CBLAS_GEMM:
             em->libs |= LIB_CBLAS | LIB_GEMM_C;
@@ -150,6 +198,8 @@ void lib_write_link_flags(const Emit *em, Sb *cmd)
 {
     if (em->libs & LIB_CUBLAS)
         sb_puts(cmd, " -lcublas");
+    if (em->libs & LIB_CUBLASLT)
+        sb_puts(cmd, " -lcublasLt");
     if (em->libs & LIB_CUDNN)
         sb_puts(cmd, " -lcudnn");
     if (em->libs & LIB_DNNL)
@@ -173,6 +223,8 @@ void lib_write_includes(Emit *em)
     Sb *o = &em->out;
     if (em->libs & LIB_CUBLAS)
         sb_puts(o, "#include <cublas_v2.h>\n");
+    if (em->libs & LIB_CUBLASLT)
+        sb_puts(o, "#include <cublasLt.h>\n");
     if (em->libs & LIB_CUDNN)
         sb_puts(o, "#include <cudnn.h>\n");
     if (em->libs & LIB_CBLAS)
@@ -186,6 +238,8 @@ void lib_write_types(Emit *em)
 {
     if (em->libs & LIB_CUDNN)
         emit_paste(em, "cudnn_types.h");
+    if (em->libs & LIB_CUBLASLT)
+        emit_paste(em, "cublaslt_types.h");
     if (em->libs & LIB_DNNL)
         emit_paste(em, "dnnl_types.h");
 }
@@ -196,6 +250,10 @@ void lib_write_ctx_fields(Emit *em)
     if (em->libs & LIB_CUBLAS)
         sb_puts(o, "    cublasHandle_t blas;            /* created once, stream set per call */\n"
                    "    void *blas_ws;                  /* its workspace, set with the stream */\n");
+    if (em->libs & LIB_CUBLASLT)
+        sb_printf(o, "    cublasLtHandle_t lt;\n"
+                  "    ein_lt lts[%d];                   /* the cuBLASLt GEMMs, ein_lts[] */\n",
+                  em->nlt);
     if (em->libs & LIB_CUDNN)
         sb_printf(o, "    cudnnHandle_t dnn;\n"
                   "    ein_conv conv[%d];\n"
@@ -235,6 +293,8 @@ void lib_write_support(Emit *em)
         write_round_support(em);
     if (em->libs & LIB_CUBLAS)
         emit_paste(em, "cublas.cu");
+    if (em->libs & LIB_CUBLASLT)
+        emit_paste(em, "cublaslt.cu");
     if (em->libs & LIB_CUDNN)
         emit_paste(em, "cudnn.cu");
     if (em->libs & LIB_CBLAS) {
@@ -276,7 +336,7 @@ static void write_conv_table(Emit *em)
                  "static const ein_conv_spec ein_convs[%d] = {\n", em->nconv);
     for (int i = 0; i < p->ntensors; i++) {
         const IrTensor *t = p->tensors[i];
-        if (em->slot[i] < 0)
+        if (em->slot[i] < 0 || emit_op(em, t)->impl != IMPL_CUDNN_CONV)
             continue;
         const OpMatch *m = &emit_op(em, t)->op;
         bool tr = m->kind == OPK_CONV_TRANSPOSE2D;
@@ -293,6 +353,50 @@ static void write_conv_table(Emit *em)
         sb_printf(o, "     {%" PRId64 ", %" PRId64 "}, {%" PRId64 ", %" PRId64 "}, {%" PRId64
                   ", %" PRId64 "}, %" PRId64 "},\n", m->pad, m->pad_w, m->stride, m->stride,
                   m->dilation, m->dilation, emit_op(em, t)->engine);
+    }
+    sb_puts(o, "};\n\n");
+}
+
+/* The GEMMs whose epilogue cuBLASLt applies, as runtime/cublaslt.cu
+ * takes them: ein_lts[i] is set up into ctx->lts[i]. */
+static void write_lt_table(Emit *em)
+{
+    static const char *const epilogues[2][3] = {
+        {"CUBLASLT_EPILOGUE_DEFAULT", "CUBLASLT_EPILOGUE_RELU", "CUBLASLT_EPILOGUE_GELU"},
+        {"CUBLASLT_EPILOGUE_BIAS", "CUBLASLT_EPILOGUE_RELU_BIAS", "CUBLASLT_EPILOGUE_GELU_BIAS"},
+    };
+    const IrProgram *p = em->p;
+    Sb *o = &em->out;
+    sb_printf(o, "/* The GEMMs cuBLASLt runs with their epilogues, ctx->lts[i] for ein_lts[i]:\n"
+                 "   name, transa, transb, m, n, k, lda, ldb, ldc, batch strides of A, B\n"
+                 "   and C, batch, compute type, epilogue, bias tensor, alpha, beta\n"
+                 "   (runtime/cublaslt_types.h). */\n"
+                 "static const ein_lt_spec ein_lts[%d] = {\n", em->nlt);
+    char what[128];
+    for (int i = 0; i < p->ntensors; i++) {
+        const IrTensor *t = p->tensors[i];
+        if (!lib_is_call(em, t) || !emit_op(em, t)->lt.fused)
+            continue;
+        const PlanOp *op = emit_op(em, t);
+        const OpMatch *m = &op->op;
+        CuGemm g = cu_gemm(m);
+        int64_t ld[2] = {m->lda, m->ldb}, st[2] = {m->stride_a, m->stride_b};
+        int j0 = g.first, j1 = 1 - g.first;
+        sb_puts(o, "    /* ");
+        emit_comment_text(o, t->name);
+        sb_printf(o, ": %s */\n    {", plan_lt_name(op, what, sizeof what));
+        emit_c_string(o, t->name);
+        sb_printf(o, ", %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+                  ", %" PRId64 ",\n     %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+                  ", %s, %s, %d, ", g.op[0], g.op[1], g.m, g.n, m->k, ld[j0], ld[j1], m->ldc,
+                  m->batch > 1 ? st[j0] : 0, m->batch > 1 ? st[j1] : 0,
+                  m->batch > 1 ? m->stride_c : 0, m->batch > 1 ? m->batch : 1,
+                  cublas_compute(em, t->elem), epilogues[op->lt.bias != NULL][op->lt.act],
+                  op->lt.bias ? op->lt.bias->id : -1);
+        emit_float(o, op->lt.alpha);
+        sb_puts(o, ", ");
+        emit_float(o, op->lt.beta);
+        sb_puts(o, "},\n");
     }
     sb_puts(o, "};\n\n");
 }
@@ -493,10 +597,12 @@ void lib_write_create_destroy(Emit *em)
                em->rnd_elems[0] || em->rnd_elems[1];
     if (libs & LIB_CUDNN)
         write_conv_table(em);
+    if (libs & LIB_CUBLASLT)
+        write_lt_table(em);
     emit_api_text(em, "/* What the library calls need: made after the tensors' buffers, freed\n"
                       "   before them. */\n"
                       "static int ein_lib_create(model_ctx *ctx)\n{\n");
-    if (libs & LIB_CUDNN)
+    if (libs & (LIB_CUDNN | LIB_CUBLASLT))
         sb_puts(o, "    int rc;\n");
     if (!any)
         sb_puts(o, "    (void)ctx;\n");
@@ -506,6 +612,10 @@ void lib_write_create_destroy(Emit *em)
     if (libs & LIB_CUDNN)
         sb_printf(o, "    if ((rc = ein_dnn_create(ctx, ein_convs, %d)) != 0)\n"
                   "        return rc;\n", em->nconv);
+    /* after cuDNN's, which clears the note it may leave */
+    if (libs & LIB_CUBLASLT)
+        sb_printf(o, "    if ((rc = ein_lt_create(ctx, ein_lts, %d)) != 0)\n"
+                  "        return rc;\n", em->nlt);
     if (libs & LIB_DNNL)
         write_dnnl_create(em);
     if (em->col_elems)
@@ -526,6 +636,9 @@ void lib_write_create_destroy(Emit *em)
                       "    int rc = MODEL_OK;\n");
     if (!any)
         sb_puts(o, "    (void)ctx;\n");
+    if (libs & LIB_CUBLASLT)
+        sb_printf(o, "    if (ein_lt_destroy(ctx, %d) != 0)\n        rc = %s_ECUDA;\n",
+                  em->nlt, em->upper);
     if (libs & LIB_CUBLAS)
         emit_api_text(em, "    if (ctx->blas && cublasDestroy(ctx->blas) != CUBLAS_STATUS_SUCCESS)\n"
                           "        rc = MODEL_ECUDA;\n"
@@ -550,24 +663,6 @@ void lib_write_create_destroy(Emit *em)
 }
 
 /* ---- the calls ------------------------------------------------------------------ */
-
-static const char *cuda_type(ElemType e)
-{
-    return e == ELEM_F16 ? "CUDA_R_16F" : e == ELEM_BF16 ? "CUDA_R_16BF" : "CUDA_R_32F";
-}
-
-/* fp32: _PEDANTIC, so that no math mode or environment (cuBLAS's TF32
- * math mode, CUBLAS_EMULATE_SINGLE_PRECISION's BF16x9 emulation) changes
- * the arithmetic.  Below fp32 the operands come rounded (lib_rounds), exact
- * in TF32: FAST_TF32 computes them exactly, as the C target does.  16-bit
- * operands: tensor cores, f32 sums (their products are exact). */
-static const char *cublas_compute(const Emit *em, ElemType e)
-{
-    if (e != ELEM_F32)
-        return "CUBLAS_COMPUTE_32F";
-    return em->precision == PREC_FP32 ? "CUBLAS_COMPUTE_32F_PEDANTIC"
-                                           : "CUBLAS_COMPUTE_32F_FAST_TF32";
-}
 
 /* CUDA: operand j of stage t's call rounded into ctx->rndJ on the stream;
  * the operand is then that buffer. */
@@ -594,6 +689,35 @@ static const char *c_operand(Emit *em, const OpMatch *m, int j)
                         j, x->id, (int64_t)ir_tensor_numel(x));
 }
 
+/* A device pointer `elems` elements of `es` bytes into buf. */
+static const char *at_elem(Emit *em, const char *buf, int64_t elems, size_t es)
+{
+    return elems ? arena_printf(em->arena, "(const char *)%s + %" PRId64, buf,
+                                elems * (int64_t)es)
+                 : buf;
+}
+
+/* CUDA: the cuBLASLt call of a GEMM with its epilogue (PlanOp.lt); it
+ * returns, done or failed, unless cuBLASLt cannot run it. */
+static void write_lt_call(Emit *em, const IrTensor *t, const OpMatch *m, const char *in)
+{
+    const LibLt *lt = &emit_op(em, t)->lt;
+    CuGemm g = cu_gemm(m);
+    int64_t off[2] = {m->off_a, m->off_b};
+    int j0 = g.first, j1 = 1 - g.first;
+    const char *c = lt->c ? at_elem(em, arena_printf(em->arena, "p[%d]", lt->c->id),
+                                    lt->c_offset, 4) : "NULL";
+    const char *bias = lt->bias ? at_elem(em, arena_printf(em->arena, "p[%d]", lt->bias->id),
+                                          lt->bias_offset, 4) : "NULL";
+    sb_printf(&em->out, "%sif ((rc = ein_lt_run(ctx, &ctx->lts[%d], %s,\n"
+              "%s                     %s,\n%s                     %s, p[%d], %s, stream)) >= 0)\n"
+              "%s    return rc;\n"
+              "%s/* cuBLASLt cannot run it: cublasGemmEx and the epilogue's pass */\n",
+              in, em->slot[t->id], at_elem(em, cuda_operand(em, t, m, j0), off[j0], 4),
+              in, at_elem(em, cuda_operand(em, t, m, j1), off[j1], 4), in, c, t->id, bias,
+              in, in);
+}
+
 static void write_gemm(Emit *em, const IrTensor *t, const OpMatch *m, const char *in)
 {
     Sb *o = &em->out;
@@ -609,33 +733,27 @@ static void write_gemm(Emit *em, const IrTensor *t, const OpMatch *m, const char
                   in, t->id, m->ldc, m->stride_c, batch);
         return;
     }
-    /* Column-major cuBLAS sees a row-major [r][c] matrix as its transpose:
-     * C^T = B^T A^T, or, for C stored [n][m], C = A B with both flipped. */
     size_t es = emit_elem_size(t->elem);
     const char *ty = cuda_type(t->elem);
-    bool nm = m->out_nm;
-    const char *op1 = nm ? (m->trans_a ? "CUBLAS_OP_N" : "CUBLAS_OP_T")
-                         : (m->trans_b ? "CUBLAS_OP_T" : "CUBLAS_OP_N");
-    const char *op2 = nm ? (m->trans_b ? "CUBLAS_OP_N" : "CUBLAS_OP_T")
-                         : (m->trans_a ? "CUBLAS_OP_T" : "CUBLAS_OP_N");
-    int first = nm ? 0 : 1;     /* operand passed first */
-    int64_t d1 = nm ? m->m : m->n, d2 = nm ? m->n : m->m;
+    CuGemm g = cu_gemm(m);
     int64_t off[2] = {m->off_a, m->off_b}, ld[2] = {m->lda, m->ldb};
     int64_t st[2] = {m->stride_a, m->stride_b};
     if (lib_rounds(em, t)) {
         write_round(em, m, 0, in);
         write_round(em, m, 1, in);
     }
+    if (emit_op(em, t)->lt.fused)
+        write_lt_call(em, t, m, in);
     /* cublasSetStream resets the workspace to cuBLAS's own pool, which a
      * graph capture would turn into allocations of the graph's own */
     sb_printf(o, "%sEIN_BLAS(cublasSetStream(ctx->blas, stream));\n"
               "%sEIN_BLAS(cublasSetWorkspace(ctx->blas, ctx->blas_ws, EIN_CUBLAS_WORKSPACE));\n",
               in, in);
     sb_printf(o, "%sEIN_BLAS(cublasGemm%sEx(ctx->blas, %s, %s, %" PRId64 ", %" PRId64 ", %"
-              PRId64 ", &ein_one,\n", in, batch > 1 ? "StridedBatched" : "", op1, op2, d1,
-              d2, m->k);
+              PRId64 ", &ein_one,\n", in, batch > 1 ? "StridedBatched" : "", g.op[0], g.op[1],
+              g.m, g.n, m->k);
     for (int q = 0; q < 2; q++) {
-        int j = q == 0 ? first : 1 - first;
+        int j = q == 0 ? g.first : 1 - g.first;
         sb_printf(o, "%s    (const char *)%s + %" PRId64 ", %s, %" PRId64, in,
                   cuda_operand(em, t, m, j), off[j] * (int64_t)es, ty, ld[j]);
         if (batch > 1)
@@ -778,6 +896,5 @@ void lib_write_kernels(Emit *em)
  * what the call is. */
 const char *lib_call_name(const Emit *em, const IrTensor *t)
 {
-    const PlanOp *op = emit_op(em, t);
-    return cost_impl_call(op->impl, op->op.kind, op->op.batch > 1);
+    return plan_call_name(emit_op(em, t));
 }

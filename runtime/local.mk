@@ -11,8 +11,9 @@ RUNTIME_PIECES = runtime/rt.h runtime/st.h runtime/harness.h \
 # for what a generated file defines before them, for compiling each on
 # its own (tests/runtime/support.test); it is not embedded.
 RUNTIME_SUPPORT_C = runtime/api_host.c runtime/cblas.c runtime/main_host.c
-RUNTIME_SUPPORT_CUDA = runtime/cudnn_types.h runtime/api_cuda.cu \
-	runtime/cublas.cu runtime/cudnn.cu runtime/band.cu runtime/graph.cu \
+RUNTIME_SUPPORT_CUDA = runtime/cudnn_types.h runtime/cublaslt_types.h \
+	runtime/api_cuda.cu runtime/cublas.cu runtime/cublaslt.cu runtime/cudnn.cu \
+	runtime/band.cu runtime/graph.cu \
 	runtime/main_cuda.cu runtime/tuner.cu
 RUNTIME_SUPPORT_BOTH = runtime/api_base.c runtime/api.c runtime/main.c
 RUNTIME_SUPPORT = $(RUNTIME_SUPPORT_C) $(RUNTIME_SUPPORT_CUDA) \

@@ -21,6 +21,7 @@
 #include <cuda_runtime.h>
 #include <cublas_v2.h>
 #include "cudnn_types.h"
+#include "cublaslt_types.h"
 #endif
 
 /* ---- the API, as emit/api.c declares it -------------------------------- */
@@ -82,6 +83,9 @@ struct model_ctx {
     void *graph_p[EIN_NT];          /* the buffers the graph was captured with */
     int no_graph;                   /* EIN_NO_GRAPH at create, or a capture failed */
     cublasHandle_t blas;
+    void *blas_ws;                  /* cuBLAS's and cuBLASLt's workspace */
+    cublasLtHandle_t lt;
+    ein_lt lts[2];
     cudnnHandle_t dnn;
     ein_conv conv[2];
     void *ws;

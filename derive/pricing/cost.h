@@ -137,6 +137,37 @@ typedef struct LibPost {
 int cost_post_ops(const Stage *s, const IrTensor *self, const IExpr *value, LibPost *post,
                   int max);
 
+/* cuBLASLt's epilogue (libs.c): what cublasLtMatmul applies to a GEMM's
+ * product before its store, as NVIDIA documents it,
+ *     D = act(alpha * op(A) op(B) + beta * C + bias)
+ * with C laid out as D (a different buffer), bias a vector along the rows
+ * of the column-major D (the row-major output's innermost dims: one value
+ * per column of the row-major product), and act none, ReLU (max(x, 0))
+ * or GELU in its tanh form (cuBLASLt's; an erf `gelu()` is not it). */
+typedef enum { LT_ACT_NONE, LT_ACT_RELU, LT_ACT_GELU } LtAct;
+
+typedef struct LibLt {
+    bool fused;                 /* cuBLASLt applies the epilogue */
+    double alpha, beta;         /* beta 0: no C */
+    const IrTensor *c;          /* C, from element c_offset (NULL: none) */
+    int64_t c_offset;
+    const IrTensor *bias;       /* the bias, from element bias_offset (NULL: none) */
+    int64_t bias_offset;
+    LtAct act;
+} LibLt;
+
+/* The epilogue `value` over the loop variables of `s` (reads of `self`
+ * at exactly those are the product's value), after the GEMM `m` whose
+ * loops are its output's whole shape, as cuBLASLt's epilogue: true and
+ * *lt filled where value is act(u) with u a sum of alpha * self, at most
+ * one bias and at most one term beta * C (f32 tensors read as above),
+ * and act one of LtAct's, recognised by its values (a grid of points in
+ * double precision: relu(x), max(x, 0) and the tanh form written any way
+ * agree to 1e-6 relative); false otherwise.  What it builds to decide is
+ * released from cx before it returns. */
+bool cost_lt_epilogue(IrCtx *cx, const Stage *s, const IrTensor *self, const IExpr *value,
+                      const OpMatch *m, LibLt *lt);
+
 
 /* The implementation of the stage `s`, matched as `m` (NULL or
  * OPK_KERNEL: none), computing the tensor `out` (its element type and

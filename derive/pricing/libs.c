@@ -2,7 +2,9 @@
  *
  *   CUDA  GEMMs         cuBLAS (cublasGemmEx, cublasGemmStridedBatchedEx),
  *                       any element types that are the same for the
- *                       output and both operands
+ *                       output and both operands; cublasLtMatmul for an
+ *                       f32 one whose epilogue cuBLASLt computes
+ *                       (cost_lt_epilogue, below)
  *         convolutions  cuDNN 9's graph API, forward or backward data,
  *                       grouped ones too; its generated kernel runs where
  *                       cuDNN has no plan on the GPU at hand
@@ -393,12 +395,11 @@ static bool push_eltwise(Chain *c, PostAlg alg, double alpha, double beta)
  * or an f32 tensor whose subscripts are each a loop variable of the
  * stage (distinct, within the tensor's extent) or a constant, broadcast
  * over the loops it does not use. */
-static bool operand(const Chain *c, const IExpr *x, LibPost *p)
+static bool operand(const Stage *s, const IrTensor *self, const IExpr *x, LibPost *p)
 {
-    if (x->kind != IE_ACCESS || !x->access.tensor || x->access.tensor == c->self)
+    if (x->kind != IE_ACCESS || !x->access.tensor || x->access.tensor == self)
         return false;
     const IrTensor *t = x->access.tensor;
-    const Stage *s = c->s;
     if (t->elem != ELEM_F32 || s->nloops > LIB_POST_MAXD)
         return false;
     p->src1 = t;
@@ -452,7 +453,7 @@ static bool chain_binary(Chain *c, const IExpr *inner, const IExpr *x, PostAlg a
         }
     }
     LibPost p = {.binary = true, .alg = alg};
-    if (!operand(c, x, &p))
+    if (!operand(c->s, c->self, x, &p))
         return false;
     if (flipped && alg == POST_SUB)       /* x - v = -v + x */
         return push_eltwise(c, POST_LINEAR, -1, 0) && (p.alg = POST_ADD, push(c, p));
@@ -504,4 +505,232 @@ int cost_post_ops(const Stage *s, const IrTensor *self, const IExpr *value, LibP
 {
     Chain c = {s, self, post, 0, max};
     return value && chain(&c, value) ? c.n : -1;
+}
+
+/* ---- cuBLASLt's epilogue: act(alpha * AB + beta * C + bias) ------------- */
+
+/* The sum u = alpha * self + beta * C + bias, term by term. */
+typedef struct Lin {
+    const Stage *s;
+    const IrTensor *self;
+    const OpMatch *m;
+    bool has_self;
+    LibLt *lt;
+} Lin;
+
+/* Row-major strides of the stage's loops as the output's dims. */
+static int64_t out_stride(const Stage *s, int d)
+{
+    int64_t st = 1;
+    for (int e = s->nloops - 1; e > d; e--)
+        st *= s->loops[e].hi;
+    return st;
+}
+
+/* p (a view over the stage's loops, operand()) reads each element of the
+ * output at the offset `o mod inner`, o the output's own offset: the dims
+ * from `first` on make the inner offset, the others are broadcast (inner
+ * == the whole: p is laid out as the output). */
+static bool view_is(const Stage *s, const LibPost *p, int first)
+{
+    for (int d = 0; d < s->nloops; d++) {
+        if (s->loops[d].hi == 1)
+            continue;
+        if (d < first ? p->dims[d] != 1
+                      : p->dims[d] != s->loops[d].hi || p->strides[d] != out_stride(s, d))
+            return false;
+    }
+    return true;
+}
+
+/* x read as C (laid out as D: the output's own offsets) or as the bias
+ * (one value per row of the column-major D, which runs along the
+ * output's innermost dims: those of extent product d1, when d1 divides
+ * the leading dimension and the batch stride, so that the inner offset
+ * is the row). */
+static bool lin_read(Lin *l, const IExpr *x, double coef)
+{
+    LibPost p;
+    if (!operand(l->s, l->self, x, &p))
+        return false;
+    LibLt *lt = l->lt;
+    if (!lt->c && view_is(l->s, &p, 0)) {
+        lt->c = p.src1;
+        lt->c_offset = p.offset;
+        lt->beta = coef;
+        return true;
+    }
+    const OpMatch *m = l->m;
+    int64_t d1 = m->out_nm ? m->m : m->n, inner = 1;
+    int first = l->s->nloops;
+    while (first > 0 && inner < d1)
+        inner *= l->s->loops[--first].hi;
+    if (lt->bias || coef != 1 || inner != d1 || d1 <= 0 || m->ldc % d1 ||
+        (m->batch > 1 && m->stride_c % d1) || !view_is(l->s, &p, first))
+        return false;
+    lt->bias = p.src1;
+    lt->bias_offset = p.offset;
+    return true;
+}
+
+/* One term of u, times `sign`: constants multiplying or dividing a read
+ * of self (alpha) or of another tensor (C's beta; the bias takes none). */
+static bool lin_term(Lin *l, const IExpr *e, double coef)
+{
+    switch (e->kind) {
+    case IE_ADD:
+        return lin_term(l, e->bin.a, coef) && lin_term(l, e->bin.b, coef);
+    case IE_SUB:
+        return lin_term(l, e->bin.a, coef) && lin_term(l, e->bin.b, -coef);
+    case IE_NEG:
+        return lin_term(l, e->bin.a, -coef);
+    case IE_MUL:
+        if (e->bin.a->kind == IE_CONST)
+            return lin_term(l, e->bin.b, coef * e->bin.a->value);
+        if (e->bin.b->kind == IE_CONST)
+            return lin_term(l, e->bin.a, coef * e->bin.b->value);
+        return false;
+    case IE_DIV:
+        return e->bin.b->kind == IE_CONST && e->bin.b->value != 0 &&
+               lin_term(l, e->bin.a, coef / e->bin.b->value);
+    case IE_ACCESS:
+        if (e->access.tensor != l->self)
+            return lin_read(l, e, coef);
+        if (l->has_self || e->access.nidx != l->s->nloops)
+            return false;
+        for (int d = 0; d < e->access.nidx; d++)
+            if (!is_loop(e->access.idx[d], l->s, d))
+                return false;
+        l->has_self = true;
+        l->lt->alpha = coef;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The activations cuBLASLt has, in double precision. */
+static double act_value(LtAct a, double x)
+{
+    switch (a) {
+    case LT_ACT_RELU:
+        return x > 0 ? x : 0;
+    case LT_ACT_GELU:
+        return 0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    case LT_ACT_NONE:
+        break;
+    }
+    return x;
+}
+
+/* e with every occurrence of u replaced by `by`. */
+static const IExpr *replaced(IrCtx *cx, const IExpr *e, const IExpr *u, const IExpr *by)
+{
+    if (ir_expr_equal(e, u))
+        return by;
+    const IExpr *kids[IR_MAX_CHILDREN];
+    int n = ir_expr_children(e, kids);
+    bool same = true;
+    for (int i = 0; i < n; i++) {
+        const IExpr *k = replaced(cx, kids[i], u, by);
+        same &= k == kids[i];
+        kids[i] = k;
+    }
+    return same ? e : ir_expr_rebuild(cx, e, kids, NULL, NULL);
+}
+
+/* Does e read anything but x (a tensor, an index value)? */
+typedef struct OnlyX {
+    const IrTensor *x;
+    bool other;
+} OnlyX;
+
+static bool only_x_visit(void *arg, const IExpr *e)
+{
+    OnlyX *o = arg;
+    if ((e->kind == IE_ACCESS && e->access.tensor != o->x) || e->kind == IE_INDEX ||
+        e->kind == IE_ICMP)
+        o->other = true;
+    return !o->other;
+}
+
+/* Points where an activation is told by its values: a grid over [-12, 12]
+ * (0 included) and a few far out. */
+#define LT_GRID 2401
+#define LT_POINTS (LT_GRID + 6)
+
+static double lt_point(int i)
+{
+    static const double far[] = {-1e4, -100, -1e-6, 1e-6, 100, 1e4};
+    return i < LT_GRID ? -12 + 24.0 * i / (LT_GRID - 1) : far[i - LT_GRID];
+}
+
+/* value with u replaced by x is act(x) for one of cuBLASLt's activations:
+ * evaluated by the interpreter at lt_point()s. */
+static bool lt_act(IrCtx *cx, const IExpr *value, const IExpr *u, LtAct *act)
+{
+    IrMark mark = ir_ctx_mark(cx);
+    int64_t shape[1] = {LT_POINTS};
+    IrTensor xt = {.id = 0, .name = "x", .kind = IT_INPUT, .elem = ELEM_F32, .rank = 1,
+                   .shape = shape};
+    IrVar i = ir_var_new(cx, "i", 0, LT_POINTS);
+    const Ix *idx[1] = {ix_var(cx, i.id)};
+    const IExpr *g = replaced(cx, value, u, ir_access_tensor(cx, &xt, idx, 1));
+    OnlyX o = {&xt, false};
+    ir_expr_visit(g, only_x_visit, &o);
+    bool found = false;
+    if (!o.other) {
+        double x[LT_POINTS], y[LT_POINTS];
+        double *data[1] = {x};
+        for (int k = 0; k < LT_POINTS; k++)
+            x[k] = lt_point(k);
+        ir_eval_stage(ir_stage(cx, RED_NONE, &i, 1, NULL, 0, NULL, 0, g), data, y);
+        static const LtAct acts[] = {LT_ACT_NONE, LT_ACT_RELU, LT_ACT_GELU};
+        for (int a = 0; a < 3 && !found; a++) {
+            found = true;
+            for (int k = 0; k < LT_POINTS && found; k++) {
+                double want = act_value(acts[a], x[k]);
+                found = fabs(y[k] - want) <= 1e-6 * fabs(want) + 1e-12;
+            }
+            *act = acts[a];
+        }
+    }
+    ir_ctx_release(cx, mark);
+    return found;
+}
+
+/* Is e, as u, the sum and value act(u)?  Larger candidates first: the
+ * activation's argument is the largest subexpression that is such a sum
+ * and holds every read of self. */
+static bool lt_try(IrCtx *cx, Lin *l, const IExpr *value, const IExpr *e, int *budget)
+{
+    if (!reads(e, l->self) || --*budget < 0)
+        return false;
+    LibLt keep = *l->lt;
+    l->has_self = false;
+    if (lin_term(l, e, 1) && l->has_self && lt_act(cx, value, e, &l->lt->act))
+        return true;
+    *l->lt = keep;
+    const IExpr *kids[IR_MAX_CHILDREN];
+    int n = ir_expr_children(e, kids);
+    for (int k = 0; k < n; k++)
+        if (lt_try(cx, l, value, kids[k], budget))
+            return true;
+    return false;
+}
+
+bool cost_lt_epilogue(IrCtx *cx, const Stage *s, const IrTensor *self, const IExpr *value,
+                      const OpMatch *m, LibLt *lt)
+{
+    memset(lt, 0, sizeof *lt);
+    if (!value)
+        return false;
+    Lin l = {s, self, m, false, lt};
+    int budget = 64;
+    if (!lt_try(cx, &l, value, value, &budget)) {
+        memset(lt, 0, sizeof *lt);
+        return false;
+    }
+    lt->fused = true;
+    return true;
 }

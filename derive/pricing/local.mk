@@ -27,3 +27,10 @@ tests_derive_test_tune_LDADD = derive/libderive.a sema/libsema.a \
 TESTS += tests/derive/tune.test
 EXTRA_DIST += tests/derive/tune.test
 include tests/fuzz/tune.mk
+# cuBLASLt's epilogue from random epilogues (libs.c), against the
+# interpreter.
+check_PROGRAMS += tests/derive/test_lt
+TESTS += tests/derive/test_lt
+tests_derive_test_lt_SOURCES = tests/derive/test_lt.c tests/check.h
+tests_derive_test_lt_LDADD = derive/libderive.a sema/libsema.a \
+	parser/libparser.a lang/liblang.a -lm

@@ -86,7 +86,37 @@ int plan_post_ops(const PlanOp *op, LibPost *post)
 bool plan_epilogue_pass(const PlanOp *op)
 {
     LibPost post[LIB_POST_MAX];
-    return op->epi.value && op->impl != IMPL_KERNEL && plan_post_ops(op, post) == 0;
+    return op->epi.value && op->impl != IMPL_KERNEL && !op->lt.fused &&
+           plan_post_ops(op, post) == 0;
+}
+
+bool plan_has_pass(const PlanOp *op)
+{
+    return plan_epilogue_pass(op) || op->lt.fused;
+}
+
+const char *plan_call_name(const PlanOp *op)
+{
+    return op->lt.fused ? "cublasLtMatmul"
+                        : cost_impl_call(op->impl, op->op.kind, op->op.batch > 1);
+}
+
+const char *plan_lt_name(const PlanOp *op, char *buf, size_t size)
+{
+    const LibLt *lt = &op->lt;
+    static const char *const act[] = {"", "relu", "gelu_tanh"};
+    char ab[40] = "AB", c[40] = "";
+    if (!lt->fused)
+        return "";
+    if (lt->alpha != 1)
+        snprintf(ab, sizeof ab, "%g*AB", lt->alpha);
+    if (lt->c && lt->beta == 1)
+        snprintf(c, sizeof c, " + C");
+    else if (lt->c)
+        snprintf(c, sizeof c, " + %g*C", lt->beta);
+    snprintf(buf, size, "%s%s%s%s%s%s", act[lt->act], lt->act ? "(" : "", ab, c,
+             lt->bias ? " + bias" : "", lt->act ? ")" : "");
+    return buf;
 }
 
 typedef struct Stored {
@@ -259,9 +289,23 @@ static double epilogue_cost(IrCtx *cx, const CostModel *cm, const PlanOp *op)
     return fmax(0, t - cost_stage(cm, copy, NULL));
 }
 
+/* A CUDA cuBLAS GEMM's epilogue in cuBLASLt: f32 operands and output,
+ * non-negative strides and offsets (its layouts take no others). */
+static bool lt_takes(const CostModel *cm, const PlanOp *op)
+{
+    const OpMatch *m = &op->op;
+    return cm->target == TARGET_CUDA && op->impl == IMPL_CUBLAS_GEMM && op->epi.value &&
+           op->out->elem == ELEM_F32 && m->in[0]->elem == ELEM_F32 &&
+           m->in[1]->elem == ELEM_F32 && m->stride_a >= 0 && m->stride_b >= 0 &&
+           m->stride_c >= 0 && m->off_a >= 0 && m->off_b >= 0;
+}
+
 void plan_price(IrCtx *cx, const CostModel *cm, PlanOp *op)
 {
     op->measured = false;
+    if (!lt_takes(cm, op) ||
+        !cost_lt_epilogue(cx, op->stage, op->epi.self, op->epi.value, &op->op, &op->lt))
+        memset(&op->lt, 0, sizeof op->lt);
     if (op->rows) {
         /* the group as one operator, priced once: at its last member */
         op->cost = plan_in_rows(op) ? 0 : plan_rows_cost(cx, cm, op->rows);
@@ -887,6 +931,9 @@ static void print_op(const PlanOp *o, FILE *fp)
     int npost = plan_post_ops(o, post);
     if (npost)
         fprintf(fp, " (%d post-op%s)", npost, npost > 1 ? "s" : "");
+    char lt[128];
+    if (o->lt.fused)
+        fprintf(fp, " (cublasLt: %s)", plan_lt_name(o, lt, sizeof lt));
     if (plan_in_rows(o))
         fprintf(fp, "  in the rows of %s", o->rows->members[o->rows->nmembers - 1]->name);
     else if (o->rows)
@@ -960,6 +1007,11 @@ void plan_print_json_op(const PlanOp *o, Precision prec, FILE *fp)
     int npost = plan_post_ops(o, post);
     if (npost)
         fprintf(fp, ", \"post_ops\": %d", npost);
+    char lt[128];
+    if (o->lt.fused) {
+        fputs(", \"cublaslt\": ", fp);
+        plan_json_string(plan_lt_name(o, lt, sizeof lt), fp);
+    }
     if (o->rows)
         json_names("rows", o->rows->members, o->rows->nmembers, fp);
     if (o->rows && o->rows->threads > 1)

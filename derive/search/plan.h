@@ -97,6 +97,10 @@ struct PlanOp {
     const IrTensor *const *prologue;
     int nprologue;
     PlanEpilogue epi;
+    /* A cuBLAS GEMM on CUDA whose epilogue cuBLASLt applies (lt.fused:
+     * one cublasLtMatmul with the bias, scale, activation and C that
+     * cost_lt_epilogue decoded from epi; set by plan_price). */
+    LibLt lt;
     const PlanRowGroup *rows;   /* NULL: not in a row group */
     PlanBuf buf;
     bool at_load;               /* depends on weights only: runs at load */
@@ -128,8 +132,10 @@ PlanOp plan_choose(IrCtx *cx, const CostModel *cm, const IrTensor *out, const St
 
 /* Price *op as recorded: its stage as its implementation, plus its
  * epilogue (a pass over the output after a library call; fused into the
- * store of a generated kernel), plus the members of a row group.  Sets
- * op->cost and op->measured. */
+ * store of a generated kernel, into oneDNN's post-ops or cuBLASLt's
+ * epilogue), plus the members of a row group.  Sets op->cost and
+ * op->measured, and op->lt: on CUDA a cuBLAS GEMM's epilogue is
+ * cuBLASLt's where cost_lt_epilogue takes it. */
 void plan_price(IrCtx *cx, const CostModel *cm, PlanOp *op);
 
 /* The epilogue of `op` as a kernel of its own: the Σ-free stage over the
@@ -157,14 +163,25 @@ double plan_rows_cost(IrCtx *cx, const CostModel *cm, const PlanRowGroup *g);
 
 /* How op's epilogue runs after a library call: as oneDNN's post-ops
  * (plan_post_ops: their number, into post[LIB_POST_MAX], from
- * cost_post_ops; 0 where no library applies it) or as a pass of its own
- * over the output (plan_epilogue_pass). */
+ * cost_post_ops; 0 where no library applies it), in cuBLASLt's epilogue
+ * (op->lt.fused), or as a pass of its own over the output
+ * (plan_epilogue_pass).  A cuBLASLt GEMM keeps that pass in the file for
+ * where cuBLASLt cannot run it (no algorithm, an unaligned buffer):
+ * plan_has_pass. */
 int plan_post_ops(const PlanOp *op, LibPost *post);
 /* A oneDNN matmul (one product) whose output is the tensor itself,
  * [1.., m, n] in row-major order: its dst is the tensor's shape, so
  * post-ops read the operator's loops as dst's dims. */
 bool plan_gemm_dst_whole(const PlanOp *op);
 bool plan_epilogue_pass(const PlanOp *op);
+bool plan_has_pass(const PlanOp *op);
+/* The library call that computes op, as the generated file names it
+ * (cost_impl_call; "cublasLtMatmul" for op->lt.fused). */
+const char *plan_call_name(const PlanOp *op);
+/* cuBLASLt's epilogue of op as a formula over the product AB, for the
+ * views ("gelu_tanh(AB + bias)", "0.125*AB + C"), in buf; "" where there
+ * is none. */
+const char *plan_lt_name(const PlanOp *op, char *buf, size_t size);
 
 typedef struct Plan {
     IrProgram *prog;            /* derived program (tensors in dependence order) */

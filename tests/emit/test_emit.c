@@ -371,8 +371,8 @@ static void nvcc_run_jobs(void)
 }
 
 /* Is `cmd` the command `expect` with vendor libraries linked: the same
- * words, plus -lcublas -lcudnn -lopenblas (in that order) before a final
- * -lm or at the end? */
+ * words, plus -lcublas -lcublasLt -lcudnn -lopenblas (in that order)
+ * before a final -lm or at the end? */
 static bool same_build(const char *cmd, const char *expect)
 {
     size_t n = strlen(expect);
@@ -381,8 +381,8 @@ static bool same_build(const char *cmd, const char *expect)
     if (strncmp(cmd, expect, stem) != 0)
         return false;
     const char *rest = cmd + stem;
-    static const char *const libs[] = {" -lcublas", " -lcudnn", " -lopenblas"};
-    for (int i = 0; i < 3; i++)
+    static const char *const libs[] = {" -lcublas", " -lcublasLt", " -lcudnn", " -lopenblas"};
+    for (int i = 0; i < 4; i++)
         if (strncmp(rest, libs[i], strlen(libs[i])) == 0)
             rest += strlen(libs[i]);
     return strcmp(rest, lm ? " -lm" : "") == 0;

@@ -6,6 +6,8 @@
  *  - a column-major reference GEMM, queued on the handle's stream (alpha
  *    and beta read at the call, as the host pointer mode documents; beta
  *    = 0 never reads C, which "does not have to be a valid input");
+ *    the reference and the checks of operands and types (hc::blas,
+ *    mock.h) serve cublaslt.cpp too, with cuBLASLt's epilogue;
  *  - CUBLAS_STATUS_INVALID_VALUE where documented: m, n, k or batchCount
  *    below 0, an operation not N, T or C, lda < max(1, m) (transa N) or
  *    max(1, k), ldb < max(1, k) (transb N) or max(1, n), ldc < max(1, m),
@@ -84,8 +86,14 @@ bool handle_ok(const char *call, cublasHandle_t h)
     return true;
 }
 
-enum Arith { EXACT, TF32, HALF, BF16, BF16X9 };
-const char *arith_name[] = {"fp32", "tf32", "fp16", "bf16", "bf16x9"};
+} /* namespace */
+
+/* ---- the GEMM reference, shared with cublaslt.cpp (mock.h) ----------------- */
+
+namespace hc {
+namespace blas {
+
+const char *const arith_name[] = {"fp32", "tf32", "fp16", "bf16", "bf16x9"};
 
 float bits_float(uint32_t u)
 {
@@ -186,8 +194,9 @@ int combination(cublasComputeType_t ct, cudaDataType ab, cudaDataType c)
     return 0;
 }
 
-/* The arithmetic a call may use (see the header). */
-Arith arithmetic(const cublasContext *h, cublasComputeType_t ct, cudaDataType ab)
+/* The arithmetic a call may use (see the header): the handle's math mode
+ * and whether CUBLAS_EMULATE_SINGLE_PRECISION was set at its creation. */
+Arith arithmetic(cublasMath_t math, bool emulate, cublasComputeType_t ct, cudaDataType ab)
 {
     if (ab != CUDA_R_32F)
         return EXACT;
@@ -198,9 +207,9 @@ Arith arithmetic(const cublasContext *h, cublasComputeType_t ct, cudaDataType ab
     case CUBLAS_COMPUTE_32F_PEDANTIC:
         return EXACT;
     case CUBLAS_COMPUTE_32F:
-        if ((h->math & 0xf) == CUBLAS_TF32_TENSOR_OP_MATH && !tf32_off)
+        if ((math & 0xf) == CUBLAS_TF32_TENSOR_OP_MATH && !tf32_off)
             return TF32;
-        if ((h->math & 0xf) == CUBLAS_FP32_EMULATED_BF16X9_MATH || h->emulate)
+        if ((math & 0xf) == CUBLAS_FP32_EMULATED_BF16X9_MATH || emulate)
             return BF16X9;
         return EXACT;
     case CUBLAS_COMPUTE_32F_FAST_TF32:
@@ -224,23 +233,28 @@ void split3(float x, float p[3])
     p[2] = bf16_rne(x - p[0] - p[1]);
 }
 
-struct Gemm {
-    bool ta, tb;
-    int m, n, k;
-    float alpha, beta;
-    const void *a, *b;
-    void *c;
-    cudaDataType at, bt, ct;
-    int lda, ldb, ldc;
-    long long sa, sb, sc;
-    int batch;
-    Arith arith;
-};
+/* The epilogue of an element r of row i of D (cuBLASLt's: the bias, then
+ * the activation). */
+static float epilogue(const Gemm &g, const char *bias, size_t i, float r)
+{
+    if (bias)
+        r += load(g.ct, bias, i);
+    switch (g.act) {
+    case ACT_RELU:
+        /* "max(x, 0)"; NaN gives 0, as reported of cuBLASLt */
+        return r > 0.0f ? r : 0.0f;
+    case ACT_GELU:
+        return 0.5f * r * (1.0f + tanhf(0.7978845608028654f * (r + 0.044715f * r * r * r)));
+    case ACT_NONE:
+        break;
+    }
+    return r;
+}
 
-/* C = alpha op(A) op(B) + beta C, each element's sum over l in ascending
- * order; op(A) is unpacked as columns (k x m) so that the innermost loop
- * runs along a column of C. */
-void run_gemm(const Gemm &g)
+/* D = act(alpha op(A) op(B) + beta C + bias), each element's sum over l in
+ * ascending order; op(A) is unpacked as columns (k x m) so that the
+ * innermost loop runs along a column of C. */
+void run(const Gemm &g)
 {
     size_t m = (size_t)g.m, n = (size_t)g.n, k = (size_t)g.k;
     std::vector<float> acol(k * m), bmat(k * n), acc(m);
@@ -248,7 +262,10 @@ void run_gemm(const Gemm &g)
     for (int q = 0; q < g.batch; q++) {
         const char *a = (const char *)g.a + (size_t)q * g.sa * elem_size(g.at);
         const char *b = (const char *)g.b + (size_t)q * g.sb * elem_size(g.bt);
-        char *c = (char *)g.c + (size_t)q * g.sc * elem_size(g.ct);
+        const char *c = (const char *)g.c + (size_t)q * g.sc * elem_size(g.ct);
+        char *d = (char *)g.d + (size_t)q * g.sd * elem_size(g.ct);
+        const char *bias = g.bias ? (const char *)g.bias + (size_t)q * g.sbias * elem_size(g.ct)
+                                  : nullptr;
         for (size_t l = 0; l < k; l++)
             for (size_t i = 0; i < m; i++)      /* op(A)[i][l] */
                 acol[l * m + i] = round_to(g.arith, load(g.at, a, g.ta ? i * g.lda + l
@@ -282,11 +299,10 @@ void run_gemm(const Gemm &g)
                 }
             }
             for (size_t i = 0; i < m; i++) {
-                size_t ci = j * (size_t)g.ldc + i;
                 float r = g.alpha * acc[i];
                 if (g.beta != 0.0f)
-                    r += g.beta * load(g.ct, c, ci);
-                store(g.ct, c, ci, r);
+                    r += g.beta * load(g.ct, c, j * (size_t)g.ldc + i);
+                store(g.ct, d, j * (size_t)g.ldd + i, epilogue(g, bias, i, r));
             }
         }
     }
@@ -320,6 +336,13 @@ bool operand_ok(const char *call, const char *name, const void *p, cudaDataType 
     }
     return true;
 }
+
+} /* namespace blas */
+} /* namespace hc */
+
+using namespace hc::blas;
+
+namespace {
 
 cublasStatus_t gemm(const char *call, cublasHandle_t h, cublasOperation_t transa,
                     cublasOperation_t transb, int m, int n, int k, const void *alpha,
@@ -364,7 +387,7 @@ cublasStatus_t gemm(const char *call, cublasHandle_t h, cublasOperation_t transa
     }
     if (h->pmode == CUBLAS_POINTER_MODE_HOST && (hc::is_device(alpha) || hc::is_device(beta)))
         hc::misuse(call, "alpha or beta is device memory in CUBLAS_POINTER_MODE_HOST");
-    Gemm g;
+    Gemm g{};
     g.ta = ta;
     g.tb = tb;
     g.m = m;
@@ -389,7 +412,10 @@ cublasStatus_t gemm(const char *call, cublasHandle_t h, cublasOperation_t transa
     g.sb = sb;
     g.sc = sc;
     g.batch = batch;
-    g.arith = arithmetic(h, compute, at);
+    g.arith = arithmetic(h->math, h->emulate, compute, at);
+    g.d = C;
+    g.ldd = ldc;
+    g.sd = sc;
     if (!operand_ok(call, "A", A, at, ar, ac, lda, sa, batch) ||
         !operand_ok(call, "B", B, bt, br, bc, ldb, sb, batch) ||
         !operand_ok(call, "C", C, ct, m, n, ldc, sc, batch))
@@ -406,7 +432,7 @@ cublasStatus_t gemm(const char *call, cublasHandle_t h, cublasOperation_t transa
         return CUBLAS_STATUS_SUCCESS;
     if (hc::is_capturing(h->stream) && !h->ws)
         hc::count("cublas captured with the default workspace pool");
-    if (hc::enqueue(h->stream, call, [g]() { run_gemm(g); }, {A, B, C, h->ws}) != cudaSuccess)
+    if (hc::enqueue(h->stream, call, [g]() { run(g); }, {A, B, C, h->ws}) != cudaSuccess)
         return CUBLAS_STATUS_EXECUTION_FAILED;
     return CUBLAS_STATUS_SUCCESS;
 }

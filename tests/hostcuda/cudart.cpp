@@ -122,7 +122,7 @@ struct Op {
 
 namespace hc {
 
-long live_blas, live_dnn, live_desc;
+long live_blas, live_dnn, live_desc, live_lt, live_lt_desc;
 
 static thread_local cudaError_t last_error = cudaSuccess;
 static long misuses;
@@ -471,12 +471,13 @@ static void report()
     for (auto &c : counts)
         fprintf(stderr, "hostcuda: count: %s %ld\n", c.first.c_str(), c.second);
     bool leaks = nalloc || nstreams || nevents || live_blas || live_dnn || live_desc ||
-                 ngraphs || nexecs;
+                 live_lt || live_lt_desc || ngraphs || nexecs;
     if (leaks)
         fprintf(stderr, "hostcuda: error: leaked at exit: %ld allocations (%zu bytes), %ld "
                 "streams, %ld events, %ld cuBLAS handles, %ld cuDNN handles, %ld cuDNN "
-                "descriptors, %ld graphs, %ld graph execs\n", nalloc, bytes, nstreams,
-                nevents, live_blas, live_dnn, live_desc, ngraphs, nexecs);
+                "descriptors, %ld cuBLASLt handles, %ld cuBLASLt descriptors, %ld graphs, "
+                "%ld graph execs\n", nalloc, bytes, nstreams, nevents, live_blas, live_dnn,
+                live_desc, live_lt, live_lt_desc, ngraphs, nexecs);
     else
         fprintf(stderr, "hostcuda: no leaks\n");
     if (misuses)

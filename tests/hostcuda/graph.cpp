@@ -1,6 +1,6 @@
 /* graph.cpp - the CUDA graph of a run (runtime/graph.cu, emit/README.md),
  * on the model of graph.ein: a load-time stage (w2 = 2 w + 1), a cuBLAS
- * product and its epilogue, y = relu(x w2 + b).  Built by
+ * product and its epilogue, y = relu(x w2 + b), b per row.  Built by
  * tests/emit/hostcuda.test with the generated file (its launches
  * rewritten) included as MODEL_CU; the mock records a capture and replays
  * it, and counts captures, launches and the work queued.
@@ -41,14 +41,14 @@ static std::vector<float> seeded(size_t count, unsigned seed)
     return seeded_values(count, seed);
 }
 
-/* max |y - relu(x (2 w + 1) + b)| / max |relu(...)| */
+/* max |y - relu(x (2 w + 1) + b[i])| / max |relu(...)| */
 static double error(const std::vector<float> &x, const std::vector<float> &w,
                     const std::vector<float> &b, const std::vector<float> &y)
 {
     double err = 0, mag = 0;
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++) {
-            double s = b[j];
+            double s = b[i];
             for (int k = 0; k < n; k++)
                 s += (double)x[i * n + k] * (2.0 * w[k * n + j] + 1.0);
             s = s > 0 ? s : 0;

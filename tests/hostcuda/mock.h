@@ -1,6 +1,7 @@
-/* mock.h - what the three mock libraries share (cudart.cpp, cublas.cpp,
- * cudnn.cpp): the record of device memory, the stream queues, reports and
- * counts.  Not for the programs: they include hostcuda.h. */
+/* mock.h - what the mock libraries share (cudart.cpp, cublas.cpp,
+ * cublaslt.cpp, cudnn.cpp): the record of device memory, the stream
+ * queues, reports and counts, and cuBLAS's GEMM reference.  Not for the
+ * programs: they include hostcuda.h. */
 #ifndef HC_MOCK_H
 #define HC_MOCK_H
 
@@ -60,7 +61,47 @@ void drain_all();                           /* what cudaDeviceSynchronize does *
 void set_last_error(cudaError_t e);
 
 /* Live objects of the other mocks, for the exit report. */
-extern long live_blas, live_dnn, live_desc;
+extern long live_blas, live_dnn, live_desc, live_lt, live_lt_desc;
+
+/* The GEMM reference of cublas.cpp, which cublaslt.cpp shares. */
+namespace blas {
+/* The arithmetic of a compute type: operands rounded to TF32, half or
+ * bfloat16, or split into three bfloat16 (BF16x9 emulation). */
+enum Arith { EXACT, TF32, HALF, BF16, BF16X9 };
+extern const char *const arith_name[];      /* "fp32", "tf32", ... */
+enum Act { ACT_NONE, ACT_RELU, ACT_GELU };  /* cuBLASLt's epilogue activations */
+
+/* D = act(alpha op(A) op(B) + beta C + bias) over a strided batch, column
+ * major; C is not read when beta is 0; the bias (null: none) is one value
+ * of C's type per row of D. */
+struct Gemm {
+    bool ta, tb;
+    int m, n, k;
+    float alpha, beta;
+    const void *a, *b, *c;
+    void *d;
+    cudaDataType at, bt, ct;        /* D's type is C's */
+    int lda, ldb, ldc, ldd;
+    long long sa, sb, sc, sd;
+    int batch;
+    Arith arith;
+    const void *bias;
+    long long sbias;
+    Act act;
+};
+void run(const Gemm &g);
+size_t elem_size(cudaDataType t);
+/* Is (compute, A/B, C) a row of cublasGemmEx's table?  1 yes, 0 no, -1 a
+ * row the mock does not implement. */
+int combination(cublasComputeType_t ct, cudaDataType ab, cudaDataType c);
+Arith arithmetic(cublasMath_t math, bool emulate, cublasComputeType_t ct, cudaDataType ab);
+/* The extent in elements of a stored rows x cols column-major matrix. */
+size_t extent(int rows, int cols, int ld);
+/* The operand (every batch of it) inside one allocation and aligned to its
+ * element, else reported. */
+bool operand_ok(const char *call, const char *name, const void *p, cudaDataType t, int rows,
+                int cols, int ld, long long stride, int batch);
+} /* namespace blas */
 
 } /* namespace hc */
 

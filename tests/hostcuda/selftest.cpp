@@ -7,6 +7,7 @@
  * prints one line per failed check and `selftest: N checks, M failed`. */
 #include "hostcuda.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -288,6 +289,227 @@ static void test_cublas()
     cudaFree(b);
     cudaFree(c);
     cublasDestroy(h);
+}
+
+/* ---- cuBLASLt ---------------------------------------------------------------------------- */
+
+/* One cuBLASLt GEMM of the test: D (m x n) = act(alpha A B + beta C + bias),
+ * A m x k, B k x n, all column-major, a batch of `batch`. */
+struct Lt {
+    cublasLtHandle_t h = nullptr;
+    cublasLtMatmulDesc_t d = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, dl = nullptr;
+    cublasLtMatmulPreference_t pref = nullptr;
+    cublasLtMatmulAlgo_t algo;
+    size_t ws_need = 0;
+    cublasStatus_t make(int m, int n, int k, uint32_t epi, const void *bias, int batch = 1)
+    {
+        cublasLtMatmulDescCreate(&d, CUBLAS_COMPUTE_32F_PEDANTIC, CUDA_R_32F);
+        cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
+        if (bias)
+            cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                           sizeof bias);
+        cublasLtMatrixLayoutCreate(&a, CUDA_R_32F, m, k, m);
+        cublasLtMatrixLayoutCreate(&b, CUDA_R_32F, k, n, k);
+        cublasLtMatrixLayoutCreate(&c, CUDA_R_32F, m, n, m);
+        cublasLtMatrixLayoutCreate(&dl, CUDA_R_32F, m, n, m);
+        if (batch > 1) {
+            cublasLtMatrixLayout_t l[4] = {a, b, c, dl};
+            int64_t st[4] = {(int64_t)m * k, (int64_t)k * n, (int64_t)m * n, (int64_t)m * n};
+            for (int i = 0; i < 4; i++) {
+                cublasLtMatrixLayoutSetAttribute(l[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch,
+                                                 sizeof batch);
+                cublasLtMatrixLayoutSetAttribute(l[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                 &st[i], sizeof st[i]);
+            }
+        }
+        cublasLtMatmulPreferenceCreate(&pref);
+        uint64_t ws = 1 << 16;
+        uint32_t al = 16;
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+                                             sizeof ws);
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al,
+                                             sizeof al);
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al,
+                                             sizeof al);
+        return heuristic();
+    }
+    cublasStatus_t heuristic()
+    {
+        cublasLtMatmulHeuristicResult_t r;
+        int n = 0;
+        cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(h, d, a, b, c, dl, pref, 1, &r, &n);
+        if (s == CUBLAS_STATUS_SUCCESS && n == 1) {
+            algo = r.algo;
+            ws_need = r.workspaceSize;
+        }
+        return s;
+    }
+    cublasStatus_t run(const float *A, const float *B, const float *C, float *D, void *ws,
+                       size_t wsn, float alpha = 1, float beta = 0,
+                       const cublasLtMatmulAlgo_t *al = nullptr, cudaStream_t s = 0)
+    {
+        return cublasLtMatmul(h, d, &alpha, A, a, B, b, &beta, C, c, D, dl, al ? al : &algo, ws,
+                              wsn, s);
+    }
+    void drop()
+    {
+        cublasLtMatrixLayout_t l[4] = {a, b, c, dl};
+        for (auto x : l)
+            cublasLtMatrixLayoutDestroy(x);
+        cublasLtMatmulDescDestroy(d);
+        cublasLtMatmulPreferenceDestroy(pref);
+        a = b = c = dl = nullptr;
+        d = nullptr;
+        pref = nullptr;
+    }
+};
+
+static void test_cublaslt()
+{
+    const int m = 6, n = 5, k = 7, batch = 2;
+    Lt lt;
+    CHECK(cublasLtCreate(&lt.h) == CUBLAS_STATUS_SUCCESS, "cublasLtCreate");
+    std::vector<float> ha = seeded_values(batch * m * k, 1), hb = seeded_values(batch * k * n, 2),
+                       hc = seeded_values(batch * m * n, 3), hbias = seeded_values(m, 4);
+    float *a, *b, *c, *d, *bias;
+    void *ws;
+    cudaMalloc((void **)&a, ha.size() * 4);
+    cudaMalloc((void **)&b, hb.size() * 4);
+    cudaMalloc((void **)&c, hc.size() * 4);
+    cudaMalloc((void **)&d, hc.size() * 4 + 64);
+    cudaMalloc((void **)&bias, m * 4 + 64);
+    cudaMalloc(&ws, 1 << 16);
+    cudaMemcpy(a, ha.data(), ha.size() * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(b, hb.data(), hb.size() * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(c, hc.data(), hc.size() * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(bias, hbias.data(), m * 4, cudaMemcpyHostToDevice);
+    /* the documented arithmetic of each epilogue, batched, with C */
+    const uint32_t epis[] = {CUBLASLT_EPILOGUE_DEFAULT, CUBLASLT_EPILOGUE_RELU_BIAS,
+                             CUBLASLT_EPILOGUE_GELU_BIAS, CUBLASLT_EPILOGUE_GELU};
+    for (uint32_t epi : epis) {
+        bool has_bias = epi & CUBLASLT_EPILOGUE_BIAS;
+        CHECK(lt.make(m, n, k, epi, has_bias ? bias : nullptr, batch) == CUBLAS_STATUS_SUCCESS,
+              "heuristics for epilogue %u", epi);
+        CHECK(lt.run(a, b, c, d, ws, 1 << 16, 0.5f, 2.0f) == CUBLAS_STATUS_SUCCESS && !reported(),
+              "a matmul with epilogue %u", epi);
+        std::vector<float> hd(batch * m * n);
+        cudaMemcpy(hd.data(), d, hd.size() * 4, cudaMemcpyDeviceToHost);
+        double worst = 0;
+        for (int q = 0; q < batch; q++)
+            for (int i = 0; i < m; i++)
+                for (int j = 0; j < n; j++) {
+                    double s = 0;
+                    for (int l = 0; l < k; l++)
+                        s += (double)ha[q * m * k + l * m + i] * hb[q * k * n + j * k + l];
+                    double v = 0.5 * s + 2.0 * hc[q * m * n + j * m + i] + (has_bias ? hbias[i] : 0);
+                    if (epi == CUBLASLT_EPILOGUE_RELU_BIAS)
+                        v = v > 0 ? v : 0;
+                    else if (epi & CUBLASLT_EPILOGUE_GELU)
+                        v = 0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+                    worst = std::max(worst, std::fabs(v - hd[q * m * n + j * m + i]));
+                }
+        CHECK(worst < 1e-5, "epilogue %u off by %g", epi, worst);
+        lt.drop();
+    }
+    lt.make(m, n, k, CUBLASLT_EPILOGUE_RELU_BIAS, bias);
+    CHECK(lt.ws_need > 0, "the mock's algorithm takes no workspace");
+    /* what the documentation rejects */
+    int32_t big = 7;
+    CHECK(cublasLtMatmulDescSetAttribute(lt.d, CUBLASLT_MATMUL_DESC_TRANSA, &big, 2) ==
+              CUBLAS_STATUS_INVALID_VALUE, "an attribute of the wrong size is accepted");
+    CHECK(cublasLtMatmulDescSetAttribute(lt.d, CUBLASLT_MATMUL_DESC_TRANSA, nullptr, 4) ==
+              CUBLAS_STATUS_INVALID_VALUE, "an attribute from a null buffer is accepted");
+    cublasLtMatmulHeuristicResult_t r;
+    int nr = 0;
+    CHECK(cublasLtMatmulAlgoGetHeuristic(lt.h, lt.d, lt.a, lt.b, lt.c, lt.dl, lt.pref, 0, &r, &nr) ==
+              CUBLAS_STATUS_INVALID_VALUE, "requestedAlgoCount 0 is accepted");
+    CHECK(lt.run(a, b, c, d, ws, lt.ws_need - 1) == CUBLAS_STATUS_INVALID_VALUE,
+          "a workspace below the algorithm's is accepted");
+    CHECK(lt.run(a, b, c, d, (char *)ws + 16, lt.ws_need) != CUBLAS_STATUS_SUCCESS && reported(),
+          "a workspace below 256-byte alignment is accepted");
+    CHECK(lt.run(a + 1, b, c, d, ws, 1 << 16) != CUBLAS_STATUS_SUCCESS && reported(),
+          "A below the alignment the algorithm was chosen for is accepted");
+    CHECK(lt.run(a, b, c, d + 1, ws, 1 << 16) != CUBLAS_STATUS_SUCCESS && reported(),
+          "D below the 16-byte alignment the algorithm was chosen for is accepted");
+    CHECK(lt.run(a, b, c + 4, d, ws, 1 << 16, 1, 1) != CUBLAS_STATUS_SUCCESS && reported(),
+          "C below the default 256-byte alignment is accepted");
+    CHECK(lt.run(a, b + 64, c, d, ws, 1 << 16) != CUBLAS_STATUS_SUCCESS && reported(),
+          "B running past its allocation is accepted");
+    const void *low = bias + 1;     /* 4 bytes past: below the 256 it was chosen for */
+    cublasLtMatmulDescSetAttribute(lt.d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &low, sizeof low);
+    CHECK(lt.run(a, b, c, d, ws, 1 << 16) != CUBLAS_STATUS_SUCCESS && reported(),
+          "a bias below the alignment the algorithm was chosen for is accepted");
+    const void *none = nullptr;
+    cublasLtMatmulDescSetAttribute(lt.d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &none, sizeof none);
+    CHECK(lt.run(a, b, c, d, ws, 1 << 16) == CUBLAS_STATUS_INVALID_VALUE,
+          "a bias epilogue without a bias is accepted");
+    cublasLtMatmulDescSetAttribute(lt.d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
+    CHECK(lt.run(a, b, c, c, ws, 1 << 16, 1, 1) == CUBLAS_STATUS_SUCCESS && !reported(),
+          "C as D (in place) is refused");
+    lt.run(a, b, c, c + 4, ws, 1 << 16, 1, 1);
+    CHECK(reported(), "D overlapping C is accepted");
+    int32_t tc = CUBLAS_OP_T;
+    cublasLtMatmulDescSetAttribute(lt.d, CUBLASLT_MATMUL_DESC_TRANSC, &tc, sizeof tc);
+    CHECK(lt.run(a, b, c, d, ws, 1 << 16) == CUBLAS_STATUS_NOT_SUPPORTED,
+          "TRANSC other than CUBLAS_OP_N is accepted");
+    tc = CUBLAS_OP_N;
+    cublasLtMatmulDescSetAttribute(lt.d, CUBLASLT_MATMUL_DESC_TRANSC, &tc, sizeof tc);
+    /* the algorithm belongs to its problem: the epilogue changed since */
+    uint32_t gelu = CUBLASLT_EPILOGUE_GELU_BIAS;
+    cublasLtMatmulDescSetAttribute(lt.d, CUBLASLT_MATMUL_DESC_EPILOGUE, &gelu, sizeof gelu);
+    CHECK(lt.run(a, b, c, d, ws, 1 << 16) != CUBLAS_STATUS_SUCCESS && reported(),
+          "an algorithm of another problem is accepted");
+    cublasLtMatmulAlgo_t made{};
+    CHECK(lt.run(a, b, c, d, ws, 1 << 16, 1, 0, &made) != CUBLAS_STATUS_SUCCESS && reported(),
+          "an algorithm the heuristics never gave is accepted");
+    /* sizes in conflict: B's rows are not A's columns */
+    cublasLtMatrixLayout_t bad;
+    cublasLtMatrixLayoutCreate(&bad, CUDA_R_32F, k + 1, n, k + 1);
+    CHECK(cublasLtMatmulAlgoGetHeuristic(lt.h, lt.d, lt.a, bad, lt.c, lt.dl, lt.pref, 1, &r, &nr) ==
+              CUBLAS_STATUS_INVALID_VALUE, "B of k + 1 rows is accepted");
+    cublasLtMatrixLayoutDestroy(bad);
+    cublasLtMatrixLayoutCreate(&bad, CUDA_R_32F, m, k, m - 1);
+    CHECK(cublasLtMatmulAlgoGetHeuristic(lt.h, lt.d, bad, lt.b, lt.c, lt.dl, lt.pref, 1, &r, &nr) ==
+              CUBLAS_STATUS_INVALID_VALUE, "a leading dimension below the rows is accepted");
+    cublasLtMatrixLayoutDestroy(bad);
+    cublasLtMatrixLayoutCreate(&bad, CUDA_R_16F, m, k, m);
+    CHECK(cublasLtMatmulAlgoGetHeuristic(lt.h, lt.d, bad, lt.b, lt.c, lt.dl, lt.pref, 1, &r, &nr) ==
+              CUBLAS_STATUS_NOT_SUPPORTED, "A of f16 with B of f32 is accepted");
+    cublasLtMatrixLayoutDestroy(bad);
+    lt.drop();
+    /* captured: no allocation, the work in the graph; cublasLtDestroy in a
+     * capture would synchronize the device */
+    cudaStream_t s;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    lt.make(m, n, k, CUBLASLT_EPILOGUE_RELU, nullptr);
+    cudaGraph_t g;
+    cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+    CHECK(lt.run(a, b, c, d, ws, 1 << 16, 1, 0, nullptr, s) == CUBLAS_STATUS_SUCCESS,
+          "a captured matmul");
+    CHECK(cublasLtDestroy(lt.h) != CUBLAS_STATUS_SUCCESS && reported(),
+          "cublasLtDestroy in a capture is accepted");
+    cudaStreamEndCapture(s, &g);
+    if (g)
+        cudaGraphDestroy(g);
+    (void)cudaGetLastError();
+    lt.drop();
+    cudaStreamDestroy(s);
+    auto free_all = [&]() {
+        for (void *p : {(void *)a, (void *)b, (void *)c, (void *)d, (void *)bias, ws})
+            cudaFree(p);
+    };
+    /* descriptors alive at exit are leaks */
+    int st = in_child([&]() {
+        cublasLtMatrixLayout_t leak;
+        cublasLtMatrixLayoutCreate(&leak, CUDA_R_32F, 2, 2, 2);
+        cublasLtDestroy(lt.h);
+        free_all();
+        exit(0);
+    });
+    CHECK(st == 98, "a leaked cuBLASLt layout does not fail the exit (%d)", st);
+    CHECK(cublasLtDestroy(lt.h) == CUBLAS_STATUS_SUCCESS, "cublasLtDestroy");
+    free_all();
 }
 
 /* ---- cuDNN ------------------------------------------------------------------------------ */
@@ -616,6 +838,7 @@ int main()
     test_kernels();
     test_memory();
     test_cublas();
+    test_cublaslt();
     test_cudnn();
     test_graphs();
     hc_misuses(true);
