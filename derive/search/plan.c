@@ -215,21 +215,23 @@ const Stage *plan_stored_stage(IrCtx *cx, const PlanOp *op)
 }
 
 /* The bytes a row group reads from the tensors outside it (each once)
- * and writes (its stored members). */
+ * and writes (its stored members); or (g NULL) an operator reads from
+ * the tensors of the program (not `self`, its epilogue's value). */
 typedef struct RowBytes {
     const PlanRowGroup *g;
     const IrTensor **seen;
     int n, max;
     double bytes;
+    const IrTensor *self;
 } RowBytes;
 
 static bool row_bytes_visit(void *arg, const IExpr *e)
 {
     RowBytes *r = arg;
-    if (e->kind != IE_ACCESS || !e->access.tensor)
+    if (e->kind != IE_ACCESS || !e->access.tensor || e->access.tensor == r->self)
         return true;
     const IrTensor *t = e->access.tensor;
-    for (int i = 0; i < r->g->nmembers; i++)
+    for (int i = 0; r->g && i < r->g->nmembers; i++)
         if (r->g->members[i] == t || r->g->ops[i].epi.self == t)
             return true;
     for (int i = 0; i < r->n; i++)
@@ -243,11 +245,46 @@ static bool row_bytes_visit(void *arg, const IExpr *e)
 
 static double epilogue_cost(IrCtx *cx, const CostModel *cm, const PlanOp *op);
 
+double plan_kernel_bytes(const PlanOp *op)
+{
+    const IrTensor *seen[64];
+    RowBytes rb = {op->rows, seen, 0, 64, 0, op->epi.self};
+    const PlanRowGroup *g = op->rows;
+    double out = (op->out->elem == ELEM_F32 ? 4.0 : 2.0) * (double)ir_tensor_numel(op->out);
+    if (plan_in_rows(op))
+        return 0;
+    for (int i = 0; g && i < g->nmembers; i++) {
+        const Stage *s = g->ops[i].stage;
+        ir_expr_visit(s->body, row_bytes_visit, &rb);
+        for (int k = 0; k < s->nguards; k++)
+            ir_expr_visit(s->guards[k], row_bytes_visit, &rb);
+        if (g->ops[i].epi.value)
+            ir_expr_visit(g->ops[i].epi.value, row_bytes_visit, &rb);
+        if (g->stored[i])
+            rb.bytes += 4.0 * (double)ir_tensor_numel(g->members[i]);
+    }
+    if (g)
+        return rb.bytes;
+    if (op->impl == IMPL_KERNEL) {
+        ir_expr_visit(op->stage->body, row_bytes_visit, &rb);
+        for (int k = 0; k < op->stage->nguards; k++)
+            ir_expr_visit(op->stage->guards[k], row_bytes_visit, &rb);
+        if (op->epi.value)
+            ir_expr_visit(op->epi.value, row_bytes_visit, &rb);
+        return rb.bytes + out;
+    }
+    if (!plan_epilogue_pass(op))
+        return 0;
+    /* the pass after the library call: its output read and written */
+    ir_expr_visit(op->epi.value, row_bytes_visit, &rb);
+    return rb.bytes + 2 * out;
+}
+
 double plan_rows_cost(IrCtx *cx, const CostModel *cm, const PlanRowGroup *g)
 {
     const Stage **s = xmalloc((size_t)g->nmembers * sizeof *s);
     const IrTensor *seen[64];
-    RowBytes rb = {g, seen, 0, 64, 0};
+    RowBytes rb = {g, seen, 0, 64, 0, NULL};
     double epi = 0;
     for (int i = 0; i < g->nmembers; i++) {
         const PlanOp *op = &g->ops[i];
@@ -1016,6 +1053,11 @@ void plan_print_json_op(const PlanOp *o, Precision prec, FILE *fp)
         json_names("rows", o->rows->members, o->rows->nmembers, fp);
     if (o->rows && o->rows->threads > 1)
         fprintf(fp, ", \"row_threads\": %d", o->rows->threads);
+    /* what runs each time: its launches (a library call's pass counts
+     * one more) and the bytes its generated code moves */
+    fprintf(fp, ", \"launches\": %d, \"kernel_bytes\": %.0f",
+            plan_in_rows(o) ? 0 : 1 + (o->impl != IMPL_KERNEL && plan_epilogue_pass(o)),
+            plan_kernel_bytes(o));
     if (o->engine >= 0)
         fprintf(fp, ", \"engine\": %" PRId64, o->engine);
     OpDim d[OP_MAX_DIMS];

@@ -150,6 +150,13 @@ const Stage *plan_epilogue_stage(IrCtx *cx, const PlanOp *op);
  * interpreter evaluates to check a plan (tests/fuzz/fuzz_compile.c). */
 const Stage *plan_stored_stage(IrCtx *cx, const PlanOp *op);
 
+/* The bytes the generated code of op moves through memory, at best
+ * (each tensor it reads once, what it stores): a generated kernel, a row
+ * group (at its last member; 0 at a stored member before it) or a library
+ * call's epilogue pass; 0 for a library call that has none (--emit=
+ * plan-json's kernel_bytes). */
+double plan_kernel_bytes(const PlanOp *op);
+
 /* Does the generated file hold a generated kernel for op: a generated
  * kernel, or a cuDNN convolution's fallback. */
 bool plan_has_kernel(const PlanOp *op);
