@@ -181,6 +181,109 @@ static void bands(void)
         "o[b, i, d] += p[b, i, j] * v[b, i + j - K, d]\noutput o\n";
     EXPECT(match_named(gb, "o", &m) && m.kind == OPK_GBMM && m.gm == 40 && m.gw == 3 &&
            m.gk == 8 && m.gdil == 1, gb);
+    /* dense operands have dense views */
+    EXPECT(match_named(g2, "s", &m) && m.gv[0].ld == 8 && m.gv[0].stride == 40 * 8 &&
+           m.gv[0].split == 1 && m.gv[0].off == 0 && m.gv[1].ld == 8 && m.gv[1].off == 0, g2);
+    /* an asymmetric band (keys i + j - 2 of a band of 7) is no band: its
+     * row -1 reads row 0 */
+    const char *asym = "const L = 40, D = 8\n"
+        "input q : f32[2, L, D]\ninput kt : f32[2, L, D]\n"
+        "s[b, i, j] : [2, L - 1, 7] += q[b, i, d] * kt[b, i + j - 2, d]\noutput s\n";
+    EXPECT(!match_named(asym, "s", &m) || m.kind != OPK_G2BMM, asym);
+}
+
+/* Band operands read through views: heads split out of a stacked q|k|v
+ * (Longformer's fused head split), rows of several heads stacked, slices
+ * with offsets; and views the kernels cannot read as the dense form. */
+static void band_views(void)
+{
+    OpMatch m;
+    /* heads g = (b, h) of x[b, l, 3*H*D]: batch strides L*3*H*D and D */
+    const char *heads = "const B = 2, H = 3, L = 40, K = 3, D = 8\n"
+        "input x : f32[B, L, 3 * H * D]\n"
+        "s[g, i, j] : [B*H, L, 2*K + 1] += x[g / H, i, (g % H)*D + d] * "
+        "x[g / H, i + 4*(j - K), H*D + (g % H)*D + d] where d < D\noutput s\n";
+    EXPECT(match_named(heads, "s", &m) && m.kind == OPK_G2BMM && m.gb == 6 && m.gm == 40 &&
+           m.gw == 3 && m.gk == 8 && m.gdil == 4 && m.in[0] == m.in[1] &&
+           m.gv[0].ld == 72 && m.gv[0].stride == 40 * 72 && m.gv[0].split == 3 &&
+           m.gv[0].sstride == 8 && m.gv[0].off == 0 && m.gv[1].ld == 72 &&
+           m.gv[1].split == 3 && m.gv[1].sstride == 8 && m.gv[1].off == 24, heads);
+    /* one batch of heads: g / H is 0, one stride */
+    const char *one = "const H = 3, L = 40, K = 3, D = 8\n"
+        "input x : f32[1, L, 3, H * D]\n"
+        "o[g, i, d] : [H, L, D] += p[g, i, j] * x[g / H, i + j - K, 2, (g % H)*D + d]\n"
+        "input p : f32[H, L, 2*K + 1]\noutput o\n";
+    EXPECT(match_named(one, "o", &m) && m.kind == OPK_GBMM && m.gb == 3 && m.gk == 8 &&
+           m.gv[0].ld == 7 && m.gv[0].stride == 40 * 7 && m.gv[1].ld == 72 &&
+           m.gv[1].stride == 8 && m.gv[1].split == 1 && m.gv[1].off == 48, one);
+    /* the heads as a second batch loop */
+    const char *bh = "const B = 2, H = 3, L = 40, K = 3, D = 8\n"
+        "input q : f32[B, L, H * D], kt : f32[B, L, H * D]\n"
+        "s[b, h, i, j] : [B, H, L, 2*K + 1] += q[b, i, h*D + d] * kt[b, i + j - K, h*D + d] "
+        "where d < D\n"
+        "output s\n";
+    EXPECT(match_named(bh, "s", &m) && m.kind == OPK_G2BMM && m.gb == 6 &&
+           m.gv[1].ld == 24 && m.gv[1].stride == 40 * 24 && m.gv[1].split == 3 &&
+           m.gv[1].sstride == 8 && m.gv[1].off == 0, bh);
+    /* the heads' rows stacked, [G*L + 5, D] from row 5: a key row outside
+     * [0, L) would read another head's, so only with the select that
+     * fusing a view writes, which makes it zero */
+    const char *rows = "const G = 3, L = 40, K = 3, D = 8\n"
+        "input q : f32[G, L, D], kf : f32[G*L + 5, D]\n"
+        "s[g, i, j] : [G, L, 2*K + 1] += q[g, i, d] * "
+        "select(i + 2*(j - K) >= 0 && i + 2*(j - K) < L, kf[g*L + i + 2*(j - K) + 5, d], 0)\n"
+        "output s\n";
+    EXPECT(match_named(rows, "s", &m) && m.kind == OPK_G2BMM && m.gdil == 2 &&
+           m.gv[1].ld == 8 && m.gv[1].stride == 40 * 8 && m.gv[1].off == 5 * 8, rows);
+    const char *unguarded = "const G = 3, L = 40, K = 3, D = 8\n"
+        "input q : f32[G, L, D], kf : f32[G*L + 5, D]\n"
+        "s[g, i, j] : [G, L, 2*K + 1] += q[g, i, d] * kf[g*L + i + 2*(j - K) + 5, d]\n"
+        "output s\n";
+    EXPECT(!match_named(unguarded, "s", &m) || m.kind != OPK_G2BMM, unguarded);
+    /* a guard on one side only: rows past the end read the next head's */
+    const char *half = "const G = 3, L = 40, K = 3, D = 8\n"
+        "input q : f32[G, L, D], kf : f32[G*L + 5, D]\n"
+        "s[g, i, j] : [G, L, 2*K + 1] += q[g, i, d] * "
+        "select(i + 2*(j - K) >= 0, kf[g*L + i + 2*(j - K) + 5, d], 0)\n"
+        "output s\n";
+    EXPECT(!match_named(half, "s", &m) || m.kind != OPK_G2BMM, half);
+    /* a guard that drops a row the band has */
+    const char *narrow = "const G = 3, L = 40, K = 3, D = 8\n"
+        "input q : f32[G, L, D], kf : f32[G*L + 5, D]\n"
+        "s[g, i, j] : [G, L, 2*K + 1] += q[g, i, d] * "
+        "select(i + 2*(j - K) >= 0 && i + 2*(j - K) < L - 1, kf[g*L + i + 2*(j - K) + 5, d], 0)\n"
+        "output s\n";
+    EXPECT(!match_named(narrow, "s", &m) || m.kind != OPK_G2BMM, narrow);
+    /* the last head's last row past the tensor */
+    const char *past = "const G = 3, L = 40, K = 3, D = 8\n"
+        "input q : f32[G, L, D], kf : f32[G*L + 5, D]\n"
+        "s[g, i, j] : [G, L, 2*K + 1] += q[g, i, d] * "
+        "select(i + 2*(j - K) >= 0 && i + 2*(j - K) < L, kf[g*L + i + 2*(j - K) + 6, d], 0)\n"
+        "output s\n";
+    EXPECT(!match_named(past, "s", &m) || m.kind != OPK_G2BMM, past);
+    /* a slice whose rows outside [0, L) leave the tensor needs no guard:
+     * columns from 2 of a [B, L, 12] tensor */
+    const char *slice = "const B = 2, L = 40, K = 3, D = 8\n"
+        "input p : f32[B, L, 2*K + 3], v : f32[B, L, 12]\n"
+        "o[b, i, d] : [B, L, D] += p[b, i, j + 1] * v[b, i + j - K, d + 2] where j < 2*K + 1\n"
+        "output o\n";
+    EXPECT(match_named(slice, "o", &m) && m.kind == OPK_GBMM && m.gw == 3 &&
+           m.gv[0].ld == 9 && m.gv[0].off == 1 && m.gv[1].ld == 12 && m.gv[1].off == 2,
+           slice);
+    /* not a unit column stride; heads in three levels; the band in two dims */
+    const char *strided = "const L = 40, K = 3, D = 8\n"
+        "input q : f32[2, L, D], kt : f32[2, L, 2*D]\n"
+        "s[b, i, j] : [2, L, 2*K + 1] += q[b, i, d] * kt[b, i + j - K, 2*d]\noutput s\n";
+    EXPECT(!match_named(strided, "s", &m) || m.kind != OPK_G2BMM, strided);
+    const char *three = "const L = 40, K = 3, D = 8\n"
+        "input x : f32[2, L, 2, 3*D]\n"
+        "s[a, g, i, j] : [2, 6, L, 2*K + 1] += x[a, i, g / 3, (g % 3)*D + d] * "
+        "x[g / 3, i + j - K, a, (g % 3)*D + d] where d < D\noutput s\n";
+    EXPECT(!match_named(three, "s", &m) || m.kind != OPK_G2BMM, three);
+    const char *twodims = "const L = 40, K = 3, D = 8\n"
+        "input q : f32[2, L, D], kt : f32[2, L, L, D]\n"
+        "s[b, i, j] : [2, L, 2*K + 1] += q[b, i, d] * kt[b, i + j - K, i, d]\noutput s\n";
+    EXPECT(!match_named(twodims, "s", &m) || m.kind != OPK_G2BMM, twodims);
 }
 
 int main(void)
@@ -190,5 +293,6 @@ int main(void)
     grouped();
     padding();
     bands();
+    band_views();
     return check_finish("test_match");
 }
