@@ -149,18 +149,30 @@ static bool conv_ok(Target tg, const IrTensor *t, const OpMatch *m)
     return t->elem == ELEM_F32 && m->groups == 1;
 }
 
+/* The offset of batch bb of a view past its first element, or -1 past
+ * 2^63. */
+static int64_t band_batch_at(const BandView *v, int64_t bb)
+{
+    int64_t a, b, r;
+    if (!i64_mul(bb / v->split, v->stride, &a) || !i64_mul(bb % v->split, v->sstride, &b) ||
+        !i64_add(a, b, &r))
+        return -1;
+    return r;
+}
+
 /* The elements past the first that a band operand's view reaches (the
- * last row of the last batch, its last column), or -1 past 2^63. */
+ * farthest batch: the last, or the last of the group before; its last
+ * row and column), or -1 past 2^63.  Strides are not negative. */
 static int64_t band_reach(const OpMatch *m, int x)
 {
     const BandView *v = &m->gv[x];
-    int64_t cols = match_band_cols(m, x);
-    int64_t last = m->gb - 1, hi = v->split > 1 ? v->split - 1 : 0, r, a, b, c;
-    if (last < hi)
-        hi = last;
-    if (!i64_mul(last / v->split, v->stride, &a) || !i64_mul(hi, v->sstride, &b) ||
-        !i64_mul(m->gm - 1, v->ld, &c) || !i64_add(a, b, &r) || !i64_add(r, c, &r) ||
-        !i64_add(r, cols - 1, &r))
+    int64_t last = m->gb - 1, r = band_batch_at(v, last), c;
+    if (last >= v->split) {
+        int64_t prev = band_batch_at(v, last - last % v->split - 1);
+        r = r < 0 || prev < 0 ? -1 : r > prev ? r : prev;
+    }
+    if (r < 0 || !i64_mul(m->gm - 1, v->ld, &c) || !i64_add(r, c, &r) ||
+        !i64_add(r, match_band_cols(m, x) - 1, &r))
         return -1;
     return r;
 }
@@ -173,9 +185,9 @@ static bool band_views_ok(const OpMatch *m)
 {
     for (int x = 0; x < 2; x++) {
         const BandView *v = &m->gv[x];
-        int64_t r = band_reach(m, x);
+        int64_t r;
         if (v->ld < 0 || v->stride < 0 || v->split < 1 || v->sstride < 0 || v->off < 0 ||
-            r < 0 || v->off > INT64_MAX - r ||
+            m->gb < 1 || m->gm < 1 || (r = band_reach(m, x)) < 0 || v->off > INT64_MAX - r ||
             v->off + r >= (int64_t)ir_tensor_numel(m->in[x]))
             return false;
     }

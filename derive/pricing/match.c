@@ -12,6 +12,8 @@
  *               | (h + pad - r) % st == 0, ..
  *   G2BMM       q[b, i, d] * k[b, i + dil*j - dil*w, d]   over L<b, i, j> Σ<d>
  *   GBMM        s[b, i, j] * v[b, i + dil*j - dil*w, d]   over L<b, i, d> Σ<j>
+ *               each operand any view with columns of stride 1, k and v
+ *               maybe select(0 <= row < m, .., 0) (match_band)
  *
  * Nothing here looks at particular sizes: any shape whose rows fit a
  * pattern matches it. */
