@@ -6,11 +6,14 @@
 #include "sema/sema.h"
 #include "derive/ir/ir.h"
 #include "derive/pricing/match.h"
+#include "derive/pricing/cost.h"
 #include "tests/check.h"
 
 #include <stdio.h>
 #include <string.h>
 
+
+static const IrTensor *matched;    /* the tensor match_named looked at */
 
 /* Lower `src` and match the stage of tensor `name`. */
 static bool match_named(const char *src, const char *name, OpMatch *m)
@@ -29,7 +32,7 @@ static bool match_named(const char *src, const char *name, OpMatch *m)
     IrProgram *p = ir_lower(ir_ctx_new(a), cp);
     for (int i = 0; i < p->ntensors; i++)
         if (strcmp(p->tensors[i]->name, name) == 0 && p->tensors[i]->stage)
-            return match_stage(p->tensors[i]->stage, m);
+            return match_stage((matched = p->tensors[i])->stage, m);
     printf("FAIL: no stage named %s\n", name);
     failures++;
     return false;
@@ -284,6 +287,32 @@ static void band_views(void)
         "input q : f32[2, L, D], kt : f32[2, L, L, D]\n"
         "s[b, i, j] : [2, L, 2*K + 1] += q[b, i, d] * kt[b, i + j - K, i, d]\noutput s\n";
     EXPECT(!match_named(twodims, "s", &m) || m.kind != OPK_G2BMM, twodims);
+
+    /* which target takes which view (libs.c): the CUDA kernels any inside
+     * its tensor, the C target's cblas blocks rows at least a row apart;
+     * key row r of kw is kw[b, r .. r + 8), rows 1 apart */
+    CostModel cuda = {.target = TARGET_CUDA}, c = {.target = TARGET_C};
+    EXPECT(match_named(heads, "s", &m) &&
+           cost_impl(&cuda, matched, matched->stage, &m) == IMPL_CUDA_BAND &&
+           cost_impl(&c, matched, matched->stage, &m) == IMPL_CBLAS_BAND, heads);
+    const char *window = "const L = 40, K = 3, D = 8\n"
+        "input q : f32[2, L, D], kw : f32[2, L + D - 1]\n"
+        "s[b, i, j] : [2, L, 2*K + 1] += q[b, i, d] * "
+        "select(i + j - K >= 0 && i + j - K < L, kw[b, i + j - K + d], 0)\noutput s\n";
+    EXPECT(match_named(window, "s", &m) && m.kind == OPK_G2BMM && m.gv[1].ld == 1 &&
+           m.gv[1].stride == 47 && cost_impl(&cuda, matched, matched->stage, &m) == IMPL_CUDA_BAND &&
+           cost_impl(&c, matched, matched->stage, &m) == IMPL_KERNEL, window);
+    /* a view reaching past its tensor is refused where the kernel is
+     * granted, whatever the matcher said: k's last element is 5711 past
+     * its first (batch 5 = (1, 2): 2880 + 16, row 39, column 7), at 24 of
+     * 5760 */
+    if (match_named(heads, "s", &m)) {
+        m.gv[1].off += 24;
+        EXPECT(cost_impl(&cuda, matched, matched->stage, &m) == IMPL_CUDA_BAND, heads);
+        m.gv[1].off += 1;
+        EXPECT(cost_impl(&cuda, matched, matched->stage, &m) == IMPL_KERNEL &&
+               cost_impl(&c, matched, matched->stage, &m) == IMPL_KERNEL, heads);
+    }
 }
 
 int main(void)
