@@ -19,10 +19,10 @@
 
 /* The tiles of the kernel for t, matched as mt: the plan runs it as
  * IMPL_CUDA_BAND, which derive/pricing/libs.c grants only to shapes the
- * kernel indexes with in an int (operands [batch..., m, k] for G2BMM,
- * [batch..., m, 2w+1] and [batch..., m, k] for GBMM, all f32, the stage
- * covering its output, the blocks numbered in an int), and which it
- * prices with the same tiles (cost_band_tiles). */
+ * kernel indexes with in an int (sizes below 2^29, operands read through
+ * views inside them, all f32, the stage covering its output, the blocks
+ * numbered in an int), and which it prices with the same tiles
+ * (cost_band_tiles). */
 static void band_tiles(const IrTensor *t, const OpMatch *mt, BandTiles *g)
 {
     if (!t || !mt || (mt->kind != OPK_G2BMM && mt->kind != OPK_GBMM))
@@ -89,11 +89,19 @@ void band_write_kernel(Emit *em, const IrTensor *t, const OpMatch *m)
     sb_printf(o, "static __global__ void __launch_bounds__(%d)\n%s(const float *__restrict__ "
               "%s, const float *__restrict__ %s, float *__restrict__ %s)\n{\n",
               g.threads, band_name(em, t), a, b, out);
-    /* runtime/band.cu: DIL, M, K, W, TX, TY, PJ, NCOL, NIT, DC or JC */
+    /* runtime/band.cu: DIL, M, K, W, TX, TY, PJ, NCOL, NIT, DC or JC, the
+     * operands' views */
     sb_printf(o, "    ein_%s_block<%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
-              ", %d, %d, %d, %" PRId64 ", %" PRId64 ", %d>(%s, %s, %s);\n}\n\n",
+              ", %d, %d, %d, %" PRId64 ", %" PRId64 ", %d,\n",
               g.g2 ? "g2bmm" : "gbmm", m->gdil, m->gm, m->gk, m->gw, g.tx, g.ty, g.pj,
-              g.ncol, g.nit, g.chunk, a, b, out);
+              g.ncol, g.nit, g.chunk);
+    for (int x = 0; x < 2; x++) {
+        const BandView *v = &m->gv[x];
+        sb_printf(o, "        ein_band_view<%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+                  ", %" PRId64 ">%s", v->ld, v->stride, v->split, v->sstride, v->off,
+                  x ? ">" : ",\n");
+    }
+    sb_printf(o, "(%s, %s, %s);\n}\n\n", a, b, out);
 }
 
 void band_write_launch(Emit *em, const IrTensor *t, const OpMatch *m, const char *indent)

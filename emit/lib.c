@@ -15,7 +15,8 @@
  *                       the precision); a transposed convolution is the
  *                       backward-data operation; one cuDNN cannot plan
  *                       runs as its generated kernel, with a note
- *         G2BMM, GBMM   tiled generated kernels (band.c), f32
+ *         G2BMM, GBMM   tiled generated kernels (band.c), f32, the
+ *                       operands read through their views
  *   C     GEMMs         cblas_sgemm (OpenBLAS), a batch as a loop
  *         convolutions  with --dnnl, oneDNN (runtime/dnnl.c): a
  *                       convolution or deconvolution primitive per
@@ -24,7 +25,8 @@
  *                       else im2col + cblas_sgemm per image (one group);
  *                       transposed: cblas_sgemm + col2im
  *         G2BMM, GBMM   cblas_sgemm per block of rows of one residue class
- *                       against the key rows its band covers
+ *                       against the key rows its band covers, the
+ *                       operands' views as pointers and leading dimensions
  *
  * A call with an epilogue that no library applies is followed by the
  * epilogue's pass over its output (a generated kernel, kernel.c).
@@ -828,6 +830,22 @@ static void write_dnnl_call(Emit *em, const IrTensor *t, const OpMatch *m, const
               nsrc1 ? "src1" : "NULL", in, em->upper, t->name, in);
 }
 
+/* C: a banded product on CBLAS (runtime/cblas.c), each operand a view
+ * (ein_band_view: the first row, ld, stride, split, sstride). */
+static void write_cblas_band(Emit *em, const IrTensor *t, const OpMatch *m, const char *in)
+{
+    Sb *o = &em->out;
+    sb_printf(o, "%sein_%s(", in, m->kind == OPK_G2BMM ? "g2bmm" : "gbmm");
+    for (int j = 0; j < 2; j++) {
+        const BandView *v = &m->gv[j];
+        sb_printf(o, "(ein_band_view){%s + %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+                  ", %" PRId64 "},\n%s    ", c_operand(em, m, j), v->off, v->ld, v->stride,
+                  v->split, v->sstride, in);
+    }
+    sb_printf(o, "(float *)p[%d], ctx->col, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+              ", %" PRId64 ");\n", t->id, m->gb, m->gm, m->gw, m->gk, m->gdil);
+}
+
 void lib_write_call(Emit *em, const IrTensor *t, const char *indent)
 {
     const PlanOp *op = emit_op(em, t);
@@ -846,10 +864,7 @@ void lib_write_call(Emit *em, const IrTensor *t, const char *indent)
         write_dnnl_call(em, t, m, indent);
         break;
     case IMPL_CBLAS_BAND:
-        sb_printf(&em->out, "%sein_%s(%s, %s, (float *)p[%d], ctx->col, %"
-                  PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ");\n",
-                  indent, m->kind == OPK_G2BMM ? "g2bmm" : "gbmm", c_operand(em, m, 0),
-                  c_operand(em, m, 1), t->id, m->gb, m->gm, m->gw, m->gk, m->gdil);
+        write_cblas_band(em, t, m, indent);
         break;
     case IMPL_KERNEL:
         ICE_AT(t->loc, "'%s' is no library call", t->name);

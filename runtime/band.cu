@@ -4,8 +4,11 @@
  *   G2BMM  s[b, i, j] = sum_d q[b, i, d] * k[b, i + DIL*(j - W), d]
  *   GBMM   o[b, i, d] = sum_j s[b, i, j] * v[b, i + DIL*(j - W), d]
  *
- * j in [0, 2W + 1); rows of k and v outside [0, M) read as zero.  Each is
- * the body of one block, a template over the operator's sizes and tiles
+ * j in [0, 2W + 1); rows of k and v outside [0, M) read as zero.  The
+ * operands are views (ein_band_view): row r of batch b where constant
+ * strides and an offset put it, so that q, k and v can be the heads of
+ * one projection's output, read in place.  Each operator is the body of
+ * one block, a template over its sizes, views and tiles
  * (derive/pricing/libs.c, cost_band_tiles, chooses them): the generated
  * file writes one __global__ kernel per operator (named as the stage's
  * generic kernel would be) that calls it, so that nvcc compiles it with
@@ -149,6 +152,21 @@ ein_gbmm_steps(const float (*ss)[SS], const float (*vs)[TC], int tx, int ty, int
     }
 }
 
+/* An operand read through a view (derive/pricing/match.h, BandView): row
+ * r of batch bb starts at element
+ *   OFF + (bb / SPLIT) * STRIDE + (bb % SPLIT) * SSTRIDE + r * LD,
+ * its columns consecutive.  Constants all, so that a dense operand (LD
+ * its row's length, STRIDE M * LD, SPLIT 1, OFF 0) compiles to what a
+ * dense one did. */
+template <int64_t LD, int64_t STRIDE, int64_t SPLIT, int64_t SSTRIDE, int64_t OFF>
+struct ein_band_view {
+    static constexpr int64_t ld = LD;
+    static __device__ __forceinline__ int64_t batch(int bb)
+    {
+        return OFF + (int64_t)(bb / SPLIT) * STRIDE + (int64_t)(bb % SPLIT) * SSTRIDE;
+    }
+};
+
 /* Where a block and thread work: blocks are numbered (batch bb, residue
  * r, row tile from row i0, column tile from column c0), the last
  * fastest; thread (tx, ty), tx fastest, computes if own. */
@@ -215,8 +233,9 @@ ein_band_store(float *__restrict__ out, const ein_band_at &w, float (*acc)[PJ][4
 }
 
 /* NIT tiles of TI rows i' cover the M / DIL rows of a residue, NCOL tiles
- * of TC entries the band. */
-template <int DIL, int M, int K, int W, int TX, int TY, int PJ, int NCOL, int NIT, int DC>
+ * of TC entries the band; q and k read through the views VQ and VK. */
+template <int DIL, int M, int K, int W, int TX, int TY, int PJ, int NCOL, int NIT, int DC,
+          typename VQ, typename VK>
 static __device__ __forceinline__ void
 ein_g2bmm_block(const float *__restrict__ q, const float *__restrict__ k,
                 float *__restrict__ s)
@@ -227,13 +246,13 @@ ein_g2bmm_block(const float *__restrict__ q, const float *__restrict__ k,
     alignas(16) __shared__ float ks[DC][SK];
     const ein_band_at w = ein_band_where<DIL, M, TX, TY, TC, NCOL, NIT>();
     const int i0 = w.i0, r = w.r, nr = w.nr;
-    const int64_t base = (int64_t)w.bb * M * K;   /* batch bb of q and k */
+    const int64_t qb = VQ::batch(w.bb), kb = VK::batch(w.bb);   /* batch bb of q and k */
     float acc[8][PJ][4] = {};
     for (int d0 = 0; d0 < K; d0 += DC) {
         ein_band_stage<TI, DC, NT>(qs, [=](int row, int dd) {
             const int ip = i0 + row, d = d0 + dd;
             return ip < nr && d < K
-                ? EIN_BAND_LD(q[base + ((int64_t)DIL * ip + r) * K + d]) : 0.0f;
+                ? EIN_BAND_LD(q[qb + ((int64_t)DIL * ip + r) * VQ::ld + d]) : 0.0f;
         });
         /* key row NK - 1 is read (the last 128-bit load of a window) and
            used by no entry */
@@ -242,7 +261,7 @@ ein_g2bmm_block(const float *__restrict__ q, const float *__restrict__ k,
             const int64_t kr = (int64_t)DIL * (kz + row) + r;
             const int d = d0 + dd;
             /* keys outside [0, M) read as zero */
-            return kr >= 0 && kr < M && d < K ? EIN_BAND_LD(k[base + kr * K + d]) : 0.0f;
+            return kr >= 0 && kr < M && d < K ? EIN_BAND_LD(k[kb + kr * VK::ld + d]) : 0.0f;
         });
         __syncthreads();
         if (w.own)
@@ -253,8 +272,10 @@ ein_g2bmm_block(const float *__restrict__ q, const float *__restrict__ k,
 }
 
 /* NIT tiles of TI rows i' cover the M / DIL rows of a residue, NCOL tiles
- * of TC features the K features. */
-template <int DIL, int M, int K, int W, int TX, int TY, int PJ, int NCOL, int NIT, int JC>
+ * of TC features the K features; s and v read through the views VS and
+ * VV. */
+template <int DIL, int M, int K, int W, int TX, int TY, int PJ, int NCOL, int NIT, int JC,
+          typename VS, typename VV>
 static __device__ __forceinline__ void
 ein_gbmm_block(const float *__restrict__ s, const float *__restrict__ v,
                float *__restrict__ o)
@@ -265,13 +286,13 @@ ein_gbmm_block(const float *__restrict__ s, const float *__restrict__ v,
     alignas(16) __shared__ float vs[NV][TC];
     const ein_band_at w = ein_band_where<DIL, M, TX, TY, TC, NCOL, NIT>();
     const int i0 = w.i0, r = w.r, nr = w.nr;
-    const int64_t brow = (int64_t)w.bb * M;   /* first row of batch bb */
+    const int64_t sb = VS::batch(w.bb), vb = VV::batch(w.bb);   /* batch bb of s and v */
     float acc[8][PJ][4] = {};
     for (int j0 = 0; j0 < W2; j0 += JC) {
         ein_band_stage<TI, JC, NT>(ss, [=](int row, int jj) {
             const int ip = i0 + row, j = j0 + jj;
             return ip < nr && j < W2
-                ? EIN_BAND_LD(s[(brow + (int64_t)DIL * ip + r) * W2 + j]) : 0.0f;
+                ? EIN_BAND_LD(s[sb + ((int64_t)DIL * ip + r) * VS::ld + j]) : 0.0f;
         });
         /* value rows whole across the lanes */
         for (int x = (int)threadIdx.x; x < NV * TC; x += NT) {
@@ -279,7 +300,7 @@ ein_gbmm_block(const float *__restrict__ s, const float *__restrict__ v,
             const int64_t vr = (int64_t)DIL * (i0 + j0 - W + row) + r;
             /* values outside [0, M) read as zero */
             vs[row][dd] = vr >= 0 && vr < M && d < K
-                ? EIN_BAND_LD(v[(brow + vr) * K + d]) : 0.0f;
+                ? EIN_BAND_LD(v[vb + vr * VV::ld + d]) : 0.0f;
         }
         __syncthreads();
         if (w.own)

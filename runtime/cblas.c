@@ -108,17 +108,34 @@ RT_API void ein_conv_t2d(const float *x, const float *w, float *y, float *col,
    block of rows of one residue and the key rows of that residue its band
    covers make one dense product, whose band is the result (a block of T
    rows computes T (T + 2w) entries for T (2w + 1): little waste for a
-   wide band).  Rows are d*k floats apart, a leading dimension as any.
-   Key rows outside the sequence are zero. */
+   wide band).  The operands are views (ein_band_view): rows of one
+   residue are d*ld floats apart, a leading dimension as any (libs.c
+   grants the call where it is at least the row's length).  Key rows
+   outside the sequence are zero. */
+
+/* An operand read through a view (derive/pricing/match.h, BandView): row
+   r of batch b at p + (b / split) * stride + (b % split) * sstride +
+   r * ld, its columns consecutive. */
+typedef struct ein_band_view {
+    const float *p;
+    int64_t ld, stride, split, sstride;
+} ein_band_view;
+
+/* Row r of batch b. */
+static const float *ein_band_row(const ein_band_view *v, int64_t b, int64_t r)
+{
+    return v->p + b / v->split * v->stride + b % v->split * v->sstride + r * v->ld;
+}
+
 /* s[b, i, j] = sum_c q[b, i, c] k[b, i + d (j - w), c] */
-RT_API void ein_g2bmm(const float *q, const float *k, float *s, float *tmp, int64_t nb,
+RT_API void ein_g2bmm(ein_band_view q, ein_band_view k, float *s, float *tmp, int64_t nb,
                       int64_t m, int64_t w, int64_t kk, int64_t d)
 {
     int64_t band = 2 * w + 1;
     for (int64_t b = 0; b < nb; b++)
         for (int64_t r = 0; r < d && r < m; r++) {
             int64_t nr = (m - r + d - 1) / d;
-            const float *qr = q + (b * m + r) * kk, *kr = k + (b * m + r) * kk;
+            const float *qr = ein_band_row(&q, b, r), *kr = ein_band_row(&k, b, r);
             float *sr = s + (b * m + r) * band;
             for (int64_t t0 = 0; t0 < nr; t0 += EIN_BAND_ROWS) {
                 int64_t tn = nr - t0 < EIN_BAND_ROWS ? nr - t0 : EIN_BAND_ROWS;
@@ -127,8 +144,8 @@ RT_API void ein_g2bmm(const float *q, const float *k, float *s, float *tmp, int6
                 int64_t len = v1 - v0;
                 if (len > 0)
                     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)tn, (int)len,
-                                (int)kk, 1.0f, qr + t0 * d * kk, (int)(d * kk),
-                                kr + v0 * d * kk, (int)(d * kk), 0.0f, tmp, (int)len);
+                                (int)kk, 1.0f, qr + t0 * d * q.ld, (int)(d * q.ld),
+                                kr + v0 * d * k.ld, (int)(d * k.ld), 0.0f, tmp, (int)len);
                 for (int64_t t = 0; t < tn; t++) {
                     float *row = sr + (t0 + t) * d * band;
                     for (int64_t j = 0; j < band; j++) {
@@ -141,14 +158,14 @@ RT_API void ein_g2bmm(const float *q, const float *k, float *s, float *tmp, int6
 }
 
 /* o[b, i, c] = sum_j s[b, i, j] v[b, i + d (j - w), c] */
-RT_API void ein_gbmm(const float *s, const float *v, float *o, float *tmp, int64_t nb,
+RT_API void ein_gbmm(ein_band_view s, ein_band_view v, float *o, float *tmp, int64_t nb,
                      int64_t m, int64_t w, int64_t kk, int64_t d)
 {
     int64_t band = 2 * w + 1;
     for (int64_t b = 0; b < nb; b++)
         for (int64_t r = 0; r < d && r < m; r++) {
             int64_t nr = (m - r + d - 1) / d;
-            const float *sr = s + (b * m + r) * band, *vr = v + (b * m + r) * kk;
+            const float *sr = ein_band_row(&s, b, r), *vr = ein_band_row(&v, b, r);
             float *orow = o + (b * m + r) * kk;
             for (int64_t t0 = 0; t0 < nr; t0 += EIN_BAND_ROWS) {
                 int64_t tn = nr - t0 < EIN_BAND_ROWS ? nr - t0 : EIN_BAND_ROWS;
@@ -163,7 +180,7 @@ RT_API void ein_gbmm(const float *s, const float *v, float *o, float *tmp, int64
                 /* the block's band as dense rows over the key rows v0 .. v1 */
                 memset(tmp, 0, sizeof(float) * (size_t)(tn * len));
                 for (int64_t t = 0; t < tn; t++) {
-                    const float *row = sr + (t0 + t) * d * band;
+                    const float *row = sr + (t0 + t) * d * s.ld;
                     for (int64_t j = 0; j < band; j++) {
                         int64_t u = t0 + t + j - w;
                         if (u >= v0 && u < v1)
@@ -171,7 +188,7 @@ RT_API void ein_gbmm(const float *s, const float *v, float *o, float *tmp, int64
                     }
                 }
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)tn, (int)kk,
-                            (int)len, 1.0f, tmp, (int)len, vr + v0 * d * kk, (int)(d * kk),
+                            (int)len, 1.0f, tmp, (int)len, vr + v0 * d * v.ld, (int)(d * v.ld),
                             0.0f, orow + t0 * d * kk, (int)(d * kk));
             }
         }

@@ -809,11 +809,29 @@ static double cpu_library(const CpuFigures *c, const Stage *s, const OpMatch *m)
     }
 }
 
+/* The bytes a band operator reads from DRAM: each operand's view once
+ * (a view reads part of its tensor: Longformer's q, k and v are the
+ * heads of one projection's output), one view read twice (q = k) once. */
+static double band_reads(const OpMatch *m)
+{
+    double bytes = 0;
+    for (int x = 0; x < 2; x++)
+        if (x == 0 || m->in[1] != m->in[0] || memcmp(&m->gv[0], &m->gv[1], sizeof m->gv[0]) ||
+            match_band_cols(m, 0) != match_band_cols(m, 1))
+            bytes += elem_bytes(m->in[x]) * (double)m->gb * (double)m->gm *
+                     (double)match_band_cols(m, x);
+    return bytes;
+}
+
 double cost_model(const Device *d, Precision prec, const Stage *s, const OpMatch *m)
 {
     const IrTensor *seen[64];
     Reads rd = {seen, 0, 4 * points(s)};
-    ir_expr_visit(s->body, collect_read, &rd);
+    bool band = m && (m->kind == OPK_G2BMM || m->kind == OPK_GBMM);
+    if (band)
+        rd.bytes += band_reads(m);
+    else
+        ir_expr_visit(s->body, collect_read, &rd);
     double dram = rd.bytes, cache = 0;
     if (is_cpu(d))
         return cpu_model(s, m, dram);

@@ -151,6 +151,54 @@ static bool conv_ok(Target tg, const IrTensor *t, const OpMatch *m)
     return t->elem == ELEM_F32 && m->groups == 1;
 }
 
+/* The offset of batch bb of a view past its first element, or -1 past
+ * 2^63. */
+static int64_t band_batch_at(const BandView *v, int64_t bb)
+{
+    int64_t a, b, r;
+    if (!i64_mul(bb / v->split, v->stride, &a) || !i64_mul(bb % v->split, v->sstride, &b) ||
+        !i64_add(a, b, &r))
+        return -1;
+    return r;
+}
+
+/* The elements past the first that a band operand's view reaches (the
+ * farthest batch: the last, or the last of the group before; its last
+ * row and column), or -1 past 2^63.  Strides are not negative. */
+static int64_t band_reach(const OpMatch *m, int x)
+{
+    const BandView *v = &m->gv[x];
+    int64_t last = m->gb - 1, r = band_batch_at(v, last), c;
+    if (last >= v->split) {
+        int64_t prev = band_batch_at(v, last - last % v->split - 1);
+        r = r < 0 || prev < 0 ? -1 : r > prev ? r : prev;
+    }
+    if (r < 0 || !i64_mul(m->gm - 1, v->ld, &c) || !i64_add(r, c, &r) ||
+        !i64_add(r, match_band_cols(m, x) - 1, &r))
+        return -1;
+    return r;
+}
+
+/* Each operand's view (match.h: BandView) stays inside its tensor, its
+ * strides not negative: what match.c gives, checked again here, where
+ * the kernel is granted, since it reads memory through the view
+ * unchecked. */
+static bool band_views_ok(const OpMatch *m)
+{
+    for (int x = 0; x < 2; x++) {
+        const BandView *v = &m->gv[x];
+        int64_t r;
+        if (v->ld < 0 || v->stride < 0 || v->split < 1 || v->sstride < 0 || v->off < 0 ||
+            m->gb < 1 || m->gm < 1 || (r = band_reach(m, x)) < 0 || v->off > INT64_MAX - r ||
+            v->off + r >= (int64_t)ir_tensor_numel(m->in[x]))
+            return false;
+    }
+    return true;
+}
+
+/* runtime/cblas.c: blocks of rows of one residue, dil * ld apart, the
+ * leading dimension of a cblas_sgemm operand (an int, at least the row's
+ * length: no rows that overlap); the output dense. */
 static bool band_c_ok(const IrTensor *t, const OpMatch *m)
 {
     int64_t v[] = {m->gb, m->gm, m->gw, m->gk, m->gdil, m->gk * m->gdil,
@@ -158,7 +206,15 @@ static bool band_c_ok(const IrTensor *t, const OpMatch *m)
     for (size_t i = 0; i < sizeof v / sizeof *v; i++)
         if (!fits_int(v[i]))
             return false;
-    return t->elem == ELEM_F32 && m->gdil >= 1;
+    if (t->elem != ELEM_F32 || m->gdil < 1 || !band_views_ok(m))
+        return false;
+    for (int x = 0; x < 2; x++) {
+        int64_t ld;
+        if (!i64_mul(m->gv[x].ld, m->gdil, &ld) || !fits_int(ld) ||
+            m->gv[x].ld < match_band_cols(m, x))
+            return false;
+    }
+    return true;
 }
 
 /* Sizes above this are left to the generic kernel by the tiled band
@@ -251,9 +307,10 @@ void cost_band_tiles(const OpMatch *m, BandTiles *t)
         *t = one;
 }
 
-/* The tiled band kernel's shapes (emit/band.c): operands [batch..., m, k]
- * (G2BMM), [batch..., m, 2w+1] and [batch..., m, k] (GBMM), the output
- * [batch..., m, 2w+1] or [batch..., m, k], all f32, and a grid of blocks
+/* The tiled band kernel's shapes (emit/band.c): operands read through
+ * views (runtime/band.cu takes any, as constants: their loads stay
+ * scalar, each a row of consecutive elements), the output [batch..., m,
+ * 2w+1] or [batch..., m, k], all f32, and a grid of blocks
  * (cost_band_tiles) numbered in an int. */
 static bool band_cuda_ok(const IrTensor *t, const OpMatch *mt)
 {
@@ -261,24 +318,18 @@ static bool band_cuda_ok(const IrTensor *t, const OpMatch *mt)
     if (t->elem != ELEM_F32 || a->elem != ELEM_F32 || b->elem != ELEM_F32)
         return false;
     int r = t->rank;
-    if (r < 2 || a->rank != r || b->rank != r)
+    if (r < 2)
         return false;
     int64_t nb = 1;
-    for (int i = 0; i < r - 2; i++) {
-        if (a->shape[i] != t->shape[i] || b->shape[i] != t->shape[i])
-            return false;
+    for (int i = 0; i < r - 2; i++)
         if (t->shape[i] > BAND_LIMIT || (nb *= t->shape[i]) > BAND_LIMIT)
             return false;
-    }
     int64_t m = mt->gm, w2 = 2 * mt->gw + 1, k = mt->gk, dil = mt->gdil;
     if (nb != mt->gb || m < 1 || mt->gw < 0 || k < 1 || dil < 1 || m > BAND_LIMIT ||
-        w2 > BAND_LIMIT || k > BAND_LIMIT || dil > BAND_LIMIT)
+        w2 > BAND_LIMIT || k > BAND_LIMIT || dil > BAND_LIMIT || !band_views_ok(mt))
         return false;
     bool g2 = mt->kind == OPK_G2BMM;
-    if (a->shape[r - 2] != m || b->shape[r - 2] != m || t->shape[r - 2] != m)
-        return false;
-    if (g2 ? (a->shape[r - 1] != k || b->shape[r - 1] != k || t->shape[r - 1] != w2)
-           : (a->shape[r - 1] != w2 || b->shape[r - 1] != k || t->shape[r - 1] != k))
+    if (t->shape[r - 2] != m || t->shape[r - 1] != (g2 ? w2 : k))
         return false;
     BandTiles bt;
     cost_band_tiles(mt, &bt);

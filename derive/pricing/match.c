@@ -12,6 +12,8 @@
  *               | (h + pad - r) % st == 0, ..
  *   G2BMM       q[b, i, d] * k[b, i + dil*j - dil*w, d]   over L<b, i, j> Σ<d>
  *   GBMM        s[b, i, j] * v[b, i + dil*j - dil*w, d]   over L<b, i, d> Σ<j>
+ *               each operand any view with columns of stride 1, k and v
+ *               maybe select(0 <= row < m, .., 0) (match_band)
  *
  * Nothing here looks at particular sizes: any shape whose rows fit a
  * pattern matches it. */
@@ -28,6 +30,23 @@ const char *op_kind_name(OpKind k)
         [OPK_G2BMM] = "g2bmm", [OPK_GBMM] = "gbmm", [OPK_KERNEL] = "kernel",
     };
     return (unsigned)k < sizeof names / sizeof *names ? names[k] : "?";
+}
+
+int64_t match_band_cols(const OpMatch *m, int x)
+{
+    return m->kind == OPK_GBMM && x == 0 ? 2 * m->gw + 1 : m->gk;
+}
+
+void match_band_dense(const OpMatch *m, int x, BandView *v)
+{
+    int64_t cols = match_band_cols(m, x);
+    *v = (BandView){.ld = cols, .stride = m->gb > 1 ? m->gm * cols : 0, .split = 1};
+}
+
+static bool band_view_equal(const BandView *a, const BandView *b)
+{
+    return a->ld == b->ld && a->stride == b->stride && a->split == b->split &&
+           a->sstride == b->sstride && a->off == b->off;
 }
 
 int match_dims(const OpMatch *m, OpDim *out)
@@ -53,6 +72,21 @@ int match_dims(const OpMatch *m, OpDim *out)
     case OPK_G2BMM: case OPK_GBMM:
         DIM("b", m->gb); DIM("m", m->gm); DIM("w", m->gw); DIM("k", m->gk);
         DIM("dilation", m->gdil);
+        for (int x = 0; x < 2; x++) {
+            static const char *const names[2][5] = {
+                {"lda", "stride_a", "split_a", "sstride_a", "off_a"},
+                {"ldb", "stride_b", "split_b", "sstride_b", "off_b"}};
+            const BandView *v = &m->gv[x];
+            BandView dense;
+            match_band_dense(m, x, &dense);
+            if (band_view_equal(v, &dense))
+                continue;
+            DIM(names[x][0], v->ld); DIM(names[x][1], v->stride);
+            if (v->split > 1) {
+                DIM(names[x][2], v->split); DIM(names[x][3], v->sstride);
+            }
+            DIM(names[x][4], v->off);
+        }
         break;
     case OPK_KERNEL:
         break;
@@ -116,7 +150,7 @@ static bool plain(const Ix *ix, int *var, int64_t *c)
     return false;
 }
 
-/* The two tensor operands of a product body. */
+/* The two factors of a summed product body. */
 static bool product_of_two(const Stage *s, const IExpr **a, const IExpr **b)
 {
     const IExpr *e = s->body;
@@ -124,8 +158,12 @@ static bool product_of_two(const Stage *s, const IExpr **a, const IExpr **b)
         return false;
     *a = e->bin.a;
     *b = e->bin.b;
-    return (*a)->kind == IE_ACCESS && (*b)->kind == IE_ACCESS &&
-           (*a)->access.tensor && (*b)->access.tensor;
+    return true;
+}
+
+static bool tensor_read(const IExpr *e)
+{
+    return e->kind == IE_ACCESS && e->access.tensor;
 }
 
 /* ---- GEMMs --------------------------------------------------------------- */
@@ -612,78 +650,282 @@ static bool match_conv_transpose(const Stage *s, const Table *t, const IExpr *ex
 
 /* ---- banded matmuls ------------------------------------------------------ */
 
-/* i + dil*j + c0 with i, j loops/sums given. */
-static bool band_dim(const Ix *ix, int i, int j, int64_t *dil, int64_t *c0)
+/* A band operator is L<batch.., i, x> Σ<y> { a * b }: G2BMM's band index
+ * is the loop x and both operands' column the sum y (d); GBMM's band
+ * index is the sum y (j), which is its first operand's column, and x (d)
+ * the second's.  Each operand is read through a view (match.h, BandView):
+ * its address, the sum over its dims of index times stride, is the
+ * column (coefficient 1), the row (i in the first operand; in the second
+ * the band's row i + dil*(band - w), in one dim) times ld, and the batch
+ * loops, each also as its quotient and remainder by one divisor (heads
+ * split out of a batch: g / H, g % H).  Each dim stays inside the tensor
+ * for rows in [0, m); the second operand's rows outside [0, m) must read
+ * zero as the kernels read them, because the row's dim leaves the tensor
+ * there or because a select says so: select(0 <= row < m, b, 0) is what
+ * fusing a view leaves where the view's own rows end (fuse.c), and a row
+ * that runs into another head's rows is zero only through it. */
+typedef struct BandRoles {
+    int nb;                     /* batch loops: the stage's first nb loops */
+    int row, band, col;         /* i, the band index (-1: none), the column */
+    int64_t m, w;               /* rows, half band */
+} BandRoles;
+
+/* Address coefficients of one batch loop: of the loop, of its quotient
+ * and of its remainder by div (0: none). */
+typedef struct BandBatch {
+    int64_t plain, quot, rem, div;
+} BandBatch;
+
+/* The least and greatest values of a term over the iterators' ranges: an
+ * iterator, or the quotient or remainder of one, times a positive
+ * coefficient. */
+static bool term_bounds(const IxTerm *x, const Table *t, int *var, int64_t *lo, int64_t *hi)
 {
-    if (ix->n != 2 || ix->t[0].kind != IX_VAR || ix->t[1].kind != IX_VAR)
+    int64_t c = 0;
+    if (x->kind == IX_VAR)
+        *var = x->var;
+    else if ((x->kind != IX_DIV && x->kind != IX_MOD) || !plain(x->arg, var, &c) || c != 0)
         return false;
-    const IxTerm *ti = ix->t[0].var == i ? &ix->t[0] : &ix->t[1];
-    const IxTerm *tj = ix->t[0].var == i ? &ix->t[1] : &ix->t[0];
-    if (ti->var != i || tj->var != j || ti->coef != 1 || tj->coef < 1)
+    const Row *r = row_of(t, *var);
+    if (!r || r->hi <= r->lo || x->coef <= 0)
         return false;
-    *dil = tj->coef;
-    *c0 = ix->c;
+    int64_t a = r->lo, b = r->hi - 1;
+    if (x->kind != IX_VAR) {
+        int64_t qa = i64_floordiv(a, x->d), qb = i64_floordiv(b, x->d);
+        if (x->kind == IX_DIV) {
+            a = qa;
+            b = qb;
+        } else if (qa == qb) {
+            a = i64_floormod(a, x->d);
+            b = i64_floormod(b, x->d);
+        } else {
+            a = 0;
+            b = x->d - 1;
+        }
+    }
+    return i64_mul(x->coef, a, lo) && i64_mul(x->coef, b, hi);
+}
+
+static int batch_of(const Stage *s, int nb, int var)
+{
+    for (int b = 0; b < nb; b++)
+        if (s->loops[b].id == var)
+            return b;
+    return -1;
+}
+
+/* The bounds [*lo, *hi) a select's condition puts on the band's row R =
+ * i + dil*(band - w): conjunctions of (i + dil*band) + c >= 0 and
+ * -(i + dil*band) + c >= 0, nothing else. */
+static bool guard_rows(const IExpr *e, const BandRoles *ro, int64_t dil, int64_t *lo,
+                       int64_t *hi)
+{
+    if (e->kind == IE_AND)
+        return guard_rows(e->bin.a, ro, dil, lo, hi) && guard_rows(e->bin.b, ro, dil, lo, hi);
+    if (e->kind != IE_ICMP || e->icmp.op != OP_GE)
+        return false;
+    const Ix *x = e->icmp.ix;
+    if (x->n != 2 || x->t[0].kind != IX_VAR || x->t[1].kind != IX_VAR)
+        return false;
+    int64_t ci = ix_coef(x, ro->row), cb = ix_coef(x, ro->band), dw, b;
+    if ((ci != 1 && ci != -1) || cb != ci * dil || !i64_mul(dil, ro->w, &dw))
+        return false;
+    if (ci > 0) {               /* R >= -c - dil*w */
+        if (!i64_add(x->c, dw, &b) || b == INT64_MIN)
+            return false;
+        *lo = *lo > -b ? *lo : -b;
+    } else {                    /* R < c - dil*w + 1 */
+        if (!i64_sub(x->c, dw, &b) || !i64_add(b, 1, &b))
+            return false;
+        *hi = *hi < b ? *hi : b;
+    }
     return true;
 }
 
-/* Leading batch dims: the same loop, plain, in a, b and at the same
- * output position. */
-static int batch_dims(const Stage *s, const Table *t, const IExpr *a, const IExpr *b)
+/* The batch part of a view: each batch loop one axis, or two where it is
+ * read as a quotient and remainder (the quotient's extent need not be
+ * whole in the first loop), axes of extent 1 left out and neighbours
+ * that flatten merged; at most two remain, the outer the batch stride
+ * and the inner, of `split` batches, sstride. */
+static bool band_batch(const Stage *s, int nb, const BandBatch *bat, BandView *v)
 {
-    int nb = 0;
-    while (nb < s->nloops - 2 && nb < a->access.nidx - 2 && nb < b->access.nidx - 2 &&
-           plain_is(a->access.idx[nb], t, s->loops[nb].id, true, nb) &&
-           plain_is(b->access.idx[nb], t, s->loops[nb].id, true, nb))
-        nb++;
-    return nb;
+    int64_t ext[2 * MAXV], st[2 * MAXV];
+    int n = 0;
+    for (int b = 0; b < nb; b++) {
+        const BandBatch *x = &bat[b];
+        int64_t e = s->loops[b].hi, q[2], r[2];
+        int na = 0;
+        if (!x->div || e <= x->div) {   /* l / div = 0, l % div = l */
+            q[na] = e;
+            if (!i64_add(x->plain, x->rem, &r[na++]))
+                return false;
+        } else {
+            if (n > 0 && e % x->div)
+                return false;
+            q[na] = (e + x->div - 1) / x->div;
+            if (!i64_mul(x->div, x->plain, &r[na]) || !i64_add(r[na], x->quot, &r[na]))
+                return false;
+            na++;
+            q[na] = x->div;
+            if (!i64_add(x->plain, x->rem, &r[na++]))
+                return false;
+        }
+        for (int a = 0; a < na; a++) {
+            if (q[a] == 1)
+                continue;
+            int64_t span;
+            if (n > 0 && i64_mul(r[a], q[a], &span) && st[n - 1] == span) {
+                if (!i64_mul(ext[n - 1], q[a], &ext[n - 1]))
+                    return false;
+                st[n - 1] = r[a];
+            } else {
+                ext[n] = q[a];
+                st[n++] = r[a];
+            }
+        }
+    }
+    if (n > 2)
+        return false;
+    v->stride = n ? st[0] : 0;
+    v->split = n == 2 ? ext[1] : 1;
+    v->sstride = n == 2 ? st[1] : 0;
+    return true;
 }
 
-static bool full(const IExpr *e, int d, const Row *r)
+/* Read operand e of a band operator as a view (ro->band >= 0: the second
+ * operand, whose dilation is set). */
+static bool band_operand(const Stage *s, const Table *t, const IExpr *e, const BandRoles *ro,
+                         BandView *v, int64_t *dil)
 {
-    return r->lo == 0 && r->hi == e->access.tensor->shape[d];
+    const IExpr *cond = NULL;
+    if (ro->band >= 0 && e->kind == IE_CALL && e->call.fn == FN_SELECT &&
+        e->call.args[2]->kind == IE_CONST && e->call.args[2]->value == 0) {
+        cond = e->call.args[0];
+        e = e->call.args[1];
+    }
+    if (e->kind != IE_ACCESS || !e->access.tensor)
+        return false;
+    const IrTensor *T = e->access.tensor;
+    if (T->rank > MAXD || e->access.nidx != T->rank)
+        return false;
+    BandBatch bat[MAXV] = {{0}};
+    /* the row's dim: its stride, the row's and the band's coefficients,
+     * its constant and the bounds of its other terms */
+    int rd = -1;
+    int64_t rs = 0, ra = 0, rb = 0, rc = 0, rlo = 0, rhi = 0;
+    int64_t ds = 1, base = 0, col = 0, cb;
+    for (int d = T->rank - 1; d >= 0; d--) {
+        const Ix *ix = e->access.idx[d];
+        int64_t a = 0, b = 0, lo = 0, hi = 0;
+        for (int k = 0; k < ix->n; k++) {
+            const IxTerm *x = &ix->t[k];
+            int var, bi;
+            int64_t tlo, thi, as, *to;
+            if (!term_bounds(x, t, &var, &tlo, &thi) || !i64_mul(x->coef, ds, &as))
+                return false;
+            if (x->kind == IX_VAR && (var == ro->row || var == ro->band)) {
+                *(var == ro->row ? &a : &b) = x->coef;
+                continue;
+            }
+            if (x->kind == IX_VAR && var == ro->col)
+                to = &col;
+            else if ((bi = batch_of(s, ro->nb, var)) < 0)
+                return false;
+            else if (x->kind == IX_VAR)
+                to = &bat[bi].plain;
+            else if (bat[bi].div && bat[bi].div != x->d)
+                return false;
+            else {
+                bat[bi].div = x->d;
+                to = x->kind == IX_DIV ? &bat[bi].quot : &bat[bi].rem;
+            }
+            if (!i64_add(*to, as, to) || !i64_add(lo, tlo, &lo) || !i64_add(hi, thi, &hi))
+                return false;
+        }
+        if (a || b) {
+            if (rd >= 0 || !a)
+                return false;
+            rd = d;
+            rs = ds;
+            ra = a;
+            rb = b;
+            rc = ix->c;
+            rlo = lo;
+            rhi = hi;
+        } else if (!i64_add(lo, ix->c, &lo) || !i64_add(hi, ix->c, &hi) || lo < 0 ||
+                   hi >= T->shape[d]) {
+            return false;
+        }
+        if (!i64_mul(ix->c, ds, &cb) || !i64_add(base, cb, &base) ||
+            !i64_mul(ds, T->shape[d], &ds))
+            return false;
+    }
+    if (rd < 0 || col != 1 || (ro->band >= 0) != (rb > 0) || rb % ra)
+        return false;
+    /* the dim's index is ra*R + rest + c0: inside the tensor for R in
+     * [0, m) */
+    int64_t dl = rb / ra, size = T->shape[rd], c0, first, last, shift;
+    if (!i64_mul(rb, ro->w, &shift) || !i64_add(rc, shift, &c0) ||
+        !i64_add(c0, rlo, &first) || !i64_mul(ra, ro->m - 1, &last) ||
+        !i64_add(last, c0, &last) || !i64_add(last, rhi, &last) || first < 0 || last >= size)
+        return false;
+    if (ro->band >= 0) {
+        /* rows below 0 or from m on that the band reaches and the select
+         * lets through must leave the dim for every value of the rest */
+        int64_t glo = INT64_MIN, ghi = INT64_MAX, reach, below, above;
+        if ((cond && !guard_rows(cond, ro, dl, &glo, &ghi)) || glo > 0 || ghi < ro->m ||
+            !i64_mul(dl, ro->w, &reach))
+            return false;
+        if (glo < 0 && reach > 0 &&
+            (!i64_sub(c0, ra, &below) || !i64_add(below, rhi, &below) || below >= 0))
+            return false;
+        if (ghi > ro->m && reach > 0 &&
+            (!i64_mul(ra, ro->m, &above) || !i64_add(above, c0, &above) ||
+             !i64_add(above, rlo, &above) || above < size))
+            return false;
+        *dil = dl;
+    }
+    /* the first element: batch 0, row 0, the column's first value */
+    if (!i64_mul(rs, ra, &v->ld) || !i64_mul(shift, rs, &shift) ||
+        !i64_add(base, shift, &v->off) || !i64_add(v->off, row_of(t, ro->col)->lo, &v->off))
+        return false;
+    return band_batch(s, ro->nb, bat, v);
 }
 
+/* The stage as G2BMM (the band a loop) or else GBMM (the band the sum). */
 static bool match_band(const Stage *s, const Table *t, const IExpr *ea,
                        const IExpr *eb, OpMatch *m)
 {
-    int ra = ea->access.nidx, rb = eb->access.nidx;
-    int nb = batch_dims(s, t, ea, eb);
-    if (s->nguards || s->nsums != 1 || ra != rb || ra != nb + 2 || s->nloops != nb + 2)
+    if (s->nguards || s->nsums != 1 || s->nloops < 2 || !loops_from_zero(s))
         return false;
-    for (int d = 0; d < nb; d++)
-        if (!full(ea, d, row_of(t, s->loops[d].id)) || !full(eb, d, row_of(t, s->loops[d].id)))
-            return false;
-    int i = s->loops[nb].id, x = s->loops[nb + 1].id, sum = s->sums[0].id;
-    const Row *ri = row_of(t, i), *rx = row_of(t, x), *rs = row_of(t, sum);
-    int64_t dil, c0;
-    bool g2 = plain_is(ea->access.idx[nb], t, i, true, nb) &&
-              plain_is(ea->access.idx[nb + 1], t, sum, false, -1) &&
-              band_dim(eb->access.idx[nb], i, x, &dil, &c0) &&
-              plain_is(eb->access.idx[nb + 1], t, sum, false, -1);
-    bool gb = !g2 && plain_is(ea->access.idx[nb], t, i, true, nb) &&
-              plain_is(ea->access.idx[nb + 1], t, sum, false, -1) &&
-              band_dim(eb->access.idx[nb], i, sum, &dil, &c0) &&
-              plain_is(eb->access.idx[nb + 1], t, x, true, nb + 1);
-    if (!g2 && !gb)
-        return false;
-    const Row *band = g2 ? rx : rs;
-    int64_t w = (extent(band) - 1) / 2;
-    if (extent(band) != 2 * w + 1 || c0 != -dil * w || !full(ea, nb, ri) ||
-        ri->hi != eb->access.tensor->shape[nb] ||
-        !full(ea, nb + 1, g2 ? rs : rs) || !full(eb, nb + 1, g2 ? rs : rx))
-        return false;
-    memset(m, 0, sizeof *m);
-    m->kind = g2 ? OPK_G2BMM : OPK_GBMM;
-    m->in[0] = ea->access.tensor;
-    m->in[1] = eb->access.tensor;
-    m->gb = 1;
-    for (int d = 0; d < nb; d++)
-        m->gb *= s->loops[d].hi;
-    m->gm = extent(ri);
-    m->gw = w;
-    m->gk = g2 ? extent(rs) : extent(rx);
-    m->gdil = dil;
-    return true;
+    int nb = s->nloops - 2, x = s->loops[nb + 1].id, y = s->sums[0].id;
+    for (int g2 = 1; g2 >= 0; g2--) {
+        const Row *rb = row_of(t, g2 ? x : y);
+        int64_t w = (extent(rb) - 1) / 2, dil = 0;
+        BandRoles ra = {nb, s->loops[nb].id, -1, y, extent(row_of(t, s->loops[nb].id)), w};
+        BandRoles rk = ra;
+        rk.band = g2 ? x : y;
+        rk.col = g2 ? y : x;
+        BandView va, vb;
+        if (rb->lo != 0 || extent(rb) != 2 * w + 1 || !band_operand(s, t, ea, &ra, &va, NULL) ||
+            !band_operand(s, t, eb, &rk, &vb, &dil))
+            continue;
+        memset(m, 0, sizeof *m);
+        m->kind = g2 ? OPK_G2BMM : OPK_GBMM;
+        m->in[0] = ea->kind == IE_ACCESS ? ea->access.tensor : NULL;
+        m->in[1] = (eb->kind == IE_ACCESS ? eb : eb->call.args[1])->access.tensor;
+        m->gb = 1;
+        for (int d = 0; d < nb; d++)
+            m->gb *= s->loops[d].hi;
+        m->gm = ra.m;
+        m->gw = w;
+        m->gk = extent(row_of(t, g2 ? y : x));
+        m->gdil = dil;
+        m->gv[0] = va;
+        m->gv[1] = vb;
+        return true;
+    }
+    return false;
 }
 
 bool match_stage(const Stage *s, OpMatch *out)
@@ -692,14 +934,17 @@ bool match_stage(const Stage *s, OpMatch *out)
     Table t;
     if (ir_stage_has_gather(s) || !product_of_two(s, &a, &b) || !table_build(s, &t))
         return false;
-    /* Products are commutative: try both operand orders for each pattern. */
+    /* Products are commutative: try both operand orders for each pattern.
+     * The band's second operand may be a select (match_band); the rest
+     * read tensors. */
+    bool reads = tensor_read(a) && tensor_read(b);
     for (int swap = 0; swap < 2; swap++) {
         const IExpr *x = swap ? b : a, *y = swap ? a : b;
-        if (match_conv(s, &t, x, y, out) || match_conv_transpose(s, &t, x, y, out) ||
+        if ((reads && (match_conv(s, &t, x, y, out) || match_conv_transpose(s, &t, x, y, out))) ||
             match_band(s, &t, x, y, out))
             return true;
     }
-    return match_gemm(s, &t, a, b, out);
+    return reads && match_gemm(s, &t, a, b, out);
 }
 
 /* One operation per node with operands (a call counts one). */

@@ -21,6 +21,20 @@ typedef enum {
 } OpKind;
 const char *op_kind_name(OpKind k);   /* "matmul", ..., "kernel" as in plan-json */
 
+/* An operand of a G2BMM or GBMM read through a strided view: column c of
+ * row r of batch bb, where r is the band's row (i for q and s, i + dil (j
+ * - w) for k and v: rows outside [0, m) read as zero whatever the memory
+ * there holds) and c counts from 0 over the operand's last index (d of q
+ * and k, j of s, d of v), is the element
+ *   off + (bb / split) * stride + (bb % split) * sstride + r * ld + c
+ * of the tensor.  A dense [b, m, n] operand: ld n, stride m n (0 for one
+ * batch), split 1, sstride 0, off 0.  Two batch strides take the heads
+ * split out of a feature dimension: bb = (batch, head), a head's rows
+ * interleaved with the others'. */
+typedef struct BandView {
+    int64_t ld, stride, split, sstride, off;
+} BandView;
+
 /* Where the operands come from and how a library call sees them. */
 typedef struct OpMatch {
     OpKind kind;
@@ -36,15 +50,25 @@ typedef struct OpMatch {
     int64_t cn, c, h, w, f, r, s, stride, dilation, pad, groups;
     int64_t pad_w;              /* padding of the width when it differs from pad */
     int64_t out_pad;            /* ConvTranspose2d: extra output rows/cols (< stride) */
-    /* G2BMM / GBMM: b batches of m rows, band 2*w + 1, inner size k */
+    /* G2BMM / GBMM: b batches of m rows, band 2*w + 1, inner size k;
+     * in[0] (q, s) and in[1] (k, v) read as the views gv[0] and gv[1] */
     int64_t gb, gm, gw, gk, gdil;
+    BandView gv[2];
 } OpMatch;
+
+/* The columns of operand x (0 or 1) of G2BMM or GBMM m (k, or GBMM's
+ * first operand 2w + 1), and its view were it stored dense. */
+int64_t match_band_cols(const OpMatch *m, int x);
+void match_band_dense(const OpMatch *m, int x, BandView *v);
 
 /* The sizes of a matched operator as (name, value) pairs, in the order the
  * plan views print them (--emit=plan and --emit=plan-json): m n k batch
  * trans_a trans_b trans_c lda ldb ldc for GEMMs; n c h w f r s stride
  * dilation pad groups [pad_w] [output_pad] for convolutions; b m w k
- * dilation for G2BMM/GBMM; none for kernels.  Returns how many. */
+ * dilation for G2BMM/GBMM, then for each operand read as another view
+ * than the dense one lda stride_a [split_a sstride_a] off_a (ldb ... for
+ * the second; split and sstride where split > 1); none for kernels.
+ * Returns how many. */
 typedef struct OpDim {
     const char *name;
     int64_t value;

@@ -6,11 +6,14 @@
 #include "sema/sema.h"
 #include "derive/ir/ir.h"
 #include "derive/pricing/match.h"
+#include "derive/pricing/cost.h"
 #include "tests/check.h"
 
 #include <stdio.h>
 #include <string.h>
 
+
+static const IrTensor *matched;    /* the tensor match_named looked at */
 
 /* Lower `src` and match the stage of tensor `name`. */
 static bool match_named(const char *src, const char *name, OpMatch *m)
@@ -29,7 +32,7 @@ static bool match_named(const char *src, const char *name, OpMatch *m)
     IrProgram *p = ir_lower(ir_ctx_new(a), cp);
     for (int i = 0; i < p->ntensors; i++)
         if (strcmp(p->tensors[i]->name, name) == 0 && p->tensors[i]->stage)
-            return match_stage(p->tensors[i]->stage, m);
+            return match_stage((matched = p->tensors[i])->stage, m);
     printf("FAIL: no stage named %s\n", name);
     failures++;
     return false;
@@ -181,6 +184,127 @@ static void bands(void)
         "o[b, i, d] += p[b, i, j] * v[b, i + j - K, d]\noutput o\n";
     EXPECT(match_named(gb, "o", &m) && m.kind == OPK_GBMM && m.gm == 40 && m.gw == 3 &&
            m.gk == 8 && m.gdil == 1, gb);
+    /* dense operands have dense views */
+    EXPECT(match_named(g2, "s", &m) && m.gv[0].ld == 8 && m.gv[0].stride == 40 * 8 &&
+           m.gv[0].split == 1 && m.gv[0].off == 0 && m.gv[1].ld == 8 && m.gv[1].off == 0, g2);
+    /* an asymmetric band (keys i + j - 2 of a band of 7) is no band: its
+     * row -1 reads row 0 */
+    const char *asym = "const L = 40, D = 8\n"
+        "input q : f32[2, L, D]\ninput kt : f32[2, L, D]\n"
+        "s[b, i, j] : [2, L - 1, 7] += q[b, i, d] * kt[b, i + j - 2, d]\noutput s\n";
+    EXPECT(!match_named(asym, "s", &m) || m.kind != OPK_G2BMM, asym);
+}
+
+/* Band operands read through views: heads split out of a stacked q|k|v
+ * (Longformer's fused head split), rows of several heads stacked, slices
+ * with offsets; and views the kernels cannot read as the dense form. */
+static void band_views(void)
+{
+    OpMatch m;
+    /* heads g = (b, h) of x[b, l, 3*H*D]: batch strides L*3*H*D and D */
+    const char *heads = "const B = 2, H = 3, L = 40, K = 3, D = 8\n"
+        "input x : f32[B, L, 3 * H * D]\n"
+        "s[g, i, j] : [B*H, L, 2*K + 1] += x[g / H, i, (g % H)*D + d] * "
+        "x[g / H, i + 4*(j - K), H*D + (g % H)*D + d] where d < D\noutput s\n";
+    EXPECT(match_named(heads, "s", &m) && m.kind == OPK_G2BMM && m.gb == 6 && m.gm == 40 &&
+           m.gw == 3 && m.gk == 8 && m.gdil == 4 && m.in[0] == m.in[1] &&
+           m.gv[0].ld == 72 && m.gv[0].stride == 40 * 72 && m.gv[0].split == 3 &&
+           m.gv[0].sstride == 8 && m.gv[0].off == 0 && m.gv[1].ld == 72 &&
+           m.gv[1].split == 3 && m.gv[1].sstride == 8 && m.gv[1].off == 24, heads);
+    /* one batch of heads: g / H is 0, one stride */
+    const char *one = "const H = 3, L = 40, K = 3, D = 8\n"
+        "input x : f32[1, L, 3, H * D]\n"
+        "o[g, i, d] : [H, L, D] += p[g, i, j] * x[g / H, i + j - K, 2, (g % H)*D + d]\n"
+        "input p : f32[H, L, 2*K + 1]\noutput o\n";
+    EXPECT(match_named(one, "o", &m) && m.kind == OPK_GBMM && m.gb == 3 && m.gk == 8 &&
+           m.gv[0].ld == 7 && m.gv[0].stride == 40 * 7 && m.gv[1].ld == 72 &&
+           m.gv[1].stride == 8 && m.gv[1].split == 1 && m.gv[1].off == 48, one);
+    /* the heads as a second batch loop */
+    const char *bh = "const B = 2, H = 3, L = 40, K = 3, D = 8\n"
+        "input q : f32[B, L, H * D], kt : f32[B, L, H * D]\n"
+        "s[b, h, i, j] : [B, H, L, 2*K + 1] += q[b, i, h*D + d] * kt[b, i + j - K, h*D + d] "
+        "where d < D\n"
+        "output s\n";
+    EXPECT(match_named(bh, "s", &m) && m.kind == OPK_G2BMM && m.gb == 6 &&
+           m.gv[1].ld == 24 && m.gv[1].stride == 40 * 24 && m.gv[1].split == 3 &&
+           m.gv[1].sstride == 8 && m.gv[1].off == 0, bh);
+    /* the heads' rows stacked, [G*L + 5, D] from row 5: a key row outside
+     * [0, L) would read another head's, so only with the select that
+     * fusing a view writes, which makes it zero; not without it, with a
+     * guard on one side only (rows past the end read the next head's), a
+     * guard that drops a row the band has, or the last head's last row
+     * past the tensor */
+    static const struct { const char *read; bool band; } stacked[] = {
+        {"select(R >= 0 && R < L, kf[g*L + R + 5, d], 0)", true},
+        {"kf[g*L + R + 5, d]", false},
+        {"select(R >= 0, kf[g*L + R + 5, d], 0)", false},
+        {"select(R >= 0 && R < L - 1, kf[g*L + R + 5, d], 0)", false},
+        {"select(R >= 0 && R < L, kf[g*L + R + 6, d], 0)", false},
+    };
+    for (size_t k = 0; k < sizeof stacked / sizeof *stacked; k++) {
+        char src[512], read[160];
+        const char *r = stacked[k].read;
+        size_t n = 0;
+        for (; *r && n + 16 < sizeof read; r++)    /* R: the key row */
+            n += (size_t)snprintf(read + n, sizeof read - n, *r == 'R' ? "(i + 2*(j - K))" : "%c",
+                                  *r);
+        snprintf(src, sizeof src, "const G = 3, L = 40, K = 3, D = 8\n"
+                 "input q : f32[G, L, D], kf : f32[G*L + 5, D]\n"
+                 "s[g, i, j] : [G, L, 2*K + 1] += q[g, i, d] * %s\noutput s\n", read);
+        bool band = match_named(src, "s", &m) && m.kind == OPK_G2BMM;
+        EXPECT(band == stacked[k].band &&
+               (!band || (m.gdil == 2 && m.gv[1].ld == 8 && m.gv[1].stride == 40 * 8 &&
+                          m.gv[1].off == 5 * 8)), src);
+    }
+    /* a slice whose rows outside [0, L) leave the tensor needs no guard:
+     * columns from 2 of a [B, L, 12] tensor */
+    const char *slice = "const B = 2, L = 40, K = 3, D = 8\n"
+        "input p : f32[B, L, 2*K + 3], v : f32[B, L, 12]\n"
+        "o[b, i, d] : [B, L, D] += p[b, i, j + 1] * v[b, i + j - K, d + 2] where j < 2*K + 1\n"
+        "output o\n";
+    EXPECT(match_named(slice, "o", &m) && m.kind == OPK_GBMM && m.gw == 3 &&
+           m.gv[0].ld == 9 && m.gv[0].off == 1 && m.gv[1].ld == 12 && m.gv[1].off == 2,
+           slice);
+    /* not a unit column stride; heads in three levels; the band in two dims */
+    const char *strided = "const L = 40, K = 3, D = 8\n"
+        "input q : f32[2, L, D], kt : f32[2, L, 2*D]\n"
+        "s[b, i, j] : [2, L, 2*K + 1] += q[b, i, d] * kt[b, i + j - K, 2*d]\noutput s\n";
+    EXPECT(!match_named(strided, "s", &m) || m.kind != OPK_G2BMM, strided);
+    const char *three = "const L = 40, K = 3, D = 8\n"
+        "input x : f32[2, L, 2, 3*D]\n"
+        "s[a, g, i, j] : [2, 6, L, 2*K + 1] += x[a, i, g / 3, (g % 3)*D + d] * "
+        "x[g / 3, i + j - K, a, (g % 3)*D + d] where d < D\noutput s\n";
+    EXPECT(!match_named(three, "s", &m) || m.kind != OPK_G2BMM, three);
+    const char *twodims = "const L = 40, K = 3, D = 8\n"
+        "input q : f32[2, L, D], kt : f32[2, L, L, D]\n"
+        "s[b, i, j] : [2, L, 2*K + 1] += q[b, i, d] * kt[b, i + j - K, i, d]\noutput s\n";
+    EXPECT(!match_named(twodims, "s", &m) || m.kind != OPK_G2BMM, twodims);
+
+    /* which target takes which view (libs.c): the CUDA kernels any inside
+     * its tensor, the C target's cblas blocks rows at least a row apart;
+     * key row r of kw is kw[b, r .. r + 8), rows 1 apart */
+    CostModel cuda = {.target = TARGET_CUDA}, c = {.target = TARGET_C};
+    EXPECT(match_named(heads, "s", &m) &&
+           cost_impl(&cuda, matched, matched->stage, &m) == IMPL_CUDA_BAND &&
+           cost_impl(&c, matched, matched->stage, &m) == IMPL_CBLAS_BAND, heads);
+    const char *window = "const L = 40, K = 3, D = 8\n"
+        "input q : f32[2, L, D], kw : f32[2, L + D - 1]\n"
+        "s[b, i, j] : [2, L, 2*K + 1] += q[b, i, d] * "
+        "select(i + j - K >= 0 && i + j - K < L, kw[b, i + j - K + d], 0)\noutput s\n";
+    EXPECT(match_named(window, "s", &m) && m.kind == OPK_G2BMM && m.gv[1].ld == 1 &&
+           m.gv[1].stride == 47 && cost_impl(&cuda, matched, matched->stage, &m) == IMPL_CUDA_BAND &&
+           cost_impl(&c, matched, matched->stage, &m) == IMPL_KERNEL, window);
+    /* a view reaching past its tensor is refused where the kernel is
+     * granted, whatever the matcher said: k's last element is 5711 past
+     * its first (batch 5 = (1, 2): 2880 + 16, row 39, column 7), at 24 of
+     * 5760 */
+    if (match_named(heads, "s", &m)) {
+        m.gv[1].off += 24;
+        EXPECT(cost_impl(&cuda, matched, matched->stage, &m) == IMPL_CUDA_BAND, heads);
+        m.gv[1].off += 1;
+        EXPECT(cost_impl(&cuda, matched, matched->stage, &m) == IMPL_KERNEL &&
+               cost_impl(&c, matched, matched->stage, &m) == IMPL_KERNEL, heads);
+    }
 }
 
 int main(void)
@@ -190,5 +314,6 @@ int main(void)
     grouped();
     padding();
     bands();
+    band_views();
     return check_finish("test_match");
 }

@@ -208,6 +208,21 @@ CASES.append(Case("g2bmm_long", lambda q, kt, p, v: {
     defines={"B": 1, "L": 599, "K": 9}, ein="g2bmm.ein"))
 
 
+# Band operands as views: heads of a stacked q|k|v (fused into the band as
+# strided reads), heads' rows stacked behind a select, slices at offsets.
+@case({"x": (2, 70, 54), "p": (6, 70, 9), "q2": (6, 70, 6), "kf": (422, 6),
+       "pb": (2, 70, 11), "vb": (2, 74, 11)})
+def band_views(x, p, q2, kf, pb, vb):
+    b, n, h, d, k = 2, 70, 3, 6, 4
+    q, kt, v = x.reshape(b, n, 3, h, d).permute(2, 0, 3, 1, 4).reshape(3, b * h, n, d)
+    return {
+        "s": torch.einsum("bid,bijd->bij", q, band(kt, k, 3)),
+        "o": torch.einsum("bij,bijd->bid", p, band(v, k, 3)),
+        "s2": torch.einsum("bid,bijd->bij", q2, band(kf[2:].reshape(b * h, n, d), k, 2)),
+        "o2": torch.einsum("bij,bijd->bid", pb[:, :, 1:2 * k + 2],
+                           band(vb[:, 2:n + 2, 3:d + 3], k, 1))}
+
+
 # ---- convolutions --------------------------------------------------------
 
 @case({"x": (2, 5, 9, 7)}, {"w1": (6, 5, 3, 3), "b1": (6,)})
