@@ -36,7 +36,8 @@ void tuner_write_main(Emit *em)
             continue;
         sb_printf(o, "    {%d, ein_op_%d,\n     ", i, i);
         emit_c_string(o, keys[i]);
-        sb_printf(o, ", %d},\n", em->slot[i]);
+        sb_printf(o, ", %d},\n",
+                  emit_op(em, p->tensors[i])->impl == IMPL_CUDNN_CONV ? em->slot[i] : -1);
     }
     if (n == 0)
         sb_puts(o, "    {-1, 0, \"\", -1},\n");

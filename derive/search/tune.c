@@ -97,6 +97,9 @@ static void add_op(Retarget *r, TuneOps *ops, const PlanOp *op, const CostModel 
         g[i] = retarget(r, s->guards[i]);
     const IExpr *body = retarget(r, s->body);
     TuneOp t = {op, key, *op};
+    /* each operator on its own: a row group's members are timed apart,
+     * as their keys say (the group's time is no one key's) */
+    t.run.rows = NULL;
     t.run.stage = ir_stage(r->cx, s->red, s->loops, s->nloops, s->sums, s->nsums, g,
                            s->nguards, body);
     t.run.epi.value = retarget(r, op->epi.value);
