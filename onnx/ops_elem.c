@@ -334,15 +334,17 @@ static const char *unary_body(Ox *ox, const OxNode *n, Fn f, const char *x)
     case U_ELU:
         return arena_printf(a, "select(%s < 0, %s * (exp(%s) - 1), %s)", x,
                             ox_real(ox, ox_attr_float(n, "alpha", 1.0f)), x, x);
-    case U_SELU:
-        return arena_printf(a, "%s * select(%s <= 0, %s * (exp(%s) - 1), %s)",
-                            ox_real(ox, ox_attr_float(n, "gamma", 1.05070102214813232421875f)),
-                            x, ox_real(ox, ox_attr_float(n, "alpha", 1.67326319217681884765625f)),
-                            x, x);
-    case U_HARDSIGMOID:
-        return arena_printf(a, "max(0, min(1, %s * %s + %s))",
-                            ox_real(ox, ox_attr_float(n, "alpha", 0.2f)), x,
-                            ox_real(ox, ox_attr_float(n, "beta", 0.5f)));
+    case U_SELU: {
+        /* one ox_real at a time: each may report an error */
+        const char *g = ox_real(ox, ox_attr_float(n, "gamma", 1.05070102214813232421875f));
+        const char *al = ox_real(ox, ox_attr_float(n, "alpha", 1.67326319217681884765625f));
+        return arena_printf(a, "%s * select(%s <= 0, %s * (exp(%s) - 1), %s)", g, x, al, x, x);
+    }
+    case U_HARDSIGMOID: {
+        const char *al = ox_real(ox, ox_attr_float(n, "alpha", 0.2f));
+        const char *b = ox_real(ox, ox_attr_float(n, "beta", 0.5f));
+        return arena_printf(a, "max(0, min(1, %s * %s + %s))", al, x, b);
+    }
     case U_HARDSWISH:
         return arena_printf(a, "%s * max(0, min(1, %s / 6 + 0.5))", x, x);
     case U_SOFTPLUS: return arena_printf(a, "log(exp(%s) + 1)", x);

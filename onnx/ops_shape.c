@@ -253,8 +253,8 @@ static bool reshape_write(Ox *ox, const OxNode *n)
 {
     int xid = n->in[0], yid = n->out[0];
     OxVal *y = ox_val(ox, yid);
-    ox_stmt(ox, ox_name(ox, yid), y->rank, ox_shape_dims(ox, yid), "=",
-            ox_read(ox, xid, reshape_subs(ox, xid, yid)), NULL);
+    const char *body = ox_read(ox, xid, reshape_subs(ox, xid, yid));
+    ox_stmt(ox, ox_name(ox, yid), y->rank, ox_shape_dims(ox, yid), "=", body, NULL);
     return true;
 }
 
@@ -315,8 +315,8 @@ static bool transpose_write(Ox *ox, const OxNode *n)
     const char **sub = arena_alloc(ox->arena, (size_t)(x->rank + 1) * sizeof *sub);
     for (int d = 0; d < x->rank; d++)
         sub[perm[d]] = arena_printf(ox->arena, "i%d", d);
-    ox_stmt(ox, ox_name(ox, yid), x->rank, ox_shape_dims(ox, yid), "=", ox_read(ox, xid, sub),
-            NULL);
+    const char *body = ox_read(ox, xid, sub);
+    ox_stmt(ox, ox_name(ox, yid), x->rank, ox_shape_dims(ox, yid), "=", body, NULL);
     return true;
 }
 
@@ -497,8 +497,9 @@ static bool split_write(Ox *ox, const OxNode *n)
             if (ox->symbolic && ox->val[0][n->in[0]].shape[axis] !=
                                     ox->val[1][n->in[0]].shape[axis])
                 ox->write_failed = true;        /* offsets would depend on B */
+            const char *body = ox_read(ox, n->in[0], sub);
             ox_stmt(ox, ox_name(ox, n->out[i]), x->rank, ox_shape_dims(ox, n->out[i]), "=",
-                    ox_read(ox, n->in[0], sub), NULL);
+                    body, NULL);
         }
         off += sizes[i];
     }
@@ -619,8 +620,8 @@ static bool slice_write(Ox *ox, const OxNode *n)
             ox->val[0][xid].shape[d] != ox->val[1][xid].shape[d])
             ox->write_failed = true;
     }
-    ox_stmt(ox, ox_name(ox, yid), x->rank, ox_shape_dims(ox, yid), "=", ox_read(ox, xid, sub),
-            NULL);
+    const char *body = ox_read(ox, xid, sub);
+    ox_stmt(ox, ox_name(ox, yid), x->rank, ox_shape_dims(ox, yid), "=", body, NULL);
     return true;
 }
 
@@ -717,8 +718,8 @@ static bool gather_write(Ox *ox, const OxNode *n)
             isub[d] = arena_printf(ox->arena, "i%d", first + d);
         const char *iv = ox_read(ox, n->in[1], isub);
         sub[axis] = dim == 1 ? "0" : arena_printf(ox->arena, "%s %% %" PRId64, iv, dim);
-        ox_stmt(ox, ox_name(ox, yid), y->rank, ox_shape_dims(ox, yid), "=",
-                ox_read(ox, xid, sub), NULL);
+        const char *body = ox_read(ox, xid, sub);
+        ox_stmt(ox, ox_name(ox, yid), y->rank, ox_shape_dims(ox, yid), "=", body, NULL);
         return true;
     }
     int64_t cnt = ix->k->n;
@@ -818,8 +819,8 @@ static bool gather_elements_write(Ox *ox, const OxNode *n)
      * weight): a gather, the floor modulo as in Gather */
     const char *iv = ox_read(ox, n->in[1], idx);
     sub[axis] = dim == 1 ? "0" : arena_printf(ox->arena, "%s %% %" PRId64, iv, dim);
-    ox_stmt(ox, ox_name(ox, yid), y->rank, ox_shape_dims(ox, yid), "=", ox_read(ox, xid, sub),
-            NULL);
+    const char *body = ox_read(ox, xid, sub);
+    ox_stmt(ox, ox_name(ox, yid), y->rank, ox_shape_dims(ox, yid), "=", body, NULL);
     return true;
 }
 
@@ -1102,7 +1103,8 @@ static bool d2s_write(Ox *ox, const OxNode *n)
         sub[2] = arena_printf(a, "%" PRId64 "*i2 + i1 / %" PRId64, b, c * b);
         sub[3] = arena_printf(a, "%" PRId64 "*i3 + i1 / %" PRId64 " %% %" PRId64, b, c, b);
     }
-    ox_stmt(ox, ox_name(ox, yid), 4, ox_shape_dims(ox, yid), "=", ox_read(ox, xid, sub), NULL);
+    const char *body = ox_read(ox, xid, sub);
+    ox_stmt(ox, ox_name(ox, yid), 4, ox_shape_dims(ox, yid), "=", body, NULL);
     return true;
 }
 
