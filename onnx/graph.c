@@ -329,7 +329,7 @@ static bool moves_data(const char *op)
     static const char *const ops[] = {
         "Gather", "GatherElements", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
         "Transpose", "Concat", "Split", "Slice", "Expand", "Tile", "Identity",
-        "DepthToSpace", "SpaceToDepth", "Cast", NULL,
+        "DepthToSpace", "SpaceToDepth", "Cast", "CastLike", NULL,
     };
     for (int i = 0; ops[i]; i++)
         if (strcmp(op, ops[i]) == 0)

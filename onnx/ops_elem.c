@@ -87,6 +87,7 @@ static const struct { const char *name; Fn fn; } fns[] = {
     {"Selu", U_SELU}, {"HardSigmoid", U_HARDSIGMOID}, {"HardSwish", U_HARDSWISH},
     {"Softplus", U_SOFTPLUS}, {"Softsign", U_SOFTSIGN}, {"Gelu", U_GELU}, {"Clip", U_CLIP},
     {"Sign", U_SIGN}, {"Identity", U_IDENTITY}, {"Dropout", U_IDENTITY}, {"Cast", U_CAST},
+    {"CastLike", U_CAST},
     {"Add", B_ADD}, {"Sub", B_SUB}, {"Mul", B_MUL}, {"Div", B_DIV}, {"Pow", B_POW},
     {"Max", B_MAX}, {"Min", B_MIN}, {"Sum", B_SUM}, {"Mean", B_MEAN}, {"PRelu", B_PRELU},
     {"Equal", B_EQUAL}, {"Less", B_LESS}, {"Greater", B_GREATER}, {"And", B_AND},
@@ -177,9 +178,18 @@ static bool int_holds(int to, int from)
     return tlo <= lo && hi <= thi;
 }
 
+/* Cast's attribute `to`; CastLike's second input's type (only its type
+ * is read). */
 static bool cast_target(Ox *ox, const OxNode *n, int *to)
 {
-    *to = (int)ox_attr_int(n, "to", 0);
+    if (strcmp(n->op, "CastLike") != 0) {
+        *to = (int)ox_attr_int(n, "to", 0);
+        return true;
+    }
+    *to = OX_UNDEF;
+    if (!ox_has_in(n, 1))
+        return ox_error(ox, n, "needs two inputs");
+    *to = ox_val(ox, n->in[1])->type;
     return true;
 }
 
@@ -211,7 +221,8 @@ static bool elem_infer(Ox *ox, const OxNode *n)
     }
     if (f == U_CAST) {
         int to;
-        cast_target(ox, n, &to);
+        if (!cast_target(ox, n, &to))
+            return false;
         OxVal *y = ox_val(ox, n->out[0]);
         if (x->k && !x->k->h && (to == OX_FLOAT || to == OX_DOUBLE || ox_type_is_int(to)) &&
             x->k->n <= OX_MAX_FOLD) {
@@ -923,6 +934,7 @@ const OxOp ox_ops_elem[] = {
     {"Clip", elem_infer, elem_write}, {"Sign", elem_infer, elem_write},
     {"Identity", elem_infer, elem_write}, {"Dropout", elem_infer, elem_write},
     {"Cast", elem_infer, elem_write},
+    {"CastLike", elem_infer, elem_write},
     {"Add", elem_infer, elem_write}, {"Sub", elem_infer, elem_write},
     {"Mul", elem_infer, elem_write}, {"Div", elem_infer, elem_write},
     {"Pow", elem_infer, elem_write}, {"Max", elem_infer, elem_write},

@@ -119,6 +119,9 @@ static bool reshape_infer(Ox *ox, const OxNode *n)
                     return ox_error(ox, n, "shape has two -1");
                 minus = d;
                 v = 1;
+            } else if (v == 0) {
+                /* allowzero's 0, or a copied dimension of 0 */
+                return ox_unsupported(ox, n, "an empty output");
             } else if (v < 1) {
                 return ox_error(ox, n, "shape has the value %lld", (long long)v);
             }
