@@ -327,7 +327,7 @@ static bool input_type(Ox *ox, Graph *g, int j, OxVal *v, bool *batched)
 static bool moves_data(const char *op)
 {
     static const char *const ops[] = {
-        "Gather", "GatherElements", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
+        "Gather", "GatherElements", "GatherND", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
         "Transpose", "Concat", "Split", "Slice", "Expand", "Tile", "Identity",
         "DepthToSpace", "SpaceToDepth", "Cast", "CastLike", NULL,
     };

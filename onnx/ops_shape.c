@@ -1,7 +1,7 @@
 /* ops_shape.c - the operators that move data: Reshape, Flatten, Squeeze,
- * Unsqueeze, Transpose, Concat, Split, Slice, Gather, GatherElements, Pad,
- * Expand, Tile, DepthToSpace, SpaceToDepth, each an index map (ein(5): `t[i, j] =
- * x[j, i]`); and Shape, Size, Constant, ConstantOfShape, Range and Where,
+ * Unsqueeze, Transpose, Concat, Split, Slice, Gather, GatherElements,
+ * GatherND, Pad, Expand, Tile, DepthToSpace, SpaceToDepth, each an index
+ * map (ein(5): `t[i, j] = x[j, i]`); and Shape, Size, Constant, ConstantOfShape, Range and Where,
  * which the importer evaluates.  Every index map also folds a value known
  * at import time, since exported models compute their shapes with them. */
 #include "config.h"
@@ -827,6 +827,100 @@ static bool gather_elements_write(Ox *ox, const OxNode *n)
     return true;
 }
 
+/* ---- GatherND: y[b.., i.., r..] = x[b.., ix[b.., i.., 0], .., ix[b.., i.., k-1], r..] ---------- */
+
+/* The batch dimensions b and the length k of an index tuple (the
+ * indices' last dimension), after checking them. */
+static bool gathernd_dims(Ox *ox, const OxNode *n, int *b, int *k)
+{
+    OxVal *x = ox_val(ox, n->in[0]), *ix = ox_val(ox, n->in[1]);
+    int64_t bd = ox_attr_int(n, "batch_dims", 0);
+    if (ix->rank < 1)
+        return ox_error(ox, n, "the indices have rank 0");
+    if (bd < 0 || bd >= ix->rank || bd >= x->rank)
+        return ox_error(ox, n, "batch_dims %lld is out of range", (long long)bd);
+    int64_t kd = ix->shape[ix->rank - 1];
+    if (kd < 1 || kd > x->rank - bd)
+        return ox_error(ox, n, "index tuples of %lld, not 1 to %lld", (long long)kd,
+                        (long long)(x->rank - bd));
+    for (int d = 0; d < bd; d++)
+        if (ix->shape[d] != x->shape[d])
+            return ox_error(ox, n, "batch dimension %d is %lld in the indices, %lld in the "
+                            "input", d, (long long)ix->shape[d], (long long)x->shape[d]);
+    *b = (int)bd;
+    *k = (int)kd;
+    return true;
+}
+
+static bool gathernd_infer(Ox *ox, const OxNode *n)
+{
+    if (!io_check(ox, n, 2))
+        return false;
+    OxVal *x = ox_val(ox, n->in[0]), *ix = ox_val(ox, n->in[1]);
+    if (!ox_type_is_int(ix->type))
+        return ox_error(ox, n, "the indices are %s, not integers", ox_type_name(ix->type));
+    int b, k;
+    if (!gathernd_dims(ox, n, &b, &k))
+        return false;
+    int q = ix->rank, r = q - 1 + x->rank - b - k;
+    if (r > OX_MAXRANK)
+        return ox_unsupported(ox, n, "rank %d", r);
+    int64_t shape[OX_MAXRANK];
+    memcpy(shape, ix->shape, (size_t)(q - 1) * sizeof *shape);
+    memcpy(shape + q - 1, x->shape + b + k, (size_t)(x->rank - b - k) * sizeof *shape);
+    if (ix->k)
+        for (int64_t j = 0; j < ix->k->n; j++) {
+            int64_t dim = x->shape[b + j % k], v = ix->k->i[j];
+            if (v < -dim || v >= dim)
+                return ox_error(ox, n, "index %lld is out of range for size %lld",
+                                (long long)v, (long long)dim);
+        }
+    ox_set(ox, n->out[0], x->type, r, shape);
+    if (x->k && ix->k && ox_numel(ox_val(ox, n->out[0])) <= OX_MAX_FOLD) {
+        int64_t *src = src_buf(ox, n->out[0]), idx[OX_MAXRANK], xi[OX_MAXRANK];
+        for (int64_t j = 0; j < ox_numel(ox_val(ox, n->out[0])); j++) {
+            unflat(j, r, shape, idx);
+            int64_t tuple = flat(q - 1, ix->shape, idx) * k;
+            memcpy(xi, idx, (size_t)b * sizeof *xi);
+            for (int t = 0; t < k; t++) {
+                int64_t v = ix->k->i[tuple + t], dim = x->shape[b + t];
+                xi[b + t] = v < 0 ? v + dim : v;
+            }
+            memcpy(xi + b + k, idx + q - 1, (size_t)(x->rank - b - k) * sizeof *xi);
+            src[j] = flat(x->rank, x->shape, xi);
+        }
+        fold_gathered(ox, n->out[0], x, src);
+    }
+    return true;
+}
+
+static bool gathernd_write(Ox *ox, const OxNode *n)
+{
+    int xid = n->in[0], iid = n->in[1], yid = n->out[0];
+    OxVal *x = ox_val(ox, xid), *ix = ox_val(ox, iid), *y = ox_val(ox, yid);
+    int b, k;
+    gathernd_dims(ox, n, &b, &k);
+    int q = ix->rank;
+    const char *const *idx = ox_loop_idx(ox, y->rank);
+    const char **isub = arena_alloc(ox->arena, (size_t)(q + 1) * sizeof *isub);
+    const char **sub = arena_alloc(ox->arena, (size_t)(x->rank + 1) * sizeof *sub);
+    memcpy(isub, idx, (size_t)(q - 1) * sizeof *isub);
+    memcpy(sub, idx, (size_t)b * sizeof *sub);
+    /* each subscript a gather of one index of the tuple, the floor modulo
+     * as in Gather */
+    for (int t = 0; t < k; t++) {
+        int64_t dim = x->shape[b + t];
+        ox_need_fixed(ox, xid, b + t);
+        isub[q - 1] = arena_printf(ox->arena, "%d", t);
+        const char *iv = ox_read(ox, iid, isub);
+        sub[b + t] = dim == 1 ? "0" : arena_printf(ox->arena, "%s %% %" PRId64, iv, dim);
+    }
+    memcpy(sub + b + k, idx + q - 1, (size_t)(x->rank - b - k) * sizeof *sub);
+    const char *body = ox_read(ox, xid, sub);
+    ox_stmt(ox, ox_name(ox, yid), y->rank, ox_shape_dims(ox, yid), "=", body, NULL);
+    return true;
+}
+
 /* ---- Pad ---------------------------------------------------------------------------------------------- */
 
 typedef struct Pd {
@@ -1323,6 +1417,7 @@ const OxOp ox_ops_shape[] = {
     {"Slice", slice_infer, slice_write},
     {"Gather", gather_infer, gather_write},
     {"GatherElements", gather_elements_infer, gather_elements_write},
+    {"GatherND", gathernd_infer, gathernd_write},
     {"Pad", pad_infer, pad_write},
     {"Expand", expand_infer, expand_write},
     {"Tile", expand_infer, expand_write},
