@@ -1058,10 +1058,15 @@ static bool pad_write(Ox *ox, const OxNode *n)
                                     o, x->shape[d] + p.pb[d]);
         }
         body = ox_read(ox, xid, sub);
-        /* Reads outside x are 0: only another value needs a select. */
-        if (p.value != 0 && *cond)
-            body = arena_printf(ox->arena, "select(%s, %s, %s)", cond, body,
-                                ox_real(ox, p.value));
+        /* Reads outside x are 0: only another value needs a select (an
+         * integer literal into integers, which a store takes as it is) */
+        if (p.value != 0 && *cond) {
+            int64_t iv = ox_f2i(p.value);
+            const char *v = !ox_type_is_int(x->type) ? ox_real(ox, p.value)
+                            : iv < 0 ? arena_printf(ox->arena, "(%" PRId64 ")", iv)
+                                     : arena_printf(ox->arena, "%" PRId64, iv);
+            body = arena_printf(ox->arena, "select(%s, %s, %s)", cond, body, v);
+        }
     } else {
         body = pad_body(ox, xid, &p, sub, 0);
     }
@@ -1352,8 +1357,11 @@ static bool where_infer(Ox *ox, const OxNode *n)
     if (!io_check(ox, n, 3))
         return false;
     OxVal *c = ox_val(ox, n->in[0]), *a = ox_val(ox, n->in[1]), *b = ox_val(ox, n->in[2]);
-    if (!c->k || !a->k || !b->k)
-        return ox_unsupported(ox, n, "Where computed at run time (its condition is bool)");
+    if (c->type != OX_BOOL)
+        return ox_error(ox, n, "the condition is %s, not bool", ox_type_name(c->type));
+    if (a->type != b->type)
+        return ox_error(ox, n, "inputs of element types %s and %s", ox_type_name(a->type),
+                        ox_type_name(b->type));
     int r = c->rank > a->rank ? c->rank : a->rank;
     r = b->rank > r ? b->rank : r;
     int64_t shape[OX_MAXRANK];
@@ -1369,10 +1377,11 @@ static bool where_infer(Ox *ox, const OxNode *n)
             }
         }
     }
-    OxConst *k = ox_const_new(ox, a->k->type, 1);
     ox_set(ox, n->out[0], a->type, r, shape);
     int64_t cnt = ox_numel(ox_val(ox, n->out[0])), idx[OX_MAXRANK];
-    k = ox_const_new(ox, a->k->type, cnt);
+    if (!c->k || !a->k || !b->k || cnt > OX_MAX_FOLD)
+        return true;                /* a select at run time */
+    OxConst *k = ox_const_new(ox, a->k->type, cnt);
     for (int64_t j = 0; j < cnt; j++) {
         unflat(j, r, shape, idx);
         int64_t q[3];
@@ -1398,6 +1407,23 @@ static bool where_infer(Ox *ox, const OxNode *n)
     OxVal *y = ox_val(ox, n->out[0]);
     y->kind = VK_CONST;
     y->k = k;
+    return true;
+}
+
+/* select(c, a, b), each read broadcast; a known condition of one element,
+ * which ox_read writes as a number, made a condition with bool(). */
+static bool where_write(Ox *ox, const OxNode *n)
+{
+    int yid = n->out[0];
+    OxVal *y = ox_val(ox, yid);
+    const char *const *idx = ox_loop_idx(ox, y->rank);
+    const char *cr = ox_read_bcast(ox, n->in[0], y->rank, y->shape, idx);
+    if (!strchr(cr, '['))
+        cr = arena_printf(ox->arena, "bool(%s)", cr);
+    const char *ar = ox_read_bcast(ox, n->in[1], y->rank, y->shape, idx);
+    const char *br = ox_read_bcast(ox, n->in[2], y->rank, y->shape, idx);
+    const char *body = arena_printf(ox->arena, "select(%s, %s, %s)", cr, ar, br);
+    ox_stmt(ox, ox_name(ox, yid), y->rank, ox_shape_dims(ox, yid), "=", body, NULL);
     return true;
 }
 
@@ -1428,7 +1454,7 @@ const OxOp ox_ops_shape[] = {
     {"Constant", constant_infer, no_write},
     {"ConstantOfShape", cos_infer, no_write},
     {"Range", range_infer, no_write},
-    {"Where", where_infer, no_write},
+    {"Where", where_infer, where_write},
     {NULL, NULL, NULL},
 };
 

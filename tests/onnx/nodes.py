@@ -6,7 +6,12 @@ backend cases leave out, imported by einc --from=onnx, compiled with
 GatherND with negative indices, with known indices (an integer weight),
 with one and two batch dimensions, with tuples shorter than the rank (a
 slice per tuple), on integers, to a rank-0 output, and with the batch as
-a dim_param (`const B`, then -D B=3).
+a dim_param (`const B`, then -D B=3);
+
+comparisons at run time (broadcast, NaNs, integers), And, Or, Xor and
+Not, and Where at run time (a bool tensor, a known condition of one
+element, integer values); a padding mask exported from PyTorch
+(masked_fill of ids == 0, softmax), then -D B=3; Pad of integers.
 
 Needs EINC.  Exit 77 where torch is missing."""
 
@@ -21,7 +26,7 @@ here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "..", "python"))
 sys.path.insert(0, here)
 from einc import safetensors  # noqa: E402
-from onnxw import FLOAT, INT32, INT64, model, node  # noqa: E402
+from onnxw import BOOL, FLOAT, INT32, INT64, model, node  # noqa: E402
 
 try:
     import numpy as np
@@ -103,6 +108,107 @@ def gathernd(work, what, x, idx, b=0, known=False, batch=False, want=None):
     return m
 
 
+ONNX_TYPE = {np.float32: FLOAT, np.int32: INT32, np.int64: INT64, np.bool_: BOOL}
+
+
+def graph(work, what, nodes, ins, outs, ref, inits=(), want=None):
+    """A model of `nodes` on the arrays `ins` (name: array), `outs` the
+    outputs' names; ref: PyTorch's outputs (name: array)."""
+    m = model(nodes, [(k, ONNX_TYPE[v.dtype.type], list(v.shape)) for k, v in ins.items()],
+              [(k, ONNX_TYPE[ref[k].dtype.type], list(ref[k].shape)) for k in outs],
+              [(k, v) for k, v in inits])
+    ein, out = run(work, m, ins)
+    for k in outs:
+        check(f"{what}: {k}", out[k], ref[k], ein, want)
+
+
+def logic(work, rng):
+    t = torch.from_numpy
+    a = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    b = rng.standard_normal((3, 1)).astype(np.float32)
+    a[0, 0, :2] = np.nan
+    b[1, 0] = a[1, 1, 2]                        # equal somewhere
+    nodes = [node(op, ["a", "b"], [op]) for op in
+             ("Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual")]
+    ref = {"Equal": t(a) == t(b), "Less": t(a) < t(b), "Greater": t(a) > t(b),
+           "LessOrEqual": t(a) <= t(b), "GreaterOrEqual": t(a) >= t(b)}
+    graph(work, "comparisons, broadcast, NaNs", nodes, {"a": a, "b": b}, list(ref),
+          {k: v.numpy() for k, v in ref.items()}, want="Less[i0, i1, i2] : bool[B, 3, 4] = a[i0, i1, i2] < b[i1, 0]")
+    i = rng.integers(-3, 3, (4, 5))
+    j = rng.integers(-3, 3, (5,))
+    graph(work, "Equal of int64", [node("Equal", ["i", "j"], ["e"])], {"i": i, "j": j}, ["e"],
+          {"e": (t(i) == t(j)).numpy()})
+    p = rng.integers(0, 2, (3, 4)).astype(np.bool_)
+    q = rng.integers(0, 2, (4,)).astype(np.bool_)
+    nodes = [node("And", ["p", "q"], ["and"]), node("Or", ["p", "q"], ["or"]),
+             node("Xor", ["p", "q"], ["xor"]), node("Not", ["p"], ["not"])]
+    ref = {"and": t(p) & t(q), "or": t(p) | t(q), "xor": t(p) ^ t(q), "not": ~t(p)}
+    graph(work, "And, Or, Xor, Not", nodes, {"p": p, "q": q}, list(ref),
+          {k: v.numpy() for k, v in ref.items()})
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    y = rng.standard_normal((3,)).astype(np.float32)
+    nodes = [node("Less", ["x", "y"], ["m"]), node("Where", ["m", "x", "y"], ["w"])]
+    graph(work, "Where of a comparison", nodes, {"x": x, "y": y}, ["w"],
+          {"w": torch.where(t(x) < t(y), t(x), t(y)).numpy()},
+          want="select(m[i0, i1], x[i0, i1], y[i1])")
+    # a condition known at import time, one element: a number made a condition
+    nodes = [node("Less", ["k0", "k1"], ["c"]), node("Where", ["c", "x", "y"], ["w"])]
+    graph(work, "Where of a known condition", nodes, {"x": x, "y": y}, ["w"],
+          {"w": torch.where(torch.tensor(True), t(x), t(y)).numpy()},
+          inits=[("k0", np.array([1], np.float32)), ("k1", np.array([2], np.float32))],
+          want="select(bool(1), ")
+    c = rng.integers(0, 2, (4, 1)).astype(np.bool_)
+    u = rng.integers(-1000, 1000, (4, 6))
+    v = rng.integers(-1000, 1000, (6,))
+    graph(work, "Where of int64", [node("Where", ["c", "u", "v"], ["w"])],
+          {"c": c, "u": u, "v": v}, ["w"], {"w": torch.where(t(c), t(u), t(v)).numpy()})
+
+
+def pads(work, rng):
+    t = torch.from_numpy
+    F = torch.nn.functional
+    x = rng.integers(-1000, 1000, (2, 3, 4))
+    pads = np.array([0, 1, 2, 1, 0, 1])
+    graph(work, "Pad of int64, constant -3e9", [node("Pad", ["x", "pads", "v"], ["y"])], {"x": x},
+          ["y"], {"y": F.pad(t(x), (2, 1, 1, 0, 0, 1), value=-3000000000).numpy()},
+          inits=[("pads", pads), ("v", np.array(-3000000000))], want="(-3000000000))")
+    x = rng.integers(-99, 99, (1, 3, 4)).astype(np.int32)
+    graph(work, "Pad of int32, edge", [node("Pad", ["x", "pads"], ["y"], mode="edge")],
+          {"x": x}, ["y"],
+          {"y": F.pad(t(x).double(), (2, 1, 1, 0), mode="replicate").int().numpy()},
+          inits=[("pads", np.array([0, 1, 2, 0, 0, 1]))])
+
+
+class Masked(torch.nn.Module):
+    """Scores over a row of token ids, the padding (id 0) masked out."""
+
+    def forward(self, ids, s):
+        return torch.softmax(s.masked_fill(ids.unsqueeze(1) == 0, -1e9), dim=-1)
+
+
+def masked(work):
+    global failed, passed
+    m = Masked().eval()
+    ids = torch.tensor([[5, 3, 0, 0, 7]])
+    s = torch.randn(1, 4, 5)
+    path = os.path.join(work, "k.onnx")
+    torch.onnx.export(m, (ids, s), path, input_names=["ids", "s"], output_names=["p"],
+                      opset_version=13, dynamic_axes={"ids": {0: "b"}, "s": {0: "b"}})
+    for what, ids, s, defines in (
+            ("a padding mask from PyTorch", ids, s, ()),
+            ("the same, -D B=3", torch.tensor([[5, 3, 0, 0, 7], [0, 1, 2, 0, 4], [9, 9, 9, 9, 0]]),
+             torch.randn(3, 4, 5), ["-D", "B=3"])):
+        ein, out = run(work, open(path, "rb").read(), {"ids": ids.numpy(), "s": s.numpy()},
+                       defines)
+        with torch.no_grad():
+            ref = m(ids, s).numpy()
+        e = float(np.max(np.abs(out["p"] - ref)))
+        ok = out["p"].shape == ref.shape and e < 1e-6 and "const B = 1" in ein
+        failed += not ok
+        passed += ok
+        print(f"{'ok  ' if ok else 'FAIL'} {what}: max error {e:.3g}" + ("" if ok else ein))
+
+
 def main():
     rng = np.random.default_rng(0)
 
@@ -132,6 +238,9 @@ def main():
         x3, idx3 = f32(3, 5, 4), ints(5, 3, 3, 1)
         _, out = run(work, m, {"x": x3, "idx": idx3}, defines=["-D", "B=3"])
         check("GatherND, -D B=3", out["y"], gathernd_ref(x3, idx3, 1))
+        logic(work, rng)
+        masked(work)
+        pads(work, rng)
     print(f"{passed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
 

@@ -13,9 +13,9 @@ A dimension is a number or a name (a dim_param).
 
 import numpy as np
 
-FLOAT, INT32, INT64 = 1, 6, 7           # TensorProto.DataType
+FLOAT, INT32, INT64, BOOL = 1, 6, 7, 9   # TensorProto.DataType
 _NP_TYPES = {np.dtype(np.float32): FLOAT, np.dtype(np.int32): INT32,
-             np.dtype(np.int64): INT64}
+             np.dtype(np.int64): INT64, np.dtype(np.bool_): BOOL}
 
 
 def _varint(v):
@@ -42,11 +42,13 @@ def _bytes(field, b):
 
 
 def node(op, inputs, outputs, name="", **attrs):
-    """A NodeProto; attributes are ints or lists of ints."""
+    """A NodeProto; attributes are ints, lists of ints or strings."""
     b = b"".join(_bytes(1, i) for i in inputs) + b"".join(_bytes(2, o) for o in outputs)
     b += _bytes(3, name) + _bytes(4, op)
     for k, v in attrs.items():
-        if isinstance(v, (list, tuple)):
+        if isinstance(v, str):
+            a = _bytes(1, k) + _bytes(4, v) + _int(20, 3)                      # STRING
+        elif isinstance(v, (list, tuple)):
             a = _bytes(1, k) + b"".join(_int(8, x) for x in v) + _int(20, 7)   # INTS
         else:
             a = _bytes(1, k) + _int(3, v) + _int(20, 2)                        # INT
