@@ -220,6 +220,9 @@ const char *ox_read(Ox *ox, int id, const char *const *idx);
  * dropped. */
 const char *ox_read_bcast(Ox *ox, int id, int rank, const int64_t *shape,
                           const char *const *idx);
+/* A read as a condition (of select, && and ||): a read of a tensor is
+ * one, a number (a known value of one element) becomes one with bool(). */
+const char *ox_cond(Ox *ox, const char *read);
 /* The loop index names i0..i{n-1}. */
 const char *const *ox_loop_idx(Ox *ox, int n);
 /* A real literal that reads back as the same float. */

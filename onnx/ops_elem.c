@@ -297,6 +297,8 @@ static bool elem_infer(Ox *ox, const OxNode *n)
             }
         }
     }
+    if (is_binary(f) && is_compare(f) && n->in[1] < 0)
+        return ox_error(ox, n, "input 1 is missing");
     for (int i = 0; i < n->nin && is_logical(f); i++)
         if (n->in[i] >= 0 && ox_val(ox, n->in[i])->type != OX_BOOL)
             return ox_error(ox, n, "input %d is %s, not bool", i,
@@ -446,10 +448,10 @@ static bool elem_write(Ox *ox, const OxNode *n)
             [B_EQUAL] = "==", [B_LESS] = "<", [B_GREATER] = ">", [B_LESS_EQUAL] = "<=",
             [B_GREATER_EQUAL] = ">=", [B_AND] = "&&", [B_OR] = "||", [B_XOR] = "!=",
         };
-        if (n->nin != 2 || n->in[1] < 0)
-            return ox_error(ox, n, "needs two inputs");
         const char *a = ox_read_bcast(ox, n->in[0], y->rank, y->shape, idx);
         const char *b = ox_read_bcast(ox, n->in[1], y->rank, y->shape, idx);
+        if (f == B_AND || f == B_OR)
+            a = ox_cond(ox, a), b = ox_cond(ox, b);
         body = arena_printf(ox->arena, "%s %s %s", a, op[f], b);
     } else if (is_binary(f)) {
         static const char *const op[] = {

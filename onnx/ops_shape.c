@@ -1410,16 +1410,13 @@ static bool where_infer(Ox *ox, const OxNode *n)
     return true;
 }
 
-/* select(c, a, b), each read broadcast; a known condition of one element,
- * which ox_read writes as a number, made a condition with bool(). */
+/* select(c, a, b), each read broadcast. */
 static bool where_write(Ox *ox, const OxNode *n)
 {
     int yid = n->out[0];
     OxVal *y = ox_val(ox, yid);
     const char *const *idx = ox_loop_idx(ox, y->rank);
-    const char *cr = ox_read_bcast(ox, n->in[0], y->rank, y->shape, idx);
-    if (!strchr(cr, '['))
-        cr = arena_printf(ox->arena, "bool(%s)", cr);
+    const char *cr = ox_cond(ox, ox_read_bcast(ox, n->in[0], y->rank, y->shape, idx));
     const char *ar = ox_read_bcast(ox, n->in[1], y->rank, y->shape, idx);
     const char *br = ox_read_bcast(ox, n->in[2], y->rank, y->shape, idx);
     const char *body = arena_printf(ox->arena, "select(%s, %s, %s)", cr, ar, br);

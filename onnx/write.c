@@ -284,6 +284,11 @@ const char *ox_name(Ox *ox, int id)
     return ox->ein[id];
 }
 
+const char *ox_cond(Ox *ox, const char *read)
+{
+    return strchr(read, '[') ? read : arena_printf(ox->arena, "bool(%s)", read);
+}
+
 const char *const *ox_loop_idx(Ox *ox, int n)
 {
     const char **s = arena_alloc(ox->arena, (size_t)(n + 1) * sizeof *s);

@@ -145,6 +145,11 @@ def logic(work, rng):
     ref = {"and": t(p) & t(q), "or": t(p) | t(q), "xor": t(p) ^ t(q), "not": ~t(p)}
     graph(work, "And, Or, Xor, Not", nodes, {"p": p, "q": q}, list(ref),
           {k: v.numpy() for k, v in ref.items()})
+    nodes = [node("Less", ["k0", "k1"], ["c"]), node("Or", ["p", "c"], ["or"])]
+    graph(work, "Or with a known condition", nodes, {"p": p}, ["or"],
+          {"or": (t(p) | torch.tensor(False)).numpy()},
+          inits=[("k0", np.array([2], np.float32)), ("k1", np.array([1], np.float32))],
+          want="p[i0, i1] || bool(0)")
     x = rng.standard_normal((2, 3)).astype(np.float32)
     y = rng.standard_normal((3,)).astype(np.float32)
     nodes = [node("Less", ["x", "y"], ["m"]), node("Where", ["m", "x", "y"], ["w"])]
