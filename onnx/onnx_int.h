@@ -227,6 +227,9 @@ const char *ox_cond(Ox *ox, const char *read);
 const char *const *ox_loop_idx(Ox *ox, int n);
 /* A real literal that reads back as the same float. */
 const char *ox_real(Ox *ox, double v);
+/* An integer literal of the exact value (negative ones in parentheses;
+ * INT64_MIN, which no literal is, as an expression). */
+const char *ox_int(Ox *ox, int64_t v);
 
 /* Write a tensor statement: `name[i0..] : [shape] OP body [where ...]`.
  * shape: rank Dims; `where` may be NULL. */

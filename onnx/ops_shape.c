@@ -1061,10 +1061,8 @@ static bool pad_write(Ox *ox, const OxNode *n)
         /* Reads outside x are 0: only another value needs a select (an
          * integer literal into integers, which a store takes as it is) */
         if (p.value != 0 && *cond) {
-            int64_t iv = ox_f2i(p.value);
-            const char *v = !ox_type_is_int(x->type) ? ox_real(ox, p.value)
-                            : iv < 0 ? arena_printf(ox->arena, "(%" PRId64 ")", iv)
-                                     : arena_printf(ox->arena, "%" PRId64, iv);
+            const char *v = ox_type_is_int(x->type) ? ox_int(ox, ox_f2i(p.value))
+                                                    : ox_real(ox, p.value);
             body = arena_printf(ox->arena, "select(%s, %s, %s)", cond, body, v);
         }
     } else {
