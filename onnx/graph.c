@@ -327,9 +327,23 @@ static bool input_type(Ox *ox, Graph *g, int j, OxVal *v, bool *batched)
 static bool moves_data(const char *op)
 {
     static const char *const ops[] = {
-        "Gather", "GatherElements", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
+        "Gather", "GatherElements", "GatherND", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
         "Transpose", "Concat", "Split", "Slice", "Expand", "Tile", "Identity",
-        "DepthToSpace", "SpaceToDepth", "Cast", NULL,
+        "DepthToSpace", "SpaceToDepth", "Cast", "CastLike", "Where", "Pad", NULL,
+    };
+    for (int i = 0; ops[i]; i++)
+        if (strcmp(op, ops[i]) == 0)
+            return true;
+    return false;
+}
+
+/* A comparison or a logical operator: its output is a condition, 0 or 1
+ * (integers are compared as ein reads them, as reals: ein(5)). */
+static bool gives_bool(const char *op)
+{
+    static const char *const ops[] = {
+        "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor",
+        "Not", NULL,
     };
     for (int i = 0; ops[i]; i++)
         if (strcmp(op, ops[i]) == 0)
@@ -417,10 +431,12 @@ static bool infer(Ox *ox, Graph *g)
                     return ox_error(ox, n, "output '%s' is too large", ox->vname[n->out[j]]);
             if (v->k == NULL && v->kind != VK_INPUT && v->type != OX_FLOAT &&
                 v->type != OX_FLOAT16 && v->type != OX_BFLOAT16 &&
-                !(ox_elem_name(v->type) && moves_data(n->op)))
+                !(ox_elem_name(v->type) && moves_data(n->op)) &&
+                !(v->type == OX_BOOL && gives_bool(n->op)))
                 return ox_unsupported(ox, n, "output '%s' of element type %s computed at run "
-                                      "time (only float, float16 and bfloat16 are, and "
-                                      "integers moved by a gather, a cast or a reshape)",
+                                      "time (only float, float16 and bfloat16 are, "
+                                      "integers moved by a gather, a cast, a reshape or "
+                                      "Where, and the bools of comparisons)",
                                       ox->vname[n->out[j]], ox_type_name(v->type));
         }
     }

@@ -34,8 +34,9 @@ TESTS += tests/fuzz/replay-onnx.test
 
 # The tests skip (77) where the importer was not built.
 TESTS += tests/onnx/errors.test tests/onnx/backend.test tests/onnx/models.test \
-	tests/onnx/embed.test
+	tests/onnx/embed.test tests/onnx/order.test tests/onnx/nodes.test
 EXTRA_DIST += tests/onnx/errors.test tests/onnx/backend.test tests/onnx/models.test \
-	tests/onnx/embed.test tests/onnx/embed.py \
+	tests/onnx/embed.test tests/onnx/embed.py tests/onnx/order.test tests/onnx/order.py \
+	tests/onnx/nodes.test tests/onnx/nodes.py tests/onnx/onnxw.py \
 	tests/onnx/backend.py tests/onnx/backend.sh tests/onnx/backend-subset.txt \
 	tests/onnx/models.py tests/onnx/pb2st.c

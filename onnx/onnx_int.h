@@ -220,10 +220,16 @@ const char *ox_read(Ox *ox, int id, const char *const *idx);
  * dropped. */
 const char *ox_read_bcast(Ox *ox, int id, int rank, const int64_t *shape,
                           const char *const *idx);
+/* A read as a condition (of select, && and ||): a read of a tensor is
+ * one, a number (a known value of one element) becomes one with bool(). */
+const char *ox_cond(Ox *ox, const char *read);
 /* The loop index names i0..i{n-1}. */
 const char *const *ox_loop_idx(Ox *ox, int n);
 /* A real literal that reads back as the same float. */
 const char *ox_real(Ox *ox, double v);
+/* An integer literal of the exact value (negative ones in parentheses;
+ * INT64_MIN, which no literal is, as an expression). */
+const char *ox_int(Ox *ox, int64_t v);
 
 /* Write a tensor statement: `name[i0..] : [shape] OP body [where ...]`.
  * shape: rank Dims; `where` may be NULL. */

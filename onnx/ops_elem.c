@@ -75,9 +75,9 @@ static bool all_known(Ox *ox, const OxNode *n)
 typedef enum {
     U_RELU, U_SIGMOID, U_TANH, U_EXP, U_LOG, U_SQRT, U_ABS, U_ERF, U_NEG, U_RECIPROCAL,
     U_LEAKYRELU, U_ELU, U_SELU, U_HARDSIGMOID, U_HARDSWISH, U_SOFTPLUS, U_SOFTSIGN,
-    U_GELU, U_CLIP, U_SIGN, U_IDENTITY, U_CAST,
+    U_GELU, U_CLIP, U_SIGN, U_IDENTITY, U_CAST, U_NOT,
     B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN, B_SUM, B_MEAN, B_PRELU,
-    B_EQUAL, B_LESS, B_GREATER, B_AND, B_OR,
+    B_EQUAL, B_LESS, B_GREATER, B_LESS_EQUAL, B_GREATER_EQUAL, B_AND, B_OR, B_XOR,
 } Fn;
 
 static const struct { const char *name; Fn fn; } fns[] = {
@@ -87,10 +87,12 @@ static const struct { const char *name; Fn fn; } fns[] = {
     {"Selu", U_SELU}, {"HardSigmoid", U_HARDSIGMOID}, {"HardSwish", U_HARDSWISH},
     {"Softplus", U_SOFTPLUS}, {"Softsign", U_SOFTSIGN}, {"Gelu", U_GELU}, {"Clip", U_CLIP},
     {"Sign", U_SIGN}, {"Identity", U_IDENTITY}, {"Dropout", U_IDENTITY}, {"Cast", U_CAST},
+    {"CastLike", U_CAST},
     {"Add", B_ADD}, {"Sub", B_SUB}, {"Mul", B_MUL}, {"Div", B_DIV}, {"Pow", B_POW},
     {"Max", B_MAX}, {"Min", B_MIN}, {"Sum", B_SUM}, {"Mean", B_MEAN}, {"PRelu", B_PRELU},
-    {"Equal", B_EQUAL}, {"Less", B_LESS}, {"Greater", B_GREATER}, {"And", B_AND},
-    {"Or", B_OR},
+    {"Equal", B_EQUAL}, {"Less", B_LESS}, {"Greater", B_GREATER},
+    {"LessOrEqual", B_LESS_EQUAL}, {"GreaterOrEqual", B_GREATER_EQUAL}, {"And", B_AND},
+    {"Or", B_OR}, {"Xor", B_XOR}, {"Not", U_NOT},
 };
 
 static Fn fn_of(const OxNode *n)
@@ -106,9 +108,16 @@ static bool is_binary(Fn f)
     return f >= B_ADD;
 }
 
+/* A comparison or a logical operator: a bool result. */
 static bool is_compare(Fn f)
 {
-    return f >= B_EQUAL;
+    return f >= B_EQUAL || f == U_NOT;
+}
+
+/* The logical operators, whose inputs are bool. */
+static bool is_logical(Fn f)
+{
+    return f >= B_AND || f == U_NOT;
 }
 
 /* The value of a unary function, for folding. */
@@ -126,6 +135,7 @@ static double eval_unary(Fn f, double x)
     case U_NEG: return -x;
     case U_RECIPROCAL: return 1 / x;
     case U_SIGN: return x > 0 ? 1 : x < 0 ? -1 : 0;
+    case U_NOT: return x == 0;
     default: return x;
     }
 }
@@ -143,8 +153,11 @@ static double eval_binary(Fn f, double a, double b, bool ints)
     case B_EQUAL: return a == b;
     case B_LESS: return a < b;
     case B_GREATER: return a > b;
+    case B_LESS_EQUAL: return a <= b;
+    case B_GREATER_EQUAL: return a >= b;
     case B_AND: return a && b;
     case B_OR: return a || b;
+    case B_XOR: return (a != 0) != (b != 0);
     default: return a;
     }
 }
@@ -177,9 +190,18 @@ static bool int_holds(int to, int from)
     return tlo <= lo && hi <= thi;
 }
 
+/* Cast's attribute `to`; CastLike's second input's type (only its type
+ * is read). */
 static bool cast_target(Ox *ox, const OxNode *n, int *to)
 {
-    *to = (int)ox_attr_int(n, "to", 0);
+    if (strcmp(n->op, "CastLike") != 0) {
+        *to = (int)ox_attr_int(n, "to", 0);
+        return true;
+    }
+    *to = OX_UNDEF;
+    if (!ox_has_in(n, 1))
+        return ox_error(ox, n, "needs two inputs");
+    *to = ox_val(ox, n->in[1])->type;
     return true;
 }
 
@@ -211,7 +233,8 @@ static bool elem_infer(Ox *ox, const OxNode *n)
     }
     if (f == U_CAST) {
         int to;
-        cast_target(ox, n, &to);
+        if (!cast_target(ox, n, &to))
+            return false;
         OxVal *y = ox_val(ox, n->out[0]);
         if (x->k && !x->k->h && (to == OX_FLOAT || to == OX_DOUBLE || ox_type_is_int(to)) &&
             x->k->n <= OX_MAX_FOLD) {
@@ -274,6 +297,12 @@ static bool elem_infer(Ox *ox, const OxNode *n)
             }
         }
     }
+    if (is_binary(f) && is_compare(f) && n->in[1] < 0)
+        return ox_error(ox, n, "input 1 is missing");
+    for (int i = 0; i < n->nin && is_logical(f); i++)
+        if (n->in[i] >= 0 && ox_val(ox, n->in[i])->type != OX_BOOL)
+            return ox_error(ox, n, "input %d is %s, not bool", i,
+                            ox_type_name(ox_val(ox, n->in[i])->type));
     int type = is_compare(f) ? OX_BOOL : x->type;
     for (int i = 1; i < n->nin && !is_compare(f); i++)
         if (n->in[i] >= 0 && ox_val(ox, n->in[i])->type != x->type && f != B_POW &&
@@ -283,7 +312,7 @@ static bool elem_infer(Ox *ox, const OxNode *n)
     ox_set(ox, n->out[0], type, rank, shape);
     OxVal *y = ox_val(ox, n->out[0]);
     /* Fold what is known. */
-    if (all_known(ox, n) && (is_binary(f) || f <= U_RECIPROCAL || f == U_SIGN) &&
+    if (all_known(ox, n) && (is_binary(f) || f <= U_RECIPROCAL || f == U_SIGN || f == U_NOT) &&
         ox_numel(y) <= OX_MAX_FOLD) {
         bool ints = ox_type_is_int(type) || (is_compare(f) && ox_type_is_int(x->type));
         int64_t cnt = ox_numel(y);
@@ -334,15 +363,17 @@ static const char *unary_body(Ox *ox, const OxNode *n, Fn f, const char *x)
     case U_ELU:
         return arena_printf(a, "select(%s < 0, %s * (exp(%s) - 1), %s)", x,
                             ox_real(ox, ox_attr_float(n, "alpha", 1.0f)), x, x);
-    case U_SELU:
-        return arena_printf(a, "%s * select(%s <= 0, %s * (exp(%s) - 1), %s)",
-                            ox_real(ox, ox_attr_float(n, "gamma", 1.05070102214813232421875f)),
-                            x, ox_real(ox, ox_attr_float(n, "alpha", 1.67326319217681884765625f)),
-                            x, x);
-    case U_HARDSIGMOID:
-        return arena_printf(a, "max(0, min(1, %s * %s + %s))",
-                            ox_real(ox, ox_attr_float(n, "alpha", 0.2f)), x,
-                            ox_real(ox, ox_attr_float(n, "beta", 0.5f)));
+    case U_SELU: {
+        /* one ox_real at a time: each may report an error */
+        const char *g = ox_real(ox, ox_attr_float(n, "gamma", 1.05070102214813232421875f));
+        const char *al = ox_real(ox, ox_attr_float(n, "alpha", 1.67326319217681884765625f));
+        return arena_printf(a, "%s * select(%s <= 0, %s * (exp(%s) - 1), %s)", g, x, al, x, x);
+    }
+    case U_HARDSIGMOID: {
+        const char *al = ox_real(ox, ox_attr_float(n, "alpha", 0.2f));
+        const char *b = ox_real(ox, ox_attr_float(n, "beta", 0.5f));
+        return arena_printf(a, "max(0, min(1, %s * %s + %s))", al, x, b);
+    }
     case U_HARDSWISH:
         return arena_printf(a, "%s * max(0, min(1, %s / 6 + 0.5))", x, x);
     case U_SOFTPLUS: return arena_printf(a, "log(exp(%s) + 1)", x);
@@ -384,6 +415,7 @@ static const char *unary_body(Ox *ox, const OxNode *n, Fn f, const char *x)
             s = arena_printf(a, "max(%s, %s)", s, lo);
         return s;
     }
+    case U_NOT: return arena_printf(a, "!%s", x);
     default:
         return x;
     }
@@ -409,10 +441,19 @@ static bool elem_write(Ox *ox, const OxNode *n)
         const char *s = legacy ? ox_read(ox, n->in[1], c)
                                : ox_read_bcast(ox, n->in[1], y->rank, y->shape, idx);
         body = arena_printf(ox->arena, "select(%s < 0, %s * %s, %s)", x, s, x, x);
+    } else if (is_binary(f) && is_compare(f)) {
+        /* a condition as the whole body of a bool tensor (ein(5)); a bool
+         * read is a condition for && and ||, and its value 0 or 1 for != */
+        static const char *const op[] = {
+            [B_EQUAL] = "==", [B_LESS] = "<", [B_GREATER] = ">", [B_LESS_EQUAL] = "<=",
+            [B_GREATER_EQUAL] = ">=", [B_AND] = "&&", [B_OR] = "||", [B_XOR] = "!=",
+        };
+        const char *a = ox_read_bcast(ox, n->in[0], y->rank, y->shape, idx);
+        const char *b = ox_read_bcast(ox, n->in[1], y->rank, y->shape, idx);
+        if (f == B_AND || f == B_OR)
+            a = ox_cond(ox, a), b = ox_cond(ox, b);
+        body = arena_printf(ox->arena, "%s %s %s", a, op[f], b);
     } else if (is_binary(f)) {
-        if (is_compare(f))
-            return ox_unsupported(ox, n, "%s computed at run time (its result is bool)",
-                                  n->op);
         static const char *const op[] = {
             [B_ADD] = "+", [B_SUB] = "-", [B_MUL] = "*", [B_DIV] = "/", [B_SUM] = "+",
             [B_MEAN] = "+",
@@ -921,14 +962,17 @@ const OxOp ox_ops_elem[] = {
     {"Clip", elem_infer, elem_write}, {"Sign", elem_infer, elem_write},
     {"Identity", elem_infer, elem_write}, {"Dropout", elem_infer, elem_write},
     {"Cast", elem_infer, elem_write},
+    {"CastLike", elem_infer, elem_write},
     {"Add", elem_infer, elem_write}, {"Sub", elem_infer, elem_write},
     {"Mul", elem_infer, elem_write}, {"Div", elem_infer, elem_write},
     {"Pow", elem_infer, elem_write}, {"Max", elem_infer, elem_write},
     {"Min", elem_infer, elem_write}, {"Sum", elem_infer, elem_write},
     {"Mean", elem_infer, elem_write}, {"PRelu", elem_infer, elem_write},
     {"Equal", elem_infer, elem_write}, {"Less", elem_infer, elem_write},
-    {"Greater", elem_infer, elem_write}, {"And", elem_infer, elem_write},
-    {"Or", elem_infer, elem_write},
+    {"Greater", elem_infer, elem_write}, {"LessOrEqual", elem_infer, elem_write},
+    {"GreaterOrEqual", elem_infer, elem_write}, {"And", elem_infer, elem_write},
+    {"Or", elem_infer, elem_write}, {"Xor", elem_infer, elem_write},
+    {"Not", elem_infer, elem_write},
     {"Softmax", same_infer, softmax_write}, {"LogSoftmax", same_infer, softmax_write},
     {"LayerNormalization", norm_infer, norm_write},
     {"BatchNormalization", norm_infer, norm_write},

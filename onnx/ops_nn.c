@@ -267,8 +267,8 @@ static void bias_stmt(Ox *ox, const OxNode *n, const char *sum, int bias_in, int
     char *s = arena_printf(ox->arena, "%s[", sum);
     for (int d = 0; d < y->rank; d++)
         s = arena_printf(ox->arena, "%s%s%s", s, d ? ", " : "", idx[d]);
-    ox_stmt(ox, ox_name(ox, n->out[0]), y->rank, ox_shape_dims(ox, n->out[0]), "=",
-            arena_printf(ox->arena, "%s] + %s", s, ox_read(ox, n->in[bias_in], c)), NULL);
+    const char *body = arena_printf(ox->arena, "%s] + %s", s, ox_read(ox, n->in[bias_in], c));
+    ox_stmt(ox, ox_name(ox, n->out[0]), y->rank, ox_shape_dims(ox, n->out[0]), "=", body, NULL);
 }
 
 static bool conv_write(Ox *ox, const OxNode *n)
@@ -338,9 +338,9 @@ static bool conv_write(Ox *ox, const OxNode *n)
         }
     }
     const char *sum = sum_target(ox, n, 2);
+    const char *xr = ox_read(ox, xid, xi), *wr = ox_read(ox, wid, wi);
     ox_stmt(ox, sum, y->rank, ox_shape_dims(ox, yid), "+=",
-            arena_printf(ox->arena, "%s * %s", ox_read(ox, xid, xi), ox_read(ox, wid, wi)),
-            where);
+            arena_printf(ox->arena, "%s * %s", xr, wr), where);
     bias_stmt(ox, n, sum, 2, 1);
     return true;
 }
@@ -392,9 +392,8 @@ static bool gemm_write(Ox *ox, const OxNode *n)
         return true;
     }
     const char *sum = bias || alpha != 1 ? ox_temp(ox, yid, "mm") : ox_name(ox, yid);
-    ox_stmt(ox, sum, 2, ox_shape_dims(ox, yid), "+=",
-            arena_printf(ox->arena, "%s * %s", ox_read(ox, n->in[0], ai),
-                         ox_read(ox, n->in[1], bi)),
+    const char *ar = ox_read(ox, n->in[0], ai), *br = ox_read(ox, n->in[1], bi);
+    ox_stmt(ox, sum, 2, ox_shape_dims(ox, yid), "+=", arena_printf(ox->arena, "%s * %s", ar, br),
             arena_printf(ox->arena, "j0 < %s", ox_dim_str(ox, ox_dim(ox, n->in[0], !ta))));
     (void)a;
     if (!bias && alpha == 1)
@@ -475,9 +474,9 @@ static bool matmul_write(Ox *ox, const OxNode *n)
         bi[nb] = "j0", bi[nb + 1] = arena_printf(ox->arena, "i%d", r++);
     else
         bi[0] = "j0";
+    const char *ar = ox_read(ox, n->in[0], ai), *br = ox_read(ox, n->in[1], bi);
     ox_stmt(ox, ox_name(ox, yid), y->rank, ox_shape_dims(ox, yid), "+=",
-            arena_printf(ox->arena, "%s * %s", ox_read(ox, n->in[0], ai),
-                         ox_read(ox, n->in[1], bi)),
+            arena_printf(ox->arena, "%s * %s", ar, br),
             arena_printf(ox->arena, "j0 < %s",
                          ox_dim_str(ox, ox_dim(ox, n->in[0], a->rank - 1))));
     return true;

@@ -1,7 +1,7 @@
 /* ops_shape.c - the operators that move data: Reshape, Flatten, Squeeze,
- * Unsqueeze, Transpose, Concat, Split, Slice, Gather, GatherElements, Pad,
- * Expand, Tile, DepthToSpace, SpaceToDepth, each an index map (ein(5): `t[i, j] =
- * x[j, i]`); and Shape, Size, Constant, ConstantOfShape, Range and Where,
+ * Unsqueeze, Transpose, Concat, Split, Slice, Gather, GatherElements,
+ * GatherND, Pad, Expand, Tile, DepthToSpace, SpaceToDepth, each an index
+ * map (ein(5): `t[i, j] = x[j, i]`); and Shape, Size, Constant, ConstantOfShape, Range and Where,
  * which the importer evaluates.  Every index map also folds a value known
  * at import time, since exported models compute their shapes with them. */
 #include "config.h"
@@ -119,6 +119,9 @@ static bool reshape_infer(Ox *ox, const OxNode *n)
                     return ox_error(ox, n, "shape has two -1");
                 minus = d;
                 v = 1;
+            } else if (v == 0) {
+                /* allowzero's 0, or a copied dimension of 0 */
+                return ox_unsupported(ox, n, "an empty output");
             } else if (v < 1) {
                 return ox_error(ox, n, "shape has the value %lld", (long long)v);
             }
@@ -253,8 +256,8 @@ static bool reshape_write(Ox *ox, const OxNode *n)
 {
     int xid = n->in[0], yid = n->out[0];
     OxVal *y = ox_val(ox, yid);
-    ox_stmt(ox, ox_name(ox, yid), y->rank, ox_shape_dims(ox, yid), "=",
-            ox_read(ox, xid, reshape_subs(ox, xid, yid)), NULL);
+    const char *body = ox_read(ox, xid, reshape_subs(ox, xid, yid));
+    ox_stmt(ox, ox_name(ox, yid), y->rank, ox_shape_dims(ox, yid), "=", body, NULL);
     return true;
 }
 
@@ -315,8 +318,8 @@ static bool transpose_write(Ox *ox, const OxNode *n)
     const char **sub = arena_alloc(ox->arena, (size_t)(x->rank + 1) * sizeof *sub);
     for (int d = 0; d < x->rank; d++)
         sub[perm[d]] = arena_printf(ox->arena, "i%d", d);
-    ox_stmt(ox, ox_name(ox, yid), x->rank, ox_shape_dims(ox, yid), "=", ox_read(ox, xid, sub),
-            NULL);
+    const char *body = ox_read(ox, xid, sub);
+    ox_stmt(ox, ox_name(ox, yid), x->rank, ox_shape_dims(ox, yid), "=", body, NULL);
     return true;
 }
 
@@ -497,8 +500,9 @@ static bool split_write(Ox *ox, const OxNode *n)
             if (ox->symbolic && ox->val[0][n->in[0]].shape[axis] !=
                                     ox->val[1][n->in[0]].shape[axis])
                 ox->write_failed = true;        /* offsets would depend on B */
+            const char *body = ox_read(ox, n->in[0], sub);
             ox_stmt(ox, ox_name(ox, n->out[i]), x->rank, ox_shape_dims(ox, n->out[i]), "=",
-                    ox_read(ox, n->in[0], sub), NULL);
+                    body, NULL);
         }
         off += sizes[i];
     }
@@ -619,8 +623,8 @@ static bool slice_write(Ox *ox, const OxNode *n)
             ox->val[0][xid].shape[d] != ox->val[1][xid].shape[d])
             ox->write_failed = true;
     }
-    ox_stmt(ox, ox_name(ox, yid), x->rank, ox_shape_dims(ox, yid), "=", ox_read(ox, xid, sub),
-            NULL);
+    const char *body = ox_read(ox, xid, sub);
+    ox_stmt(ox, ox_name(ox, yid), x->rank, ox_shape_dims(ox, yid), "=", body, NULL);
     return true;
 }
 
@@ -717,8 +721,8 @@ static bool gather_write(Ox *ox, const OxNode *n)
             isub[d] = arena_printf(ox->arena, "i%d", first + d);
         const char *iv = ox_read(ox, n->in[1], isub);
         sub[axis] = dim == 1 ? "0" : arena_printf(ox->arena, "%s %% %" PRId64, iv, dim);
-        ox_stmt(ox, ox_name(ox, yid), y->rank, ox_shape_dims(ox, yid), "=",
-                ox_read(ox, xid, sub), NULL);
+        const char *body = ox_read(ox, xid, sub);
+        ox_stmt(ox, ox_name(ox, yid), y->rank, ox_shape_dims(ox, yid), "=", body, NULL);
         return true;
     }
     int64_t cnt = ix->k->n;
@@ -818,8 +822,102 @@ static bool gather_elements_write(Ox *ox, const OxNode *n)
      * weight): a gather, the floor modulo as in Gather */
     const char *iv = ox_read(ox, n->in[1], idx);
     sub[axis] = dim == 1 ? "0" : arena_printf(ox->arena, "%s %% %" PRId64, iv, dim);
-    ox_stmt(ox, ox_name(ox, yid), y->rank, ox_shape_dims(ox, yid), "=", ox_read(ox, xid, sub),
-            NULL);
+    const char *body = ox_read(ox, xid, sub);
+    ox_stmt(ox, ox_name(ox, yid), y->rank, ox_shape_dims(ox, yid), "=", body, NULL);
+    return true;
+}
+
+/* ---- GatherND: y[b.., i.., r..] = x[b.., ix[b.., i.., 0], .., ix[b.., i.., k-1], r..] ---------- */
+
+/* The batch dimensions b and the length k of an index tuple (the
+ * indices' last dimension), after checking them. */
+static bool gathernd_dims(Ox *ox, const OxNode *n, int *b, int *k)
+{
+    OxVal *x = ox_val(ox, n->in[0]), *ix = ox_val(ox, n->in[1]);
+    int64_t bd = ox_attr_int(n, "batch_dims", 0);
+    if (ix->rank < 1)
+        return ox_error(ox, n, "the indices have rank 0");
+    if (bd < 0 || bd >= ix->rank || bd >= x->rank)
+        return ox_error(ox, n, "batch_dims %lld is out of range", (long long)bd);
+    int64_t kd = ix->shape[ix->rank - 1];
+    if (kd < 1 || kd > x->rank - bd)
+        return ox_error(ox, n, "index tuples of %lld, not 1 to %lld", (long long)kd,
+                        (long long)(x->rank - bd));
+    for (int d = 0; d < bd; d++)
+        if (ix->shape[d] != x->shape[d])
+            return ox_error(ox, n, "batch dimension %d is %lld in the indices, %lld in the "
+                            "input", d, (long long)ix->shape[d], (long long)x->shape[d]);
+    *b = (int)bd;
+    *k = (int)kd;
+    return true;
+}
+
+static bool gathernd_infer(Ox *ox, const OxNode *n)
+{
+    if (!io_check(ox, n, 2))
+        return false;
+    OxVal *x = ox_val(ox, n->in[0]), *ix = ox_val(ox, n->in[1]);
+    if (!ox_type_is_int(ix->type))
+        return ox_error(ox, n, "the indices are %s, not integers", ox_type_name(ix->type));
+    int b, k;
+    if (!gathernd_dims(ox, n, &b, &k))
+        return false;
+    int q = ix->rank, r = q - 1 + x->rank - b - k;
+    if (r > OX_MAXRANK)
+        return ox_unsupported(ox, n, "rank %d", r);
+    int64_t shape[OX_MAXRANK];
+    memcpy(shape, ix->shape, (size_t)(q - 1) * sizeof *shape);
+    memcpy(shape + q - 1, x->shape + b + k, (size_t)(x->rank - b - k) * sizeof *shape);
+    if (ix->k)
+        for (int64_t j = 0; j < ix->k->n; j++) {
+            int64_t dim = x->shape[b + j % k], v = ix->k->i[j];
+            if (v < -dim || v >= dim)
+                return ox_error(ox, n, "index %lld is out of range for size %lld",
+                                (long long)v, (long long)dim);
+        }
+    ox_set(ox, n->out[0], x->type, r, shape);
+    if (x->k && ix->k && ox_numel(ox_val(ox, n->out[0])) <= OX_MAX_FOLD) {
+        int64_t *src = src_buf(ox, n->out[0]), idx[OX_MAXRANK], xi[OX_MAXRANK];
+        for (int64_t j = 0; j < ox_numel(ox_val(ox, n->out[0])); j++) {
+            unflat(j, r, shape, idx);
+            int64_t tuple = flat(q - 1, ix->shape, idx) * k;
+            memcpy(xi, idx, (size_t)b * sizeof *xi);
+            for (int t = 0; t < k; t++) {
+                int64_t v = ix->k->i[tuple + t], dim = x->shape[b + t];
+                xi[b + t] = v < 0 ? v + dim : v;
+            }
+            memcpy(xi + b + k, idx + q - 1, (size_t)(x->rank - b - k) * sizeof *xi);
+            src[j] = flat(x->rank, x->shape, xi);
+        }
+        fold_gathered(ox, n->out[0], x, src);
+    }
+    return true;
+}
+
+static bool gathernd_write(Ox *ox, const OxNode *n)
+{
+    int xid = n->in[0], iid = n->in[1], yid = n->out[0];
+    OxVal *x = ox_val(ox, xid), *ix = ox_val(ox, iid), *y = ox_val(ox, yid);
+    int b, k;
+    gathernd_dims(ox, n, &b, &k);
+    int q = ix->rank;
+    const char *const *idx = ox_loop_idx(ox, y->rank);
+    const char **isub = arena_alloc(ox->arena, (size_t)(q + 1) * sizeof *isub);
+    const char **sub = arena_alloc(ox->arena, (size_t)(x->rank + 1) * sizeof *sub);
+    memcpy(isub, idx, (size_t)(q - 1) * sizeof *isub);
+    memcpy(sub, idx, (size_t)b * sizeof *sub);
+    /* each subscript a gather of one index of the tuple, the floor modulo
+     * as in Gather */
+    for (int t = 0; t < k; t++) {
+        int64_t dim = x->shape[b + t];
+        ox_need_fixed(ox, xid, b + t);
+        isub[q - 1] = arena_printf(ox->arena, "%d", t);
+        const char *iv = ox_read(ox, iid, isub);
+        sub[b + t] = dim == 1 ? "0" : arena_printf(ox->arena, "%s %% %" PRId64, iv, dim);
+    }
+    memcpy(sub + b + k, idx + q - 1, (size_t)(x->rank - b - k) * sizeof *sub);
+    const char *body = ox_read(ox, xid, sub);
+    ox_stmt(ox, ox_name(ox, yid), y->rank, ox_shape_dims(ox, yid), "=", body, NULL);
     return true;
 }
 
@@ -960,10 +1058,13 @@ static bool pad_write(Ox *ox, const OxNode *n)
                                     o, x->shape[d] + p.pb[d]);
         }
         body = ox_read(ox, xid, sub);
-        /* Reads outside x are 0: only another value needs a select. */
-        if (p.value != 0 && *cond)
-            body = arena_printf(ox->arena, "select(%s, %s, %s)", cond, body,
-                                ox_real(ox, p.value));
+        /* Reads outside x are 0: only another value needs a select (an
+         * integer literal into integers, which a store takes as it is) */
+        if (p.value != 0 && *cond) {
+            const char *v = ox_type_is_int(x->type) ? ox_int(ox, ox_f2i(p.value))
+                                                    : ox_real(ox, p.value);
+            body = arena_printf(ox->arena, "select(%s, %s, %s)", cond, body, v);
+        }
     } else {
         body = pad_body(ox, xid, &p, sub, 0);
     }
@@ -1102,7 +1203,8 @@ static bool d2s_write(Ox *ox, const OxNode *n)
         sub[2] = arena_printf(a, "%" PRId64 "*i2 + i1 / %" PRId64, b, c * b);
         sub[3] = arena_printf(a, "%" PRId64 "*i3 + i1 / %" PRId64 " %% %" PRId64, b, c, b);
     }
-    ox_stmt(ox, ox_name(ox, yid), 4, ox_shape_dims(ox, yid), "=", ox_read(ox, xid, sub), NULL);
+    const char *body = ox_read(ox, xid, sub);
+    ox_stmt(ox, ox_name(ox, yid), 4, ox_shape_dims(ox, yid), "=", body, NULL);
     return true;
 }
 
@@ -1253,8 +1355,11 @@ static bool where_infer(Ox *ox, const OxNode *n)
     if (!io_check(ox, n, 3))
         return false;
     OxVal *c = ox_val(ox, n->in[0]), *a = ox_val(ox, n->in[1]), *b = ox_val(ox, n->in[2]);
-    if (!c->k || !a->k || !b->k)
-        return ox_unsupported(ox, n, "Where computed at run time (its condition is bool)");
+    if (c->type != OX_BOOL)
+        return ox_error(ox, n, "the condition is %s, not bool", ox_type_name(c->type));
+    if (a->type != b->type)
+        return ox_error(ox, n, "inputs of element types %s and %s", ox_type_name(a->type),
+                        ox_type_name(b->type));
     int r = c->rank > a->rank ? c->rank : a->rank;
     r = b->rank > r ? b->rank : r;
     int64_t shape[OX_MAXRANK];
@@ -1270,10 +1375,11 @@ static bool where_infer(Ox *ox, const OxNode *n)
             }
         }
     }
-    OxConst *k = ox_const_new(ox, a->k->type, 1);
     ox_set(ox, n->out[0], a->type, r, shape);
     int64_t cnt = ox_numel(ox_val(ox, n->out[0])), idx[OX_MAXRANK];
-    k = ox_const_new(ox, a->k->type, cnt);
+    if (!c->k || !a->k || !b->k || cnt > OX_MAX_FOLD)
+        return true;                /* a select at run time */
+    OxConst *k = ox_const_new(ox, a->k->type, cnt);
     for (int64_t j = 0; j < cnt; j++) {
         unflat(j, r, shape, idx);
         int64_t q[3];
@@ -1302,6 +1408,20 @@ static bool where_infer(Ox *ox, const OxNode *n)
     return true;
 }
 
+/* select(c, a, b), each read broadcast. */
+static bool where_write(Ox *ox, const OxNode *n)
+{
+    int yid = n->out[0];
+    OxVal *y = ox_val(ox, yid);
+    const char *const *idx = ox_loop_idx(ox, y->rank);
+    const char *cr = ox_cond(ox, ox_read_bcast(ox, n->in[0], y->rank, y->shape, idx));
+    const char *ar = ox_read_bcast(ox, n->in[1], y->rank, y->shape, idx);
+    const char *br = ox_read_bcast(ox, n->in[2], y->rank, y->shape, idx);
+    const char *body = arena_printf(ox->arena, "select(%s, %s, %s)", cr, ar, br);
+    ox_stmt(ox, ox_name(ox, yid), y->rank, ox_shape_dims(ox, yid), "=", body, NULL);
+    return true;
+}
+
 static bool no_write(Ox *ox, const OxNode *n)
 {
     return ox_error(ox, n, "internal: a value the importer evaluates was not evaluated");
@@ -1318,6 +1438,7 @@ const OxOp ox_ops_shape[] = {
     {"Slice", slice_infer, slice_write},
     {"Gather", gather_infer, gather_write},
     {"GatherElements", gather_elements_infer, gather_elements_write},
+    {"GatherND", gathernd_infer, gathernd_write},
     {"Pad", pad_infer, pad_write},
     {"Expand", expand_infer, expand_write},
     {"Tile", expand_infer, expand_write},
@@ -1328,7 +1449,7 @@ const OxOp ox_ops_shape[] = {
     {"Constant", constant_infer, no_write},
     {"ConstantOfShape", cos_infer, no_write},
     {"Range", range_infer, no_write},
-    {"Where", where_infer, no_write},
+    {"Where", where_infer, where_write},
     {NULL, NULL, NULL},
 };
 

@@ -284,6 +284,11 @@ const char *ox_name(Ox *ox, int id)
     return ox->ein[id];
 }
 
+const char *ox_cond(Ox *ox, const char *read)
+{
+    return strchr(read, '[') ? read : arena_printf(ox->arena, "bool(%s)", read);
+}
+
 const char *const *ox_loop_idx(Ox *ox, int n)
 {
     const char **s = arena_alloc(ox->arena, (size_t)(n + 1) * sizeof *s);
@@ -311,6 +316,15 @@ const char *ox_real(Ox *ox, double v)
     return arena_strdup(ox->arena, buf);
 }
 
+const char *ox_int(Ox *ox, int64_t v)
+{
+    if (v == INT64_MIN)
+        return "(-9223372036854775807 - 1)";
+    if (v < 0)
+        return arena_printf(ox->arena, "(%" PRId64 ")", v);
+    return arena_printf(ox->arena, "%" PRId64, v);
+}
+
 /* A constant with one element, as a literal; NULL otherwise. */
 static const char *const_literal(Ox *ox, int id)
 {
@@ -323,16 +337,10 @@ static const char *const_literal(Ox *ox, int id)
         ox->write_failed = true;
     if (v->k->f)
         return ox_real(ox, v->k->f[0]);
-    if (v->k->i) {
+    if (v->k->i)
         /* an integer literal: exact, and an integer wherever an integer
          * tensor's statement reads it (ein(5), Stores) */
-        int64_t i = v->k->i[0];
-        if (i == INT64_MIN)
-            return "(-9223372036854775807 - 1)";
-        if (i < 0)
-            return arena_printf(ox->arena, "(%" PRId64 ")", i);
-        return arena_printf(ox->arena, "%" PRId64, i);
-    }
+        return ox_int(ox, v->k->i[0]);
     float f = v->k->type == OX_FLOAT16 ? st_f16_to_f32(v->k->h[0])
                                        : st_bf16_to_f32(v->k->h[0]);
     return ox_real(ox, f);

@@ -8,7 +8,8 @@ below 1e-5):
    einc --from=onnx r.onnx -o r.ein && einc r.ein -o r.c --main, the
    build command of r.c's first line, ./r --weights --inputs --outputs;
    then the same program for a batch of 2 with -D B=2.
-2. the transformer layer the same way.
+2. the transformer layer the same way, and through the Python module
+   (einc.compile of the .onnx file, model(src=...)).
 3. a state_dict round trip through the Python module: resnet18 exported
    with its batch norms kept (TrainingMode.PRESERVE, so the initializers
    are the state_dict's keys), compiled with einc.compile, loaded with
@@ -121,6 +122,8 @@ def main():
             ref = t(s).numpy()
         y = build_and_run("t.ein", "t.c", {"src": s.numpy()}, work)["out"]
         check("TransformerEncoderLayer", y, ref)
+        with einc.compile(os.path.join(work, "t.onnx")) as model:
+            check("TransformerEncoderLayer (einc.compile)", model(src=s.numpy())["out"], ref)
 
         # 3. a state_dict loaded by its names through the Python module.
         a = torchvision.models.resnet18().eval()

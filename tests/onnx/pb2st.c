@@ -6,7 +6,11 @@
  *                                               in OUT, else the file's)
  *   pb2st --ops MODEL.onnx                     (one operator a line)
  *   pb2st --inputs MODEL.onnx                  (the graph inputs that are
- *                                               not initializers, in order) */
+ *                                               not initializers, in order)
+ *   pb2st --types MODEL.onnx                   (those inputs, then the
+ *                                               outputs: "input NAME TYPE",
+ *                                               "output NAME TYPE", TYPE the
+ *                                               TensorProto.DataType number) */
 #include "config.h"
 
 #include <stdbool.h>
@@ -17,7 +21,15 @@
 #include "onnx/onnx.h"
 #include "onnx/onnx.pb-c.h"
 
-static int list(const char *path, bool inputs)
+enum { OPS, INPUTS, TYPES };
+
+/* The element type a ValueInfoProto declares (0 where it says none). */
+static int elem_type(const Onnx__ValueInfoProto *vi)
+{
+    return vi->type && vi->type->tensor_type ? vi->type->tensor_type->elem_type : 0;
+}
+
+static int list(const char *path, int what)
 {
     FILE *fp = fopen(path, "rb");
     if (!fp) {
@@ -39,15 +51,21 @@ static int list(const char *path, bool inputs)
         return 1;
     }
     const Onnx__GraphProto *g = m->graph;
-    for (size_t i = 0; !inputs && i < g->n_node; i++)
+    for (size_t i = 0; what == OPS && i < g->n_node; i++)
         printf("%s\n", g->node[i]->op_type);
-    for (size_t i = 0; inputs && i < g->n_input; i++) {
+    for (size_t i = 0; what != OPS && i < g->n_input; i++) {
         bool init = false;
         for (size_t j = 0; j < g->n_initializer; j++)
             init |= strcmp(g->initializer[j]->name, g->input[i]->name) == 0;
-        if (!init)
+        if (init)
+            continue;
+        if (what == TYPES)
+            printf("input %s %d\n", g->input[i]->name, elem_type(g->input[i]));
+        else
             printf("%s\n", g->input[i]->name);
     }
+    for (size_t i = 0; what == TYPES && i < g->n_output; i++)
+        printf("output %s %d\n", g->output[i]->name, elem_type(g->output[i]));
     onnx__model_proto__free_unpacked(m, NULL);
     return 0;
 }
@@ -55,12 +73,14 @@ static int list(const char *path, bool inputs)
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--ops") == 0)
-        return list(argv[2], false);
+        return list(argv[2], OPS);
     if (argc == 3 && strcmp(argv[1], "--inputs") == 0)
-        return list(argv[2], true);
+        return list(argv[2], INPUTS);
+    if (argc == 3 && strcmp(argv[1], "--types") == 0)
+        return list(argv[2], TYPES);
     if (argc < 2) {
         fprintf(stderr, "usage: pb2st OUT.safetensors [NAME=]FILE.pb ...\n"
-                        "       pb2st --ops MODEL.onnx\n");
+                        "       pb2st --ops|--inputs|--types MODEL.onnx\n");
         return 2;
     }
     int n = argc - 2;

@@ -1,0 +1,254 @@
+#!/usr/bin/python3
+"""nodes.py - one-node ONNX models (written by onnxw.py) for what the
+backend cases leave out, imported by einc --from=onnx, compiled with
+--main, run and compared with PyTorch:
+
+GatherND with negative indices, with known indices (an integer weight),
+with one and two batch dimensions, with tuples shorter than the rank (a
+slice per tuple), on integers, to a rank-0 output, and with the batch as
+a dim_param (`const B`, then -D B=3);
+
+comparisons at run time (broadcast, NaNs, integers), And, Or, Xor and
+Not, and Where at run time (a bool tensor, a known condition of one
+element, integer values); a padding mask exported from PyTorch
+(masked_fill of ids == 0, softmax), then -D B=3; Pad of integers.
+
+Needs EINC.  Exit 77 where torch is missing."""
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "..", "..", "python"))
+sys.path.insert(0, here)
+from einc import safetensors  # noqa: E402
+from onnxw import BOOL, FLOAT, INT32, INT64, model, node  # noqa: E402
+
+try:
+    import numpy as np
+    import torch
+except ImportError as e:
+    print(f"nodes.py: {e}")
+    sys.exit(77)
+
+EINC = os.environ["EINC"]
+failed = passed = 0
+
+
+def sh(cmd, cwd):
+    p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}\n{p.stdout.decode()}")
+    return p.stdout.decode()
+
+
+def run(work, onnx, inputs, defines=()):
+    """Import, compile with --main, build, run: the program's text and outputs."""
+    open(os.path.join(work, "m.onnx"), "wb").write(onnx)
+    sh([EINC, "--from=onnx", "m.onnx", "-o", "m.ein"], work)
+    sh([EINC, *defines, "m.ein", "-o", "m.c", "--main"], work)
+    with open(os.path.join(work, "m.c")) as f:
+        sh(shlex.split(re.match(r"/\* build: (.*) \*/", f.readline()).group(1)), work)
+    safetensors.save(inputs, os.path.join(work, "in.safetensors"))
+    sh(["./m", "--weights", "m.safetensors", "--inputs", "in.safetensors", "--outputs",
+        "out.safetensors"], work)
+    return open(os.path.join(work, "m.ein")).read(), \
+        safetensors.load(os.path.join(work, "out.safetensors"))
+
+
+def check(what, got, ref, ein=None, want=None):
+    global failed, passed
+    ok = got.shape == ref.shape and got.dtype == ref.dtype and np.array_equal(got, ref)
+    if ok and want and want not in ein:
+        print(f"FAIL {what}: the program has no '{want}':\n{ein}")
+        failed += 1
+        return
+    failed += not ok
+    passed += ok
+    print(f"{'ok  ' if ok else 'FAIL'} {what}" +
+          ("" if ok else f": got {got.dtype} {got.shape}\n{got}\nPyTorch {ref.dtype} "
+                         f"{ref.shape}\n{ref}"))
+
+
+def gathernd_ref(x, idx, b):
+    """ONNX's GatherND by torch's indexing: the batch dimensions as
+    broadcast aranges, then one index tensor per element of a tuple."""
+    x, idx = torch.from_numpy(x), torch.from_numpy(idx)
+    q = idx.dim()
+    subs = []
+    for d in range(b):
+        shape = [1] * (q - 1)
+        shape[d] = idx.shape[d]
+        subs.append(torch.arange(idx.shape[d]).reshape(shape))
+    subs += [idx[..., t] for t in range(idx.shape[-1])]
+    return x[tuple(subs)].numpy()
+
+
+def gathernd(work, what, x, idx, b=0, known=False, batch=False, want=None):
+    xs = ["N" if batch and d == 0 else s for d, s in enumerate(x.shape)]
+    ys = list(gathernd_ref(x, idx, b).shape)
+    if batch:
+        ys[0] = "N"
+    ins = [("x", {np.float32: FLOAT, np.int32: INT32}[x.dtype.type], xs)]
+    inits = []
+    if known:
+        inits = [("idx", idx)]
+    else:
+        ins.append(("idx", INT64, ["N" if batch and d == 0 else s
+                                   for d, s in enumerate(idx.shape)]))
+    m = model([node("GatherND", ["x", "idx"], ["y"], batch_dims=b)], ins,
+              [("y", ins[0][1], ys)], inits)
+    inputs = {"x": x} if known else {"x": x, "idx": idx}
+    ein, out = run(work, m, inputs)
+    check(what, out["y"], gathernd_ref(x, idx, b), ein, want)
+    return m
+
+
+ONNX_TYPE = {np.float32: FLOAT, np.int32: INT32, np.int64: INT64, np.bool_: BOOL}
+
+
+def graph(work, what, nodes, ins, outs, ref, inits=(), want=None):
+    """A model of `nodes` on the arrays `ins` (name: array), `outs` the
+    outputs' names; ref: PyTorch's outputs (name: array)."""
+    m = model(nodes, [(k, ONNX_TYPE[v.dtype.type], list(v.shape)) for k, v in ins.items()],
+              [(k, ONNX_TYPE[ref[k].dtype.type], list(ref[k].shape)) for k in outs],
+              [(k, v) for k, v in inits])
+    ein, out = run(work, m, ins)
+    for k in outs:
+        check(f"{what}: {k}", out[k], ref[k], ein, want)
+
+
+def logic(work, rng):
+    t = torch.from_numpy
+    a = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    b = rng.standard_normal((3, 1)).astype(np.float32)
+    a[0, 0, :2] = np.nan
+    b[1, 0] = a[1, 1, 2]                        # equal somewhere
+    nodes = [node(op, ["a", "b"], [op]) for op in
+             ("Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual")]
+    ref = {"Equal": t(a) == t(b), "Less": t(a) < t(b), "Greater": t(a) > t(b),
+           "LessOrEqual": t(a) <= t(b), "GreaterOrEqual": t(a) >= t(b)}
+    graph(work, "comparisons, broadcast, NaNs", nodes, {"a": a, "b": b}, list(ref),
+          {k: v.numpy() for k, v in ref.items()}, want="Less[i0, i1, i2] : bool[B, 3, 4] = a[i0, i1, i2] < b[i1, 0]")
+    i = rng.integers(-3, 3, (4, 5))
+    j = rng.integers(-3, 3, (5,))
+    graph(work, "Equal of int64", [node("Equal", ["i", "j"], ["e"])], {"i": i, "j": j}, ["e"],
+          {"e": (t(i) == t(j)).numpy()})
+    p = rng.integers(0, 2, (3, 4)).astype(np.bool_)
+    q = rng.integers(0, 2, (4,)).astype(np.bool_)
+    nodes = [node("And", ["p", "q"], ["and"]), node("Or", ["p", "q"], ["or"]),
+             node("Xor", ["p", "q"], ["xor"]), node("Not", ["p"], ["not"])]
+    ref = {"and": t(p) & t(q), "or": t(p) | t(q), "xor": t(p) ^ t(q), "not": ~t(p)}
+    graph(work, "And, Or, Xor, Not", nodes, {"p": p, "q": q}, list(ref),
+          {k: v.numpy() for k, v in ref.items()})
+    nodes = [node("Less", ["k0", "k1"], ["c"]), node("Or", ["p", "c"], ["or"])]
+    graph(work, "Or with a known condition", nodes, {"p": p}, ["or"],
+          {"or": (t(p) | torch.tensor(False)).numpy()},
+          inits=[("k0", np.array([2], np.float32)), ("k1", np.array([1], np.float32))],
+          want="p[i0, i1] || bool(0)")
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    y = rng.standard_normal((3,)).astype(np.float32)
+    nodes = [node("Less", ["x", "y"], ["m"]), node("Where", ["m", "x", "y"], ["w"])]
+    graph(work, "Where of a comparison", nodes, {"x": x, "y": y}, ["w"],
+          {"w": torch.where(t(x) < t(y), t(x), t(y)).numpy()},
+          want="select(m[i0, i1], x[i0, i1], y[i1])")
+    # a condition known at import time, one element: a number made a condition
+    nodes = [node("Less", ["k0", "k1"], ["c"]), node("Where", ["c", "x", "y"], ["w"])]
+    graph(work, "Where of a known condition", nodes, {"x": x, "y": y}, ["w"],
+          {"w": torch.where(torch.tensor(True), t(x), t(y)).numpy()},
+          inits=[("k0", np.array([1], np.float32)), ("k1", np.array([2], np.float32))],
+          want="select(bool(1), ")
+    c = rng.integers(0, 2, (4, 1)).astype(np.bool_)
+    u = rng.integers(-1000, 1000, (4, 6))
+    v = rng.integers(-1000, 1000, (6,))
+    graph(work, "Where of int64", [node("Where", ["c", "u", "v"], ["w"])],
+          {"c": c, "u": u, "v": v}, ["w"], {"w": torch.where(t(c), t(u), t(v)).numpy()})
+
+
+def pads(work, rng):
+    t = torch.from_numpy
+    F = torch.nn.functional
+    x = rng.integers(-1000, 1000, (2, 3, 4))
+    pads = np.array([0, 1, 2, 1, 0, 1])
+    graph(work, "Pad of int64, constant -3e9", [node("Pad", ["x", "pads", "v"], ["y"])], {"x": x},
+          ["y"], {"y": F.pad(t(x), (2, 1, 1, 0, 0, 1), value=-3000000000).numpy()},
+          inits=[("pads", pads), ("v", np.array(-3000000000))], want="(-3000000000))")
+    x = rng.integers(-99, 99, (1, 3, 4)).astype(np.int32)
+    graph(work, "Pad of int32, edge", [node("Pad", ["x", "pads"], ["y"], mode="edge")],
+          {"x": x}, ["y"],
+          {"y": F.pad(t(x).double(), (2, 1, 1, 0), mode="replicate").int().numpy()},
+          inits=[("pads", np.array([0, 1, 2, 0, 0, 1]))])
+
+
+class Masked(torch.nn.Module):
+    """Scores over a row of token ids, the padding (id 0) masked out."""
+
+    def forward(self, ids, s):
+        return torch.softmax(s.masked_fill(ids.unsqueeze(1) == 0, -1e9), dim=-1)
+
+
+def masked(work):
+    global failed, passed
+    m = Masked().eval()
+    ids = torch.tensor([[5, 3, 0, 0, 7]])
+    s = torch.randn(1, 4, 5)
+    path = os.path.join(work, "k.onnx")
+    torch.onnx.export(m, (ids, s), path, input_names=["ids", "s"], output_names=["p"],
+                      opset_version=13, dynamic_axes={"ids": {0: "b"}, "s": {0: "b"}})
+    for what, ids, s, defines in (
+            ("a padding mask from PyTorch", ids, s, ()),
+            ("the same, -D B=3", torch.tensor([[5, 3, 0, 0, 7], [0, 1, 2, 0, 4], [9, 9, 9, 9, 0]]),
+             torch.randn(3, 4, 5), ["-D", "B=3"])):
+        ein, out = run(work, open(path, "rb").read(), {"ids": ids.numpy(), "s": s.numpy()},
+                       defines)
+        with torch.no_grad():
+            ref = m(ids, s).numpy()
+        e = float(np.max(np.abs(out["p"] - ref)))
+        ok = out["p"].shape == ref.shape and e < 1e-6 and "const B = 1" in ein
+        failed += not ok
+        passed += ok
+        print(f"{'ok  ' if ok else 'FAIL'} {what}: max error {e:.3g}" + ("" if ok else ein))
+
+
+def main():
+    rng = np.random.default_rng(0)
+
+    def f32(*s):
+        return rng.standard_normal(s).astype(np.float32)
+
+    def ints(hi, *s):
+        return rng.integers(-hi, hi, s).astype(np.int64)
+
+    with tempfile.TemporaryDirectory(prefix="einc-nodes-") as work:
+        gathernd(work, "GatherND, negative indices", f32(4, 5, 3),
+                 np.array([[[1, -2], [-4, 0]], [[0, 4], [3, -1]]]),
+                 want="idx[i0, i1, 0] % 4, idx[i0, i1, 1] % 5, i2]")
+        gathernd(work, "GatherND, tuples of one: slices", f32(6, 4), ints(6, 3, 2, 1))
+        gathernd(work, "GatherND, known indices (an integer weight)", f32(3, 4),
+                 np.array([[2, -1], [0, 1], [1, 3]]), known=True,
+                 want="weight idx : i64[3, 2]")
+        gathernd(work, "GatherND, batch_dims 1", f32(2, 5, 6), ints(5, 2, 3, 1), b=1)
+        gathernd(work, "GatherND, batch_dims 2", f32(2, 3, 4, 5), ints(4, 2, 3, 2)[..., :2] % 4,
+                 b=2)
+        gathernd(work, "GatherND, int32 data", rng.integers(-99, 99, (3, 4, 2)).astype(np.int32),
+                 ints(3, 5, 2) % 3)
+        gathernd(work, "GatherND, a rank-0 output", f32(3, 4), np.array([2, -1]))
+        x, idx = f32(1, 5, 4), ints(5, 1, 3, 1)
+        m = gathernd(work, "GatherND, the batch a dim_param", x, idx, b=1, batch=True,
+                     want="const B = 1")
+        x3, idx3 = f32(3, 5, 4), ints(5, 3, 3, 1)
+        _, out = run(work, m, {"x": x3, "idx": idx3}, defines=["-D", "B=3"])
+        check("GatherND, -D B=3", out["y"], gathernd_ref(x3, idx3, 1))
+        logic(work, rng)
+        masked(work)
+        pads(work, rng)
+    print(f"{passed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
