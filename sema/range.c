@@ -475,7 +475,9 @@ bool intervals_check(StmtCtx *c, const CExpr *e)
     case CE_NOT:
         return intervals_check(c, e->operand);
     case CE_BIN:
-        return intervals_check(c, e->bin.lhs) & intervals_check(c, e->bin.rhs);
+        /* both checked, left first: its errors come first */
+        ok = intervals_check(c, e->bin.lhs);
+        return intervals_check(c, e->bin.rhs) && ok;
     default:
         return true;
     }

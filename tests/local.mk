@@ -10,6 +10,9 @@ EXTRA_DIST += tests/check.h
 # the include layering of lang/ and derive/, private headers kept private
 TESTS += tests/layers.test
 EXTRA_DIST += tests/layers.test
+# the front end's diagnostics in the program's order, whatever the compiler
+TESTS += tests/order.test
+EXTRA_DIST += tests/order.test
 
 # The numerical suite (generated C programs against PyTorch) and the
 # examples' Makefile; the GPU scripts ship but run only on a GPU machine.

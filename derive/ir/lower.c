@@ -254,14 +254,21 @@ static const IExpr *lower_bool(Lower *L, const CExpr *e)
         return lower_real(L, e);        /* a value used as a condition: != 0 */
     if (e->kind == CE_NOT)
         return ir_unary(cx, IE_NOT, lower_bool(L, e->operand));
+    /* operands lowered left to right, each in a statement of its own:
+     * the order of their diagnostics is the program's, whatever the
+     * compiler's order of evaluating arguments */
     BinOp op = e->bin.op;
-    if (op == OP_AND || op == OP_OR)
-        return ir_binary(cx, op == OP_AND ? IE_AND : IE_OR, lower_bool(L, e->bin.lhs),
-                         lower_bool(L, e->bin.rhs));
     const CExpr *l = e->bin.lhs, *r = e->bin.rhs;
-    if (l->is_int && !l->is_bool && r->is_int && !r->is_bool)
-        return ir_icmp(cx, op, lower_ix(L, l), lower_ix(L, r));
-    return ir_cmp(cx, op, lower_real(L, l), lower_real(L, r));
+    if (op == OP_AND || op == OP_OR) {
+        const IExpr *a = lower_bool(L, l);
+        return ir_binary(cx, op == OP_AND ? IE_AND : IE_OR, a, lower_bool(L, r));
+    }
+    if (l->is_int && !l->is_bool && r->is_int && !r->is_bool) {
+        const Ix *a = lower_ix(L, l);
+        return ir_icmp(cx, op, a, lower_ix(L, r));
+    }
+    const IExpr *a = lower_real(L, l);
+    return ir_cmp(cx, op, a, lower_real(L, r));
 }
 
 static bool reads_only_weights(const IExpr *e);
