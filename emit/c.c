@@ -76,7 +76,7 @@ static void write_nest(Emit *em, const Kernel *k, int first, int npar, int ind, 
         emit_store_offset(o, k);
     }
     sb_puts(o, "] = ");
-    emit_store_value(em, o, k->out->elem, k->store);
+    emit_store_kernel(em, o, k);
     sb_printf(o, ";\n%*s}\n", ind, "");
     if (hoist_out && r - 2 >= first)
         sb_printf(o, "%*s}\n", ind - 4, "");

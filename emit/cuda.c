@@ -141,7 +141,7 @@ static void write_warps_combine(Sb *o, const Kernel *k, int ind, int warps)
 static void write_store(Emit *em, Sb *o, const Kernel *k, int ind)
 {
     sb_printf(o, "%*st_%s[e] = ", ind, "", em->cname[k->out->id]);
-    emit_store_value(em, o, k->out->elem, k->store);
+    emit_store_kernel(em, o, k);
     sb_puts(o, ";\n");
 }
 
@@ -174,7 +174,7 @@ static void write_row_store(Emit *em, Sb *o, const Kernel *k, int j, const char 
                   len, at);
     else
         sb_printf(o, "%*st_%s[ein_e] = ", ind, "", em->cname[k->out->id]);
-    emit_store_value(em, o, k->out->elem, k->store);
+    emit_store_kernel(em, o, k);
     sb_puts(o, ";\n");
 }
 

@@ -294,7 +294,7 @@ void emit_write_helpers(Emit *em)
         sb_printf(o, "/* GELU, the exact form: x * Phi(x). */\n"
                   "%s float ein_gelu(float x)\n{\n"
                   "    return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));\n}\n\n", fn);
-    if (h & HELP_TO_INT) {
+    if (h & (HELP_TO_INT | HELP_SAT_INT)) {
         sb_puts(o, "/* Conversions to the integer types, as a store into one does: toward\n"
                    "   zero, saturating at the type's limits, NaN giving 0; bool is x != 0. */\n");
         static const struct { const char *n, *t, *lo, *hi, *min, *max; ElemType e; } it[] = {
@@ -314,6 +314,18 @@ void emit_write_helpers(Emit *em)
         if (h & HELP_TO(ELEM_BOOL))
             sb_printf(o, "%s uint8_t ein_to_bool(float x)\n{\n    return x != 0.0f;\n}\n\n",
                       fn);
+        if (h & HELP_SAT_INT) {
+            sb_puts(o, "/* The same from an exact int64_t (a map that only moves integers). */\n");
+            for (size_t i = 0; i < sizeof it / sizeof *it; i++)
+                if (h & HELP_SAT(it[i].e))
+                    sb_printf(o, "%s %s ein_sat_%s(int64_t x)\n{\n"
+                              "    return x <= %s ? %s : x >= %s ? %s : (%s)x;\n}\n\n", fn,
+                              it[i].t, it[i].n, it[i].min, it[i].min, it[i].max, it[i].max,
+                              it[i].t);
+            if (h & HELP_SAT(ELEM_BOOL))
+                sb_printf(o, "%s uint8_t ein_sat_bool(int64_t x)\n{\n    return x != 0;\n}\n\n",
+                          fn);
+        }
     }
     write_16bit_helpers(em);
     write_rnd_helper(em);

@@ -57,6 +57,9 @@ typedef struct Kernel {
     /* A reduction whose innermost sum loop is `omp simd` (in the body,
      * kernel.c's vec_sum_loop); simd_vmath as for simd. */
     bool simd_sum;
+    /* A map into an integer tensor that only moves integers: acc is an
+     * int64_t, stored through ein_sat_TYPE (emit_store_kernel). */
+    bool int_acc;
     /* C, a map: lines defining its per-row values (ein_h0, ...), which do
      * not change along the innermost loop; NULL when none. */
     char *hoist;
@@ -150,9 +153,12 @@ enum {
     HELP_VMATH = 1 << 23,
     /* C: vectorized kernels compiled for several instruction sets (EIN_TARGETS) */
     HELP_TARGETS = 1 << 24,
+    /* int64_t to an integer type, saturating: ein_sat_i8 .. ein_sat_bool: HELP_SAT(e) */
+    HELP_SAT_INT = 0x3fu << 25,
 };
-/* The conversion helper of an integer type. */
+/* The conversion helpers of an integer type: from float, from int64_t. */
 #define HELP_TO(e) (1u << (17 + (int)(e) - (int)ELEM_I8))
+#define HELP_SAT(e) (1u << (25 + (int)(e) - (int)ELEM_I8))
 
 /* ---- text.c: what every writer uses ------------------------------------ */
 /* The C type of a tensor's elements in buffers and kernel parameters:
@@ -200,6 +206,9 @@ static inline const PlanOp *emit_op(const Emit *em, const IrTensor *t)
 /* kernel.c: the kernel of op (its stage, the epilogue fused into its
  * store), or (pass) its epilogue pass after a library call, named `name`. */
 int kernel_build(Emit *em, const PlanOp *op, bool pass, const char *name, Kernel *k);
+/* What k stores, converted to its output's element type: k->store
+ * through emit_store_value, or an int64_t acc saturated to the type. */
+void emit_store_kernel(Emit *em, Sb *b, const Kernel *k);
 /* Row-major offset of the output element from the loop variables. */
 void emit_store_offset(Sb *b, const Kernel *k);
 /* The same over the dims from `first` on (an element's offset in its row

@@ -57,6 +57,9 @@ typedef struct KGen {
      * become temporaries, computed whichever is taken (they read inside
      * their tensors, vec_expr), so that the compiler if-converts it. */
     bool vec;
+    /* Writing an integer map (int_map): reads of integer tensors and
+     * integer constants as int64_t, not float. */
+    bool ints;
     /* A map's subexpressions that do not change along its innermost loop
      * (hoist_map): written once per row before that loop, as ein_hN. */
     const IExpr *hoist[KERNEL_MAX_HOIST];
@@ -373,9 +376,10 @@ static void gen_access(KGen *g, const IExpr *e, Sb *b)
     if (nconds)
         sb_printf(b, "(%s ? ", sb_str(&cond));
     /* An f16 or bf16 element is widened to float as it is read, an
-     * integer one converted (exactly, up to 2^24). */
+     * integer one converted (exactly, up to 2^24; in an integer map
+     * widened to int64_t, exactly). */
     if (elem_is_int(t->elem)) {
-        sb_puts(b, "(float)(");
+        sb_puts(b, g->ints ? "(int64_t)(" : "(float)(");
     } else if (t->elem != ELEM_F32) {
         bool h = t->elem == ELEM_F16;
         sb_puts(b, h ? "ein_ld_f16(" : "ein_ld_bf16(");
@@ -390,7 +394,7 @@ static void gen_access(KGen *g, const IExpr *e, Sb *b)
     if (t->elem != ELEM_F32)
         sb_putc(b, ')');
     if (nconds)
-        sb_puts(b, " : 0.0f)");
+        sb_puts(b, g->ints ? " : 0)" : " : 0.0f)");
     sb_free(&cond);
 }
 
@@ -457,8 +461,12 @@ static void gen_call(KGen *g, const IExpr *e, Sb *b)
     if (e->call.fn == FN_SELECT) {
         if (e->call.nargs != 3)
             goto bad;
+        /* the condition compares reals, also in an integer map */
+        bool ints = g->ints;
         sb_putc(b, '(');
+        g->ints = false;
         gen_b(g, a[0], b);
+        g->ints = ints;
         sb_puts(b, " ? ");
         for (int i = 1; i < 3; i++) {
             if (g->vec && a[i]->kind != IE_CONST)
@@ -581,7 +589,10 @@ static void gen_f_node(KGen *g, const IExpr *e, Sb *b)
                                [IE_DIV] = '/'};
     switch (e->kind) {
     case IE_CONST:
-        emit_float(b, e->value);
+        if (g->ints)
+            sb_printf(b, "INT64_C(%" PRId64 ")", (int64_t)e->value);
+        else
+            emit_float(b, e->value);
         return;
     case IE_INDEX:
         sb_puts(b, "(float)");
@@ -1161,9 +1172,47 @@ static void hoist_map(KGen *g, Kernel *k)
     sb_free(&h);
 }
 
+/* Is e an integer computed exactly in int64_t by moving data: a read of
+ * an integer tensor, an integral constant of at most 2^53, or a select
+ * of such (a copy, a reshape, a gather, a concat of integers)? */
+static bool int_exact(const IExpr *e)
+{
+    switch (e->kind) {
+    case IE_ACCESS:
+        return e->access.tensor && elem_is_int(e->access.tensor->elem);
+    case IE_CONST:
+        return e->value == floor(e->value) && fabs(e->value) <= 9007199254740992.0;
+    case IE_CALL:
+        return e->call.fn == FN_SELECT && e->call.nargs == 3 && int_exact(e->call.args[1]) &&
+               int_exact(e->call.args[2]);
+    default:
+        return false;
+    }
+}
+
+/* A plain map into an integer tensor that only moves integers: the
+ * element as an int64_t, every value of every integer type exactly (in
+ * float, integers past 2^24 would round). */
+static bool int_map(KGen *g, Kernel *k, const IExpr *epi, Sb *b)
+{
+    if (!elem_is_int(k->out->elem) || epi || !int_exact(k->st->body))
+        return false;
+    Sb body = {0};
+    g->ints = true;
+    gen_f(g, k->st->body, &body);
+    g->ints = false;
+    flush_pre(g, b, 0);
+    line(b, 0, "const int64_t acc = %s;", sb_str(&body));
+    sb_free(&body);
+    k->int_acc = true;
+    return true;
+}
+
 /* A plain map: the element is the body. */
 static void map_body(KGen *g, Kernel *k, const IExpr *epi, Sb *b)
 {
+    if (int_map(g, k, epi, b))
+        return;
     hoist_map(g, k);
     bool vm = false;
     k->simd = k->out->elem == ELEM_F32 && vec_expr(g, k->st->body, &vm) &&
@@ -1563,10 +1612,9 @@ int kernel_build(Emit *em, const PlanOp *op, bool pass, const char *name, Kernel
     k->name = name;
     k->rows = em->rows;
     /* The dialects round the element to its type as they store it; the
-     * helpers are written before the kernels, so say so now. */
-    if (elem_is_int(t->elem))
-        em->helpers |= HELP_TO(t->elem);
-    else if (t->elem != ELEM_F32)
+     * helpers are written before the kernels, so say so now (an integer
+     * element once the body says which conversion: below). */
+    if (t->elem != ELEM_F32 && !elem_is_int(t->elem))
         em->helpers |= t->elem == ELEM_F16 ? HELP_ST_F16 : HELP_ST_BF16;
     KGen g;
     kgen_init(&g, em, k);
@@ -1589,6 +1637,8 @@ int kernel_build(Emit *em, const PlanOp *op, bool pass, const char *name, Kernel
         }
         k->body = arena_strdup(em->arena, sb_str(&b));
         sb_free(&b);
+        if (elem_is_int(t->elem))
+            em->helpers |= k->int_acc ? HELP_SAT(t->elem) : HELP_TO(t->elem);
         g.self = NULL;
         build_store(&g, k, epi);
         if (!empty)
@@ -1641,6 +1691,14 @@ int kernel_row_params(Emit *em, const Kernel *ks, const IrTensor ***reads_out,
         }
     }
     return nr;
+}
+
+void emit_store_kernel(Emit *em, Sb *b, const Kernel *k)
+{
+    if (k->int_acc)
+        sb_printf(b, "ein_sat_%s(%s)", elem_name(k->out->elem), k->store);
+    else
+        emit_store_value(em, b, k->out->elem, k->store);
 }
 
 /* Row-major offset of an element from the loop variables. */

@@ -97,6 +97,19 @@ def unet_concat(enc, dec, k):
             "st": torch.stack([enc, enc, enc], dim=4)}
 
 
+@case({"a": (("i64", -2**33, 2**33), (4, 6)), "b": (("i64", -2**40, 2**40), (2, 6)),
+       "w": (("i32", -2**31, 2**31), (5,)), "m": (("bool", 0, 2), (4, 6)),
+       "ix": (("i64", -8, 8), (3,))})
+def int_move(a, b, w, m, ix):
+    # the inputs come as float64 (exact: every value is below 2^53)
+    a, b, w, m, ix = a.long(), b.long(), w.long(), m.bool(), ix.long()
+    i32 = torch.iinfo(torch.int32)
+    return {"r": a.reshape(4, 3, 2), "t": a.t().contiguous(), "c": torch.cat([a, b], 0),
+            "s": torch.where(m, a, torch.tensor(-16777217, dtype=torch.int64)),
+            "g": a[ix % 4], "n32": a.clamp(i32.min, i32.max).to(torch.int32),
+            "w64": w.to(torch.int64)}
+
+
 @case({"q": (2, 6, 4), "k": (2, 6, 4), "len": (("i32", 1, 7), (2,))})
 def int_mask(q, k, len):
     L = 6

@@ -15,7 +15,8 @@ at small sizes) this
      from the same f32 values:
          err = max|out - ref| / max(max|ref|, 1e-30)     (per output tensor)
      and passes when err < 1e-5 for every output (names, shapes and
-     element types must match exactly; a NaN fails).  A reference
+     element types must match exactly; a NaN fails; an integer or bool
+     output must match element for element).  A reference
      returns an f16 or bf16 output as a torch.float16 or torch.bfloat16
      tensor (the element type expected), rounded as the program stores
      it; such an output passes with err < 1e-3 (f16) or 1e-2 (bf16), a
@@ -316,11 +317,20 @@ def compare(name, out, ref, tol):
                             % (k, ELEM.get(o.dtype, o.dtype), want))
             continue
         ktol = max(tol, TOL_16.get(r.dtype, tol))
-        r = r.to(torch.float64)
         if tuple(o.shape) != tuple(r.shape):
             problems.append("%s: shape %s, expected %s"
                             % (k, list(o.shape), list(r.shape)))
             continue
+        if not r.is_floating_point():
+            # integers and bools: every element exactly (as floats, a
+            # 2^40 one unit off would pass the relative tolerance)
+            bad = o.to(torch.int64) != r.to(torch.int64)
+            if bad.any():
+                at = tuple(int(i) for i in torch.nonzero(bad)[0].tolist())
+                problems.append("%s: %d elements differ (at %s: got %d, expected %d)"
+                                % (k, int(bad.sum()), list(at), int(o[at]), int(r[at])))
+            continue
+        r = r.to(torch.float64)
         o = o.to(torch.float64)
         if not torch.isfinite(o).all():
             problems.append("%s: non-finite values" % k)
