@@ -14,7 +14,14 @@
  *    those the convolution's arithmetic gives:
  *        y = (x + pre + post - dil (w - 1) - 1) / stride + 1,
  *    y's channels the filter count, x's channels a multiple of the
- *    filter's); a graph's operations finalized; its uids distinct;
+ *    filter's); a pointwise descriptor's mode and math precision (the
+ *    forward modes einc uses, FLOAT), a pointwise operation's y and, for
+ *    exactly the two-input modes, b, each dimension of x and b y's or 1;
+ *    a by-value tensor a scalar; a graph's operations finalized, one
+ *    tensor to a uid (a virtual one written by one operation, read by
+ *    another), each written once and not by its reader, each virtual one
+ *    written and read, no cycle, no convolution into a virtual tensor
+ *    with beta other than 0;
  *  - heuristics (modes INSTANT, A, B) return four engine configs: engine 0
  *    is TENSOR_CORE and DOWN_CONVERT_INPUTS (f32 operands become TF32,
  *    truncated), engine 1 NONDETERMINISTIC (its sums start at another
@@ -22,15 +29,21 @@
  *    the process id), engine 2 asks for a large workspace (4 GiB), engine 3
  *    is plain fp32 with a workspace it really uses (an im2col of one image
  *    and group); mode FALLBACK returns engine 4, plain, no workspace;
+ *    a graph of a convolution and pointwise nodes gets the same configs,
+ *    and engine 4's plan refuses it (NOT_SUPPORTED);
  *  - HOSTCUDA_REFUSE_ENGINES=1: every execution plan's Finalize says
- *    CUDNN_STATUS_NOT_SUPPORTED; HOSTCUDA_CUDNN_CREATE=fail: cudnnCreate
+ *    CUDNN_STATUS_NOT_SUPPORTED; HOSTCUDA_REFUSE_FUSION=1: so does every
+ *    plan of a graph with pointwise nodes; HOSTCUDA_CUDNN_CREATE=fail: cudnnCreate
  *    says CUDNN_STATUS_NOT_INITIALIZED (as when the runtime cannot start);
  *  - Execute checks the variant pack: each non-virtual tensor's uid once,
  *    no other uid, each pointer inside one allocation for the tensor's
  *    whole extent and aligned to its CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, a
- *    workspace of the plan's size inside one allocation; then queues a
- *    reference forward convolution or backward-data on the handle's
- *    stream (fp32 sums; 16-bit outputs rounded to nearest even).
+ *    by-value tensor's in host memory (read at the call), a workspace of
+ *    the plan's size inside one allocation; then queues the graph on the
+ *    handle's stream: a reference forward convolution or backward-data
+ *    (fp32 sums; 16-bit outputs rounded to nearest even), then the
+ *    pointwise nodes in FLOAT as cudnnPointwiseMode_t documents them
+ *    (pw_apply), virtual tensors in host buffers.
  * Errors of the caller are reported (mock.h) as well as returned.
  *
  * Ambiguities, and what the mock does:
@@ -45,9 +58,13 @@
  *  - CUDNN_ATTR_OPERATIONGRAPH_HANDLE and CUDNN_ATTR_EXECUTION_PLAN_HANDLE
  *    are deprecated in cuDNN 9.19's header but still documented as
  *    required: required here;
- *  - the TF32 conversion of tensor-core engines (see cublas.cpp).
+ *  - the TF32 conversion of tensor-core engines (see cublas.cpp);
+ *  - NaN in RELU_FWD, MAX, MIN without CUDNN_PROPAGATE_NAN (pw_apply);
+ *  - a B on a one-input pointwise mode, a by-value tensor of several
+ *    elements: errors here; the order of a graph's operations: any.
  * Only what einc emits is implemented: one convolution (2 spatial dims)
- * per graph, FLOAT/HALF/BFLOAT16 data with FLOAT compute. */
+ * per graph, FLOAT/HALF/BFLOAT16 data with FLOAT compute, then forward
+ * pointwise nodes in FLOAT. */
 #include "mock.h"
 
 #include <algorithm>
