@@ -120,24 +120,25 @@ static D graph(bool bwd, int chain)
     int n = 0;
     ops[n] = make(bwd ? CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR
                       : CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
-    CK(cudnnBackendSetAttribute(ops[n], bwd ? CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY
-                                            : CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
-                                CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x));
-    CK(cudnnBackendSetAttribute(ops[n], bwd ? CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W
-                                            : CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
-                                CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w));
-    CK(cudnnBackendSetAttribute(ops[n], bwd ? CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX
-                                            : CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
-                                CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &out));
-    CK(cudnnBackendSetAttribute(ops[n], bwd ? CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC
-                                            : CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
-                                CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c));
-    CK(cudnnBackendSetAttribute(ops[n], bwd ? CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA
-                                            : CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
-                                CUDNN_TYPE_FLOAT, 1, &alpha));
-    CK(cudnnBackendSetAttribute(ops[n], bwd ? CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA
-                                            : CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA,
-                                CUDNN_TYPE_FLOAT, 1, &beta));
+    /* the operation's attributes: backward data's names, or forward's */
+    auto set = [&](cudnnBackendAttributeName_t b, cudnnBackendAttributeName_t f,
+                   cudnnBackendAttributeType_t t, const void *v) {
+        return cudnnBackendSetAttribute(ops[n], bwd ? b : f, t, 1, v) == CUDNN_STATUS_SUCCESS;
+    };
+    const cudnnBackendAttributeType_t DESC = CUDNN_TYPE_BACKEND_DESCRIPTOR;
+    if (!set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
+             CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, DESC, &x) ||
+        !set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+             CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, DESC, &w) ||
+        !set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
+             CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, DESC, &out) ||
+        !set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+             CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, DESC, &c) ||
+        !set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+             CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, &alpha) ||
+        !set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA,
+             CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, &beta))
+        return 0;
     CK(cudnnBackendFinalize(ops[n++]));
     if (chain == 3) {
         D s = tensor(6, SD, SD, BYVAL), t = tensor(7, XD, nullptr, VIRT);
