@@ -351,13 +351,19 @@ static void write_pw_table(Emit *em, const IrTensor *t)
             sb_puts(o, "},\n");
             continue;
         }
+        /* a broadcast dim (1) strides over the dims inside it, as a packed
+         * tensor's would (its stride is never used; NVIDIA's frontend
+         * writes a bias [1, K, 1, 1] as strides [K, 1, 1, 1]) */
+        int64_t st[4];
+        for (int d = 3; d >= 0; d--)
+            st[d] = q->dims[d] != 1 ? q->strides[d] : d == 3 ? 1 : st[d + 1] * q->dims[d + 1];
         /* b's pointer is the tensor's buffer `offset` elements in: aligned
          * as far as that keeps the buffer's 16 bytes */
         int64_t off = q->offset * 4;
         sb_printf(o, ", {%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "}, {%" PRId64 ", %"
                   PRId64 ", %" PRId64 ", %" PRId64 "}, %d},\n", q->dims[0], q->dims[1],
-                  q->dims[2], q->dims[3], q->strides[0], q->strides[1], q->strides[2],
-                  q->strides[3], off % 16 == 0 ? 16 : off % 8 == 0 ? 8 : 4);
+                  q->dims[2], q->dims[3], st[0], st[1], st[2], st[3],
+                  off % 16 == 0 ? 16 : off % 8 == 0 ? 8 : 4);
     }
     sb_puts(o, "};\n\n");
 }

@@ -15,6 +15,7 @@
  * calls cuDNN; the generated file describes its convolutions in a table
  * ein_convs[] of ein_conv_spec (cudnn_types.h), calls ein_dnn_create and
  * ein_dnn_destroy, and runs each with ein_conv_ok and ein_conv_run. */
+#include <float.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,10 +142,13 @@ RT_API int ein_dnn_engine_ok(ein_conv *cv, cudnnBackendDescriptor_t cfg, int ten
     return 1;
 }
 
-/* One pointwise node, y = mode(x) or mode(x, b) in f32.  The comparisons
-   (RELU_FWD, MAX, MIN) ask for NaN propagation, as einc's relu, max and
-   min propagate NaN: CUDNN_PROPAGATE_NAN, the value the documentation
-   says is supported for them (the attribute is deprecated in cuDNN 9). */
+/* One pointwise node, y = mode(x) or mode(x, b) in f32.  RELU_FWD asks
+   for NaN propagation, as einc's relu keeps NaN (CUDNN_PROPAGATE_NAN, the
+   value the documentation says is supported for "comparison based" modes
+   like ReLU; the attribute is deprecated in cuDNN 9), with its clips at
+   their documented defaults (0, the largest float, slope 0), all set as
+   NVIDIA's frontend sets them.  MAX and MIN get no NaN attribute (the
+   frontend sets none): what they do with NaN is not documented. */
 RT_API int ein_dnn_pointwise(model_ctx *ctx, ein_conv *cv, const ein_pw_spec *pw,
                              cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t b,
                              cudnnBackendDescriptor_t y, cudnnBackendDescriptor_t *op)
@@ -152,15 +156,22 @@ RT_API int ein_dnn_pointwise(model_ctx *ctx, ein_conv *cv, const ein_pw_spec *pw
     cudnnBackendDescriptor_t desc;
     cudnnDataType_t prec = CUDNN_DATA_FLOAT;
     cudnnNanPropagation_t nan = CUDNN_PROPAGATE_NAN;
+    double lower = 0.0, upper = FLT_MAX, slope = 0.0;
     EIN_DNN(ein_dnn_make(cv, CUDNN_BACKEND_POINTWISE_DESCRIPTOR, &desc));
     EIN_DNN(cudnnBackendSetAttribute(desc, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE,
                                      1, &pw->mode));
     EIN_DNN(cudnnBackendSetAttribute(desc, CUDNN_ATTR_POINTWISE_MATH_PREC,
                                      CUDNN_TYPE_DATA_TYPE, 1, &prec));
-    if (pw->mode == CUDNN_POINTWISE_RELU_FWD || pw->mode == CUDNN_POINTWISE_MAX ||
-        pw->mode == CUDNN_POINTWISE_MIN)
+    if (pw->mode == CUDNN_POINTWISE_RELU_FWD) {
         EIN_DNN(cudnnBackendSetAttribute(desc, CUDNN_ATTR_POINTWISE_NAN_PROPAGATION,
                                          CUDNN_TYPE_NAN_PROPOGATION, 1, &nan));
+        EIN_DNN(cudnnBackendSetAttribute(desc, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP,
+                                         CUDNN_TYPE_DOUBLE, 1, &lower));
+        EIN_DNN(cudnnBackendSetAttribute(desc, CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP,
+                                         CUDNN_TYPE_DOUBLE, 1, &upper));
+        EIN_DNN(cudnnBackendSetAttribute(desc, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP_SLOPE,
+                                         CUDNN_TYPE_DOUBLE, 1, &slope));
+    }
     EIN_DNN(cudnnBackendFinalize(desc));
     EIN_DNN(ein_dnn_make(cv, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, op));
     EIN_DNN(cudnnBackendSetAttribute(*op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR,
