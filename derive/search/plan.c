@@ -90,8 +90,8 @@ int plan_post_ops(const PlanOp *op, LibPost *post)
 
 /* cuDNN's graph: f32 x, w and y (the pointwise nodes compute in f32 on
  * the f32 y).  Not after a backward-data operation (a transposed
- * convolution): the documentation this was written from states pointwise
- * fusion after the forward convolution only. */
+ * convolution): the documentation at hand did not show pointwise nodes
+ * after one (tests/gpu/fusion_probe.cu asks a GPU's cuDNN). */
 int plan_pointwise(const PlanOp *op, LibPost *post, LibPw *pw)
 {
     const OpMatch *m = &op->op;
