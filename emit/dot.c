@@ -188,12 +188,15 @@ static void op_label(Emit *em, const IrTensor *t, Sb *o)
     int npost = plan_post_ops(op, post);
     if (npost)
         sb_printf(o, "as %d oneDNN post-op%s\\l", npost, npost > 1 ? "s" : "");
-    char lt[128];
+    char lt[128], pw[256];
     if (op->lt.fused)
         sb_printf(o, "in cuBLASLt's epilogue: %s\\l", plan_lt_name(op, lt, sizeof lt));
+    if (plan_dnn_fused(op))
+        sb_printf(o, "in cuDNN's graph: %s\\l", plan_pw_name(op, pw, sizeof pw));
     if (em->pname[t->id])
         sb_printf(o, "%s: the epilogue, a pass after the call%s\\l", em->pname[t->id],
-                  op->lt.fused ? " where cuBLASLt cannot run it" : "");
+                  op->lt.fused ? " where cuBLASLt cannot run it"
+                  : plan_dnn_fused(op) ? " where cuDNN cannot run the graph" : "");
 }
 
 int emit_dot(const Plan *pl, FILE *out)

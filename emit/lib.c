@@ -326,21 +326,73 @@ static const char *cudnn_type(ElemType e)
                                                               : "CUDNN_DATA_FLOAT";
 }
 
+/* The pointwise nodes of the convolution computing t, as its graph
+ * computes them (plan_pointwise): ein_pw_<id>[], in cuDNN's modes. */
+static void write_pw_table(Emit *em, const IrTensor *t)
+{
+    static const char *const modes[] = {
+        [PW_ADD] = "ADD", [PW_SUB] = "SUB", [PW_MUL] = "MUL", [PW_DIV] = "DIV",
+        [PW_MAX] = "MAX", [PW_MIN] = "MIN", [PW_RELU] = "RELU_FWD", [PW_TANH] = "TANH_FWD",
+        [PW_SIGMOID] = "SIGMOID_FWD", [PW_EXP] = "EXP", [PW_ABS] = "ABS", [PW_SQRT] = "SQRT",
+        [PW_GELU] = "GELU_FWD"};
+    LibPost post[LIB_POST_MAX];
+    LibPw pw[LIB_PW_MAX];
+    int n = plan_pointwise(emit_op(em, t), post, pw);
+    Sb *o = &em->out;
+    char what[256];
+    sb_puts(o, "/* ");
+    emit_comment_text(o, t->name);
+    sb_printf(o, ": %s */\nstatic const ein_pw_spec ein_pw_%d[%d] = {\n",
+              plan_pw_name(emit_op(em, t), what, sizeof what), t->id, n);
+    for (int i = 0; i < n; i++) {
+        const LibPost *q = pw[i].post >= 0 ? &post[pw[i].post] : NULL;
+        sb_printf(o, "    {CUDNN_POINTWISE_%s, %s, ", modes[pw[i].mode],
+                  q ? "EIN_PW_TENSOR" : pw[i].mode <= PW_MIN ? "EIN_PW_SCALAR" : "EIN_PW_UNARY");
+        emit_float(o, q ? 0 : pw[i].value);
+        if (!q) {
+            sb_puts(o, "},\n");
+            continue;
+        }
+        /* a broadcast dim (1) strides over the dims inside it, as a packed
+         * tensor's would (its stride is never used; NVIDIA's frontend
+         * writes a bias [1, K, 1, 1] as strides [K, 1, 1, 1]) */
+        int64_t st[4];
+        for (int d = 3; d >= 0; d--)
+            st[d] = q->dims[d] != 1 ? q->strides[d] : d == 3 ? 1 : st[d + 1] * q->dims[d + 1];
+        /* b's pointer is the tensor's buffer `offset` elements in: aligned
+         * as far as that keeps the buffer's 16 bytes */
+        int64_t off = q->offset * 4;
+        sb_printf(o, ", {%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "}, {%" PRId64 ", %"
+                  PRId64 ", %" PRId64 ", %" PRId64 "}, %d},\n", q->dims[0], q->dims[1],
+                  q->dims[2], q->dims[3], st[0], st[1], st[2], st[3],
+                  off % 16 == 0 ? 16 : off % 8 == 0 ? 8 : 4);
+    }
+    sb_puts(o, "};\n\n");
+}
+
 /* The convolutions as runtime/cudnn.cu takes them: ein_convs[i] is built
  * into ctx->conv[i]. */
 static void write_conv_table(Emit *em)
 {
     const IrProgram *p = em->p;
     Sb *o = &em->out;
+    for (int i = 0; i < p->ntensors; i++)
+        if (em->slot[i] >= 0 && emit_op(em, p->tensors[i])->impl == IMPL_CUDNN_CONV &&
+            plan_dnn_fused(emit_op(em, p->tensors[i])))
+            write_pw_table(em, p->tensors[i]);
     sb_printf(o, "/* The convolutions cuDNN runs, ctx->conv[i] for ein_convs[i]: name,\n"
                  "   transposed, data type, tensor cores, x, w, y, pad, stride, dilation,\n"
-                 "   the engine to try first (runtime/cudnn_types.h). */\n"
+                 "   the engine to try first, the pointwise nodes of the epilogue\n"
+                 "   (runtime/cudnn_types.h). */\n"
                  "static const ein_conv_spec ein_convs[%d] = {\n", em->nconv);
     for (int i = 0; i < p->ntensors; i++) {
         const IrTensor *t = p->tensors[i];
         if (em->slot[i] < 0 || emit_op(em, t)->impl != IMPL_CUDNN_CONV)
             continue;
         const OpMatch *m = &emit_op(em, t)->op;
+        LibPost post[LIB_POST_MAX];
+        LibPw pw[LIB_PW_MAX];
+        int npw = plan_pointwise(emit_op(em, t), post, pw);
         bool tr = m->kind == OPK_CONV_TRANSPOSE2D;
         /* the filter as cuDNN sees it: [K, C/groups, R, S] of the forward
          * convolution (for a transposed one: K = c, C = f) */
@@ -353,8 +405,12 @@ static void write_conv_table(Emit *em)
                   PRId64 ", %" PRId64 "},\n", m->cn, m->c, m->h, m->w, wk, wc, m->r, m->s,
                   m->cn, m->f, out_h(t), out_w(t));
         sb_printf(o, "     {%" PRId64 ", %" PRId64 "}, {%" PRId64 ", %" PRId64 "}, {%" PRId64
-                  ", %" PRId64 "}, %" PRId64 "},\n", m->pad, m->pad_w, m->stride, m->stride,
+                  ", %" PRId64 "}, %" PRId64 ", ", m->pad, m->pad_w, m->stride, m->stride,
                   m->dilation, m->dilation, emit_op(em, t)->engine);
+        if (npw > 0)
+            sb_printf(o, "ein_pw_%d, %d},\n", t->id, npw);
+        else
+            sb_puts(o, "NULL, 0},\n");
     }
     sb_puts(o, "};\n\n");
 }
@@ -773,21 +829,40 @@ static void write_conv(Emit *em, const IrTensor *t, const OpMatch *m, const char
     Sb *o = &em->out;
     if (emit_is_cuda(em)) {
         const Kernel *k = &em->kernels[em->kernel_of[t->id]];
+        int slot = em->slot[t->id];
+        LibPost post[LIB_POST_MAX];
+        LibPw pw[LIB_PW_MAX];
+        int npw = plan_pointwise(emit_op(em, t), post, pw), nb = 0;
+        /* the tensor operands of the pointwise nodes, in their order */
+        for (int i = 0; i < npw; i++) {
+            const LibPost *q = pw[i].post >= 0 ? &post[pw[i].post] : NULL;
+            if (!q)
+                continue;
+            sb_printf(o, "%s%s", nb++ ? ", " : arena_printf(em->arena, "%sconst void *const "
+                                                            "b[] = {", in),
+                      at_elem(em, arena_printf(em->arena, "p[%d]", q->src1->id), q->offset, 4));
+        }
+        if (nb)
+            sb_puts(o, "};\n");
         /* its generated kernel where cuDNN had no plan, or where a pointer
-         * is below the 16-byte alignment its tensors declare (a caller's
-         * buffer: device pointers of any alignment may be passed to run) */
-        sb_printf(o, "%sif (!ctx->conv[%d].plan || ((uintptr_t)%s | (uintptr_t)%s | "
-                  "(uintptr_t)p[%d]) %% 16 != 0) {\n", in, em->slot[t->id],
-                  cuda_operand(em, t, m, 0), cuda_operand(em, t, m, 1), t->id);
+         * is below the alignment its tensor declares (a caller's buffer:
+         * device pointers of any alignment may be passed to run) */
+        sb_printf(o, "%sif (!ein_conv_ok(&ctx->conv[%d], %s, %s, p[%d], %s)) {\n", in, slot,
+                  cuda_operand(em, t, m, 0), cuda_operand(em, t, m, 1), t->id,
+                  nb ? "b" : "NULL");
         cuda_write_launch(em, k, arena_printf(em->arena, "%s    ", in));
         sb_printf(o, "%s    return 0;\n%s}\n", in, in);
         if (lib_rounds(em, t)) {
             write_round(em, m, 0, in);
             write_round(em, m, 1, in);
         }
-        sb_printf(o, "%sif ((rc = ein_conv_run(ctx, &ctx->conv[%d], %s, %s, p[%d], "
-                  "stream)) != 0)\n%s    return rc;\n", in, em->slot[t->id],
-                  cuda_operand(em, t, m, 0), cuda_operand(em, t, m, 1), t->id, in);
+        sb_printf(o, "%sif ((rc = ein_conv_run(ctx, &ctx->conv[%d], %s, %s, p[%d], %s, "
+                  "stream)) != 0)\n%s    return rc;\n", in, slot, cuda_operand(em, t, m, 0),
+                  cuda_operand(em, t, m, 1), t->id, nb ? "b" : "NULL", in);
+        if (npw > 0)
+            sb_printf(o, "%sif (ctx->conv[%d].fused)\n%s    return 0;\n"
+                      "%s/* cuDNN has no engine for the graph with the pointwise nodes: the "
+                      "epilogue's pass */\n", in, slot, in, in);
         return;
     }
     if (m->kind == OPK_CONV2D)

@@ -137,6 +137,33 @@ typedef struct LibPost {
 int cost_post_ops(const Stage *s, const IrTensor *self, const IExpr *value, LibPost *post,
                   int max);
 
+/* cuDNN's pointwise operations (libs.c): a chain of post-ops as the
+ * pointwise nodes of a cuDNN graph after the convolution, each y =
+ * mode(x) or y = mode(x, b) with x the node before's output (the
+ * convolution's for the first), in the modes' documented arithmetic
+ * (cudnnPointwiseMode_t): a binary one's b is a tensor (the post-op
+ * post[i], read with broadcast) or a scalar; linear steps are a MUL and
+ * an ADD of scalars, a clip a MAX and a MIN of scalars.  GELU is cuDNN's
+ * GELU_FWD, the erf form (GELU_APPROX_TANH_FWD is the tanh one). */
+typedef enum {
+    PW_ADD, PW_SUB, PW_MUL, PW_DIV, PW_MAX, PW_MIN,             /* x OP b */
+    PW_RELU, PW_TANH, PW_SIGMOID, PW_EXP, PW_ABS, PW_SQRT, PW_GELU,
+} PwMode;
+
+#define LIB_PW_MAX 16           /* runtime/cudnn_types.h: EIN_CUDNN_MAXPW */
+
+typedef struct LibPw {
+    PwMode mode;
+    int post;                   /* binary: b is post[post]'s tensor; -1: `value` */
+    double value;
+} LibPw;
+
+/* post[0..npost) as at most `max` pointwise nodes into pw[]: their number,
+ * or -1 where cuDNN has no such chain (a leaky ReLU, too many nodes). */
+int cost_pointwise(const LibPost *post, int npost, LibPw *pw, int max);
+/* "add", "relu", ... (--emit=plan) */
+const char *cost_pw_name(PwMode m);
+
 /* cuBLASLt's epilogue (libs.c): what cublasLtMatmul applies to a GEMM's
  * product before its store, as NVIDIA documents it,
  *     D = act(alpha * op(A) op(B) + beta * C + bias)

@@ -558,6 +558,65 @@ int cost_post_ops(const Stage *s, const IrTensor *self, const IExpr *value, LibP
     return value && chain(&c, value) ? c.n : -1;
 }
 
+/* ---- cuDNN's pointwise nodes: the post-ops in a convolution's graph ------ */
+
+const char *cost_pw_name(PwMode m)
+{
+    static const char *const names[] = {"add", "sub", "mul", "div", "max", "min", "relu",
+                                        "tanh", "sigmoid", "exp", "abs", "sqrt", "gelu"};
+    return names[m];
+}
+
+int cost_pointwise(const LibPost *post, int npost, LibPw *pw, int max)
+{
+    static const PwMode unary[] = {
+        [POST_RELU] = PW_RELU, [POST_TANH] = PW_TANH, [POST_LOGISTIC] = PW_SIGMOID,
+        [POST_EXP] = PW_EXP, [POST_ABS] = PW_ABS, [POST_SQRT] = PW_SQRT, [POST_GELU] = PW_GELU};
+    static const PwMode binary[] = {
+        [POST_ADD] = PW_ADD, [POST_SUB] = PW_SUB, [POST_MUL] = PW_MUL, [POST_DIV] = PW_DIV,
+        [POST_MAX] = PW_MAX, [POST_MIN] = PW_MIN};
+    int n = 0;
+#define PW_PUSH(m, i, v)                                                    \
+    do {                                                                    \
+        if (n == max)                                                       \
+            return -1;                                                      \
+        pw[n++] = (LibPw){.mode = (m), .post = (i), .value = (v)};          \
+    } while (0)
+    for (int i = 0; i < npost; i++) {
+        const LibPost *p = &post[i];
+        switch (p->alg) {
+        case POST_RELU:         /* oneDNN's alpha is a leaky slope; RELU_FWD's is 0 */
+            if (p->alpha != 0)
+                return -1;
+            /* fall through */
+        case POST_TANH: case POST_LOGISTIC: case POST_EXP: case POST_ABS: case POST_SQRT:
+        case POST_GELU:
+            PW_PUSH(unary[p->alg], -1, 0);
+            break;
+        case POST_LINEAR:       /* alpha v + beta */
+            if (p->alpha != 1)
+                PW_PUSH(PW_MUL, -1, p->alpha);
+            if (p->beta != 0)
+                PW_PUSH(PW_ADD, -1, p->beta);
+            break;
+        case POST_CLIP:         /* [alpha, beta], infinite for no bound */
+            if (isfinite(p->alpha))
+                PW_PUSH(PW_MAX, -1, p->alpha);
+            if (isfinite(p->beta))
+                PW_PUSH(PW_MIN, -1, p->beta);
+            break;
+        case POST_ADD: case POST_SUB: case POST_MUL: case POST_DIV: case POST_MAX:
+        case POST_MIN:
+            PW_PUSH(binary[p->alg], i, 0);
+            break;
+        case POST_NONE:
+            return -1;
+        }
+    }
+#undef PW_PUSH
+    return n;
+}
+
 /* ---- cuBLASLt's epilogue: act(alpha * AB + beta * C + bias) ------------- */
 
 /* The sum u = alpha * self + beta * C + bias, term by term. */

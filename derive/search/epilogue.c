@@ -4,8 +4,9 @@
  * y's operator's epilogue (plan.h): the operator computes y's value and
  * stores z's, so y has no buffer and z no operator of its own.  A
  * generated kernel applies it in its store; a library call takes it as
- * what the library fuses (oneDNN's post-ops, cuBLASLt's epilogue:
- * derive/pricing/libs.c) or is followed by one pass over its output.  It is made only where the
+ * what the library fuses (oneDNN's post-ops, cuBLASLt's epilogue,
+ * cuDNN's pointwise nodes: derive/pricing/libs.c) or is followed by one
+ * pass over its output.  It is made only where the
  * cost model prices the operator with the epilogue no dearer than the two
  * operators apart.  Runs after fuse.c, on the plan's program. */
 #include "config.h"

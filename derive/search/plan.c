@@ -60,6 +60,18 @@ static bool matmul_post_fast(const LibPost *q, const IrTensor *dst)
     return full || col || one;
 }
 
+/* The epilogue of a forward convolution whose output is [n, f, h, w] as
+ * its loops (oneDNN's dst, cuDNN's y), as post-ops: their number, or 0. */
+static int conv_post_ops(const PlanOp *op, LibPost *post)
+{
+    const IrTensor *t = op->out;
+    if (!op->epi.value || op->op.kind != OPK_CONV2D || op->stage->nloops != 4 ||
+        t->rank != 4 || t->shape[0] != op->op.cn || t->shape[1] != op->op.f)
+        return 0;
+    int n = cost_post_ops(op->stage, op->epi.self, op->epi.value, post, LIB_POST_MAX);
+    return n > 0 ? n : 0;
+}
+
 int plan_post_ops(const PlanOp *op, LibPost *post)
 {
     if (op->epi.value && plan_gemm_dst_whole(op)) {
@@ -69,30 +81,63 @@ int plan_post_ops(const PlanOp *op, LibPost *post)
                 return 0;
         return n > 0 ? n : 0;
     }
-    /* oneDNN's dst is [n, f, h, w]: the operator's loops in that order.
-     * Not after a transposed convolution: oneDNN 2.6 runs a deconvolution
+    /* Not after a transposed convolution: oneDNN 2.6 runs a deconvolution
      * with post-ops on a slower kernel than the same without them and a
      * pass (DCGAN's 128->64 16x16 one with a ReLU: 2.7 ms against 0.64 ms
      * on an AMD EPYC core) */
-    const IrTensor *t = op->out;
-    if (!op->epi.value || op->impl != IMPL_DNNL_CONV || op->op.kind != OPK_CONV2D ||
-        op->stage->nloops != 4 ||
-        t->rank != 4 || t->shape[0] != op->op.cn || t->shape[1] != op->op.f)
+    return op->impl == IMPL_DNNL_CONV ? conv_post_ops(op, post) : 0;
+}
+
+/* cuDNN's graph: f32 x, w and y (the pointwise nodes compute in f32 on
+ * the f32 y).  Not after a backward-data operation (a transposed
+ * convolution): the documentation at hand did not show pointwise nodes
+ * after one (tests/gpu/fusion_probe.cu asks a GPU's cuDNN). */
+int plan_pointwise(const PlanOp *op, LibPost *post, LibPw *pw)
+{
+    const OpMatch *m = &op->op;
+    if (op->impl != IMPL_CUDNN_CONV || op->out->elem != ELEM_F32 ||
+        m->in[0]->elem != ELEM_F32 || m->in[1]->elem != ELEM_F32)
         return 0;
-    int n = cost_post_ops(op->stage, op->epi.self, op->epi.value, post, LIB_POST_MAX);
+    int n = conv_post_ops(op, post);
+    n = n > 0 ? cost_pointwise(post, n, pw, LIB_PW_MAX) : 0;
     return n > 0 ? n : 0;
+}
+
+bool plan_dnn_fused(const PlanOp *op)
+{
+    LibPost post[LIB_POST_MAX];
+    LibPw pw[LIB_PW_MAX];
+    return plan_pointwise(op, post, pw) > 0;
 }
 
 bool plan_epilogue_pass(const PlanOp *op)
 {
     LibPost post[LIB_POST_MAX];
-    return op->epi.value && op->impl != IMPL_KERNEL && !op->lt.fused &&
+    return op->epi.value && op->impl != IMPL_KERNEL && !op->lt.fused && !plan_dnn_fused(op) &&
            plan_post_ops(op, post) == 0;
 }
 
 bool plan_has_pass(const PlanOp *op)
 {
-    return plan_epilogue_pass(op) || op->lt.fused;
+    return plan_epilogue_pass(op) || op->lt.fused || plan_dnn_fused(op);
+}
+
+const char *plan_pw_name(const PlanOp *op, char *buf, size_t size)
+{
+    LibPost post[LIB_POST_MAX];
+    LibPw pw[LIB_PW_MAX];
+    int n = plan_pointwise(op, post, pw);
+    size_t len = 0;
+    buf[0] = 0;
+    for (int i = 0; i < n && len < size; i++) {
+        int w = pw[i].post < 0 && pw[i].mode <= PW_MIN
+                    ? snprintf(buf + len, size - len, "%s%s %g", i ? ", " : "",
+                               cost_pw_name(pw[i].mode), pw[i].value)
+                    : snprintf(buf + len, size - len, "%s%s", i ? ", " : "",
+                               cost_pw_name(pw[i].mode));
+        len += w > 0 ? (size_t)w : 0;
+    }
+    return buf;
 }
 
 const char *plan_call_name(const PlanOp *op)
@@ -968,9 +1013,11 @@ static void print_op(const PlanOp *o, FILE *fp)
     int npost = plan_post_ops(o, post);
     if (npost)
         fprintf(fp, " (%d post-op%s)", npost, npost > 1 ? "s" : "");
-    char lt[128];
+    char lt[128], pw[256];
     if (o->lt.fused)
         fprintf(fp, " (cublasLt: %s)", plan_lt_name(o, lt, sizeof lt));
+    if (plan_dnn_fused(o))
+        fprintf(fp, " (cudnn graph: %s)", plan_pw_name(o, pw, sizeof pw));
     if (plan_in_rows(o))
         fprintf(fp, "  in the rows of %s", o->rows->members[o->rows->nmembers - 1]->name);
     else if (o->rows)
@@ -1044,10 +1091,14 @@ void plan_print_json_op(const PlanOp *o, Precision prec, FILE *fp)
     int npost = plan_post_ops(o, post);
     if (npost)
         fprintf(fp, ", \"post_ops\": %d", npost);
-    char lt[128];
+    char lt[128], pw[256];
     if (o->lt.fused) {
         fputs(", \"cublaslt\": ", fp);
         plan_json_string(plan_lt_name(o, lt, sizeof lt), fp);
+    }
+    if (plan_dnn_fused(o)) {
+        fputs(", \"cudnn_pointwise\": ", fp);
+        plan_json_string(plan_pw_name(o, pw, sizeof pw), fp);
     }
     if (o->rows)
         json_names("rows", o->rows->members, o->rows->nmembers, fp);

@@ -171,11 +171,15 @@ double plan_rows_cost(IrCtx *cx, const CostModel *cm, const PlanRowGroup *g);
 /* How op's epilogue runs after a library call: as oneDNN's post-ops
  * (plan_post_ops: their number, into post[LIB_POST_MAX], from
  * cost_post_ops; 0 where no library applies it), in cuBLASLt's epilogue
- * (op->lt.fused), or as a pass of its own over the output
- * (plan_epilogue_pass).  A cuBLASLt GEMM keeps that pass in the file for
- * where cuBLASLt cannot run it (no algorithm, an unaligned buffer):
- * plan_has_pass. */
+ * (op->lt.fused), as the pointwise nodes of a cuDNN convolution's graph
+ * (plan_pointwise: their number, into pw[LIB_PW_MAX] over post[], from
+ * cost_pointwise; 0 where there are none), or as a pass of its own over
+ * the output (plan_epilogue_pass).  A cuBLASLt GEMM and a cuDNN graph
+ * keep that pass in the file for where the library cannot run them (no
+ * algorithm or engine, an unaligned buffer): plan_has_pass. */
 int plan_post_ops(const PlanOp *op, LibPost *post);
+int plan_pointwise(const PlanOp *op, LibPost *post, LibPw *pw);
+bool plan_dnn_fused(const PlanOp *op);          /* plan_pointwise > 0 */
 /* A oneDNN matmul (one product) whose output is the tensor itself,
  * [1.., m, n] in row-major order: its dst is the tensor's shape, so
  * post-ops read the operator's loops as dst's dims. */
@@ -189,6 +193,10 @@ const char *plan_call_name(const PlanOp *op);
  * views ("gelu_tanh(AB + bias)", "0.125*AB + C"), in buf; "" where there
  * is none. */
 const char *plan_lt_name(const PlanOp *op, char *buf, size_t size);
+/* A cuDNN graph's pointwise nodes, for the views ("mul, add, relu",
+ * a scalar operand after its mode: "mul 0.5"), in buf; "" where there are
+ * none. */
+const char *plan_pw_name(const PlanOp *op, char *buf, size_t size);
 
 typedef struct Plan {
     IrProgram *prog;            /* derived program (tensors in dependence order) */

@@ -3,9 +3,12 @@
  * functions, constants on either side, per-channel, per-row, full-size and
  * offset operands), decoded into a chain, and the chain applied here the
  * way oneDNN documents its eltwise and binary post-ops, against the
- * interpreter's value of the epilogue itself.  Epilogues that are no
- * chain (self read twice, an operand that is an expression, x / v, more
- * than LIB_POST_MAX steps) must be refused. */
+ * interpreter's value of the epilogue itself.  The same chain as cuDNN's
+ * pointwise nodes (cost_pointwise) applied as cudnnPointwiseMode_t
+ * documents the modes, against the same.  Epilogues that are no chain
+ * (self read twice, an operand that is an expression, x / v, more than
+ * LIB_POST_MAX steps) must be refused, and so must chains cuDNN has no
+ * nodes for (a leaky ReLU, more than the nodes there is room for). */
 #include "config.h"
 #include "derive/pricing/cost.h"
 #include "tests/check.h"
@@ -134,6 +137,39 @@ static double apply(const LibPost *post, int n, double v, const int64_t *at)
     return v;
 }
 
+/* The chain as cuDNN's pointwise nodes: y = mode(x) or mode(x, b), b a
+ * tensor read with broadcast or a scalar; RELU_FWD with its default clips
+ * (lower 0, no upper), GELU_FWD the erf form. */
+static double apply_pw(const LibPost *post, const LibPw *pw, int n, double v, const int64_t *at)
+{
+    for (int i = 0; i < n; i++) {
+        double b = pw[i].value;
+        if (pw[i].post >= 0) {
+            const LibPost *p = &post[pw[i].post];
+            int64_t off = p->offset;
+            for (int d = 0; d < p->rank; d++)
+                off += (p->dims[d] == 1 ? 0 : at[d]) * p->strides[d];
+            b = data[p->src1->id][off];
+        }
+        switch (pw[i].mode) {
+        case PW_ADD: v += b; break;
+        case PW_SUB: v -= b; break;
+        case PW_MUL: v *= b; break;
+        case PW_DIV: v /= b; break;
+        case PW_MAX: v = v > b ? v : b; break;
+        case PW_MIN: v = v < b ? v : b; break;
+        case PW_RELU: v = v < 0 ? 0 : v; break;
+        case PW_TANH: v = tanh(v); break;
+        case PW_SIGMOID: v = 1 / (1 + exp(-v)); break;
+        case PW_EXP: v = exp(v); break;
+        case PW_ABS: v = fabs(v); break;
+        case PW_SQRT: v = sqrt(v); break;
+        case PW_GELU: v = 0.5 * v * (1 + erf(v / sqrt(2))); break;
+        }
+    }
+    return v;
+}
+
 static const Stage *stage_of(const IExpr *e)
 {
     return ir_stage(cx, RED_NONE, loops, 4, NULL, 0, NULL, 0, e);
@@ -155,7 +191,11 @@ static void check_chain(const IExpr *e, int steps)
         return;
     double want[N * F * H * W];
     ir_eval_stage(s, data, want);
-    double worst = 0;
+    LibPw pw[LIB_PW_MAX];
+    int npw = cost_pointwise(post, n, pw, LIB_PW_MAX);
+    /* each post-op at most two nodes (a linear step, a clip) */
+    CHECK(npw > 0 && npw <= 2 * n, "%d post-ops as %d pointwise nodes", n, npw);
+    double worst = 0, worst_pw = 0;
     int64_t at[4];
     for (at[0] = 0; at[0] < N; at[0]++)
         for (at[1] = 0; at[1] < F; at[1]++)
@@ -165,8 +205,15 @@ static void check_chain(const IExpr *e, int steps)
                     double got = apply(post, n, data[0][k], at);
                     double err = fabs(got - want[k]) / fmax(1, fabs(want[k]));
                     worst = err > worst ? err : worst;
+                    if (npw > 0) {
+                        got = apply_pw(post, pw, npw, data[0][k], at);
+                        err = fabs(got - want[k]) / fmax(1, fabs(want[k]));
+                        worst_pw = err > worst_pw ? err : worst_pw;
+                    }
                 }
     CHECK(worst < 1e-12, "a chain of %d post-ops from %d steps is off by %g", n, steps, worst);
+    CHECK(worst_pw < 1e-12, "%d pointwise nodes from %d steps are off by %g", npw, steps,
+          worst_pw);
 }
 
 static void test_random_chains(void)
@@ -205,6 +252,16 @@ static void test_refused(void)
     for (int k = 0; k <= LIB_POST_MAX; k++)
         e = ir_binary(cx, IE_ADD, e, gf);
     CHECK(cost_post_ops(stage_of(e), &tensors[0], e, post, LIB_POST_MAX) < 0);
+    /* cuDNN: a leaky ReLU (RELU_FWD's default slope is 0), and more nodes
+     * than there is room for (a clip on both sides is two) */
+    LibPw pw[LIB_PW_MAX];
+    LibPost leaky = {.binary = false, .alg = POST_RELU, .alpha = 0.1};
+    CHECK(cost_pointwise(&leaky, 1, pw, LIB_PW_MAX) < 0);
+    LibPost clips[LIB_POST_MAX];
+    for (int k = 0; k < LIB_POST_MAX; k++)
+        clips[k] = (LibPost){.binary = false, .alg = POST_CLIP, .alpha = -1, .beta = 1};
+    CHECK(cost_pointwise(clips, LIB_POST_MAX, pw, LIB_PW_MAX) == 2 * LIB_POST_MAX);
+    CHECK(cost_pointwise(clips, LIB_POST_MAX, pw, 2 * LIB_POST_MAX - 1) < 0);
     /* no epilogue, and the plain value: no post-ops */
     CHECK(cost_post_ops(stage_of(y), &tensors[0], NULL, post, LIB_POST_MAX) < 0);
     CHECK(cost_post_ops(stage_of(y), &tensors[0], y, post, LIB_POST_MAX) == 0);

@@ -14,7 +14,14 @@
  *    those the convolution's arithmetic gives:
  *        y = (x + pre + post - dil (w - 1) - 1) / stride + 1,
  *    y's channels the filter count, x's channels a multiple of the
- *    filter's); a graph's operations finalized; its uids distinct;
+ *    filter's); a pointwise descriptor's mode and math precision (the
+ *    forward modes einc uses, FLOAT), a pointwise operation's y and, for
+ *    exactly the two-input modes, b, each dimension of x and b y's or 1;
+ *    a by-value tensor a scalar; a graph's operations finalized, one
+ *    tensor to a uid (a virtual one written by one operation, read by
+ *    another), each written once and not by its reader, each virtual one
+ *    written and read, no cycle, no convolution into a virtual tensor
+ *    with beta other than 0;
  *  - heuristics (modes INSTANT, A, B) return four engine configs: engine 0
  *    is TENSOR_CORE and DOWN_CONVERT_INPUTS (f32 operands become TF32,
  *    truncated), engine 1 NONDETERMINISTIC (its sums start at another
@@ -22,15 +29,21 @@
  *    the process id), engine 2 asks for a large workspace (4 GiB), engine 3
  *    is plain fp32 with a workspace it really uses (an im2col of one image
  *    and group); mode FALLBACK returns engine 4, plain, no workspace;
+ *    a graph of a convolution and pointwise nodes gets the same configs,
+ *    and engine 4's plan refuses it (NOT_SUPPORTED);
  *  - HOSTCUDA_REFUSE_ENGINES=1: every execution plan's Finalize says
- *    CUDNN_STATUS_NOT_SUPPORTED; HOSTCUDA_CUDNN_CREATE=fail: cudnnCreate
+ *    CUDNN_STATUS_NOT_SUPPORTED; HOSTCUDA_REFUSE_FUSION=1: so does every
+ *    plan of a graph with pointwise nodes; HOSTCUDA_CUDNN_CREATE=fail: cudnnCreate
  *    says CUDNN_STATUS_NOT_INITIALIZED (as when the runtime cannot start);
  *  - Execute checks the variant pack: each non-virtual tensor's uid once,
  *    no other uid, each pointer inside one allocation for the tensor's
  *    whole extent and aligned to its CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, a
- *    workspace of the plan's size inside one allocation; then queues a
- *    reference forward convolution or backward-data on the handle's
- *    stream (fp32 sums; 16-bit outputs rounded to nearest even).
+ *    by-value tensor's in host memory (read at the call), a workspace of
+ *    the plan's size inside one allocation; then queues the graph on the
+ *    handle's stream: a reference forward convolution or backward-data
+ *    (fp32 sums; 16-bit outputs rounded to nearest even), then the
+ *    pointwise nodes in FLOAT as cudnnPointwiseMode_t documents them
+ *    (pw_apply), virtual tensors in host buffers.
  * Errors of the caller are reported (mock.h) as well as returned.
  *
  * Ambiguities, and what the mock does:
@@ -45,14 +58,19 @@
  *  - CUDNN_ATTR_OPERATIONGRAPH_HANDLE and CUDNN_ATTR_EXECUTION_PLAN_HANDLE
  *    are deprecated in cuDNN 9.19's header but still documented as
  *    required: required here;
- *  - the TF32 conversion of tensor-core engines (see cublas.cpp).
+ *  - the TF32 conversion of tensor-core engines (see cublas.cpp);
+ *  - NaN in RELU_FWD, MAX, MIN without CUDNN_PROPAGATE_NAN (pw_apply);
+ *  - a B on a one-input pointwise mode, a by-value tensor of several
+ *    elements: errors here; the order of a graph's operations: any.
  * Only what einc emits is implemented: one convolution (2 spatial dims)
- * per graph, FLOAT/HALF/BFLOAT16 data with FLOAT compute. */
+ * per graph, FLOAT/HALF/BFLOAT16 data with FLOAT compute, then forward
+ * pointwise nodes in FLOAT. */
 #include "mock.h"
 
 #include <algorithm>
 #include <cstdarg>
 #include <cmath>
+#include <cfloat>
 #include <cstring>
 #include <unistd.h>
 #include <map>
@@ -157,6 +175,32 @@ const Spec specs[] = {
     T(VARIANT_PACK, VARIANT_PACK_DATA_POINTERS, VOID_PTR, VOID_PTR, 0, MANY, REQ),
     T(VARIANT_PACK, VARIANT_PACK_INTERMEDIATES, VOID_PTR, VOID_PTR, 0, MANY, 0),
     T(VARIANT_PACK, VARIANT_PACK_WORKSPACE, VOID_PTR, VOID_PTR, 1, 1, 0),
+    T(POINTWISE, POINTWISE_MODE, POINTWISE_MODE, POINTWISE_MODE, 1, 1, REQ),
+    T(POINTWISE, POINTWISE_MATH_PREC, DATA_TYPE, DATA_TYPE, 1, 1, REQ),
+    T(POINTWISE, POINTWISE_NAN_PROPAGATION, NAN_PROPOGATION, NAN_PROPOGATION, 1, 1, 0),
+    T(POINTWISE, POINTWISE_RELU_LOWER_CLIP, DOUBLE, FLOAT, 1, 1, 0),
+    T(POINTWISE, POINTWISE_RELU_UPPER_CLIP, DOUBLE, FLOAT, 1, 1, 0),
+    T(POINTWISE, POINTWISE_RELU_LOWER_CLIP_SLOPE, DOUBLE, FLOAT, 1, 1, 0),
+    T(POINTWISE, POINTWISE_ELU_ALPHA, DOUBLE, FLOAT, 1, 1, 0),
+    T(POINTWISE, POINTWISE_SOFTPLUS_BETA, DOUBLE, FLOAT, 1, 1, 0),
+    T(POINTWISE, POINTWISE_SWISH_BETA, DOUBLE, FLOAT, 1, 1, 0),
+    T(POINTWISE, POINTWISE_AXIS, INT64, INT64, 1, 1, 0),
+    T(OPERATION_POINTWISE, OPERATION_POINTWISE_PW_DESCRIPTOR, BACKEND_DESCRIPTOR,
+      BACKEND_DESCRIPTOR, 1, 1, REQ),
+    T(OPERATION_POINTWISE, OPERATION_POINTWISE_XDESC, BACKEND_DESCRIPTOR, BACKEND_DESCRIPTOR, 1,
+      1, REQ),
+    T(OPERATION_POINTWISE, OPERATION_POINTWISE_BDESC, BACKEND_DESCRIPTOR, BACKEND_DESCRIPTOR, 1,
+      1, 0),
+    T(OPERATION_POINTWISE, OPERATION_POINTWISE_YDESC, BACKEND_DESCRIPTOR, BACKEND_DESCRIPTOR, 1,
+      1, 0),
+    T(OPERATION_POINTWISE, OPERATION_POINTWISE_TDESC, BACKEND_DESCRIPTOR, BACKEND_DESCRIPTOR, 1,
+      1, 0),
+    T(OPERATION_POINTWISE, OPERATION_POINTWISE_DXDESC, BACKEND_DESCRIPTOR, BACKEND_DESCRIPTOR,
+      1, 1, 0),
+    T(OPERATION_POINTWISE, OPERATION_POINTWISE_DYDESC, BACKEND_DESCRIPTOR, BACKEND_DESCRIPTOR,
+      1, 1, 0),
+    T(OPERATION_POINTWISE, OPERATION_POINTWISE_ALPHA1, FLOAT, DOUBLE, 1, 1, 0),
+    T(OPERATION_POINTWISE, OPERATION_POINTWISE_ALPHA2, FLOAT, DOUBLE, 1, 1, 0),
 };
 #undef T
 
@@ -186,6 +230,8 @@ size_t type_size(cudnnBackendAttributeType_t t)
     case CUDNN_TYPE_TENSOR_REORDERING_MODE: return sizeof(cudnnBackendTensorReordering_t);
     case CUDNN_TYPE_INT32: return sizeof(int32_t);
     case CUDNN_TYPE_CHAR: return sizeof(char);
+    case CUDNN_TYPE_POINTWISE_MODE: return sizeof(cudnnPointwiseMode_t);
+    case CUDNN_TYPE_NAN_PROPOGATION: return sizeof(cudnnNanPropagation_t);
     default: return 0;
     }
 }
@@ -197,7 +243,7 @@ struct Tensor {
     int nd;
     int64_t dims[CUDNN_DIM_MAX], strides[CUDNN_DIM_MAX];
     int64_t uid, align;
-    bool virt;
+    bool virt, byval;
 };
 
 struct Conv {
@@ -207,21 +253,38 @@ struct Conv {
     int64_t pre[CUDNN_DIM_MAX], post[CUDNN_DIM_MAX], stride[CUDNN_DIM_MAX], dil[CUDNN_DIM_MAX];
 };
 
-/* One convolution operation; for backward-data x is dx and y is dy. */
-struct Op {
-    bool bwd;
-    Tensor x, w, y;
-    Conv conv;
-    double alpha, beta;
+/* A pointwise descriptor: the mode and what it takes (the ReLU clips,
+ * their documented defaults: lower 0, upper the math precision's largest
+ * number, slope 0). */
+struct Pointwise {
+    cudnnPointwiseMode_t mode;
+    bool nan_prop;              /* CUDNN_PROPAGATE_NAN was set */
+    double lower, upper, slope;
 };
 
+/* One operation: a convolution (for backward-data x is dx and y is dy;
+ * alpha and beta its scales), or a pointwise node (pw) y = mode(alpha1 x,
+ * alpha2 b), b in w where has_b (alpha, beta are alpha1, alpha2). */
+struct Op {
+    bool bwd, pw, has_b;
+    Tensor x, w, y;
+    Conv conv;
+    Pointwise mode;
+    double alpha, beta;
+    const Tensor &out() const { return bwd ? x : y; }
+};
+
+/* A graph: its operations in the order they can run (each after those
+ * whose outputs it reads), the convolution's index in it. */
 struct Graph {
     std::vector<Op> ops;
     cudnnHandle_t handle;
+    int conv;
+    bool fused() const { return ops.size() > 1; }
 };
 
 /* The mock's engines (see the header). */
-enum { NENGINES = 5, LARGE_WS_ENGINE = 2, IM2COL_ENGINE = 3 };
+enum { NENGINES = 5, LARGE_WS_ENGINE = 2, IM2COL_ENGINE = 3, FALLBACK_ENGINE = 4 };
 const long long LARGE_WS = 4LL << 30;
 
 struct Engine {
@@ -252,6 +315,7 @@ struct Desc {
     std::map<int, cudnnBackendAttributeType_t> types;
     Tensor tensor;
     Conv conv;
+    Pointwise pwd;
     Op op;
     std::shared_ptr<Graph> graph;
     std::shared_ptr<Engine> engine;     /* ENGINE and ENGINECFG */
@@ -278,6 +342,8 @@ const char *desc_name(cudnnBackendDescriptorType_t t)
     case CUDNN_BACKEND_ENGINE_DESCRIPTOR: return "engine";
     case CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR: return "execution plan";
     case CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR: return "variant pack";
+    case CUDNN_BACKEND_POINTWISE_DESCRIPTOR: return "pointwise";
+    case CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR: return "pointwise operation";
     default: return "descriptor";
     }
 }
@@ -385,6 +451,13 @@ cudnnStatus_t fin_tensor(Desc *d)
         return bad(CUDNN_STATUS_BAD_PARAM, call, "byte alignment %lld is not a positive "
                    "multiple of the %zu-byte element", (long long)t.align, es);
     t.virt = has(d, CUDNN_ATTR_TENSOR_IS_VIRTUAL) && get1<bool>(d, CUDNN_ATTR_TENSOR_IS_VIRTUAL);
+    t.byval = has(d, CUDNN_ATTR_TENSOR_IS_BY_VALUE) &&
+              get1<bool>(d, CUDNN_ATTR_TENSOR_IS_BY_VALUE);
+    /* a by-value tensor is a scalar on the host: one element here (the
+     * documentation shows scalars; what more would be is not said) */
+    if (t.byval && (t.virt || std::any_of(t.dims, t.dims + t.nd, [](int64_t n) { return n != 1; })))
+        return bad(CUDNN_STATUS_BAD_PARAM, call, "a by-value tensor (uid %lld) that is %s",
+                   (long long)t.uid, t.virt ? "virtual too" : "no scalar");
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -450,6 +523,9 @@ cudnnStatus_t fin_op(Desc *d)
     op.w = w->tensor;
     op.y = y->tensor;
     op.conv = cv->conv;
+    op.pw = op.has_b = false;
+    if (op.x.byval || op.w.byval || op.y.byval)
+        return bad(CUDNN_STATUS_BAD_PARAM, call, "a by-value tensor in a convolution");
     for (int i = 0; i < 2; i++) {
         cudnnBackendAttributeName_t a =
             i == 0 ? (bwd ? CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA
@@ -492,6 +568,141 @@ cudnnStatus_t fin_op(Desc *d)
     return CUDNN_STATUS_SUCCESS;
 }
 
+/* The pointwise modes the mock computes (forward ones; see pw_apply). */
+bool pw_known(cudnnPointwiseMode_t m)
+{
+    switch (m) {
+    case CUDNN_POINTWISE_ADD: case CUDNN_POINTWISE_SUB: case CUDNN_POINTWISE_MUL:
+    case CUDNN_POINTWISE_DIV: case CUDNN_POINTWISE_MAX: case CUDNN_POINTWISE_MIN:
+    case CUDNN_POINTWISE_RELU_FWD: case CUDNN_POINTWISE_TANH_FWD:
+    case CUDNN_POINTWISE_SIGMOID_FWD: case CUDNN_POINTWISE_EXP: case CUDNN_POINTWISE_ABS:
+    case CUDNN_POINTWISE_SQRT: case CUDNN_POINTWISE_GELU_FWD: case CUDNN_POINTWISE_IDENTITY:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Does the mode take two inputs (x and b)? */
+bool pw_binary(cudnnPointwiseMode_t m)
+{
+    return m == CUDNN_POINTWISE_ADD || m == CUDNN_POINTWISE_SUB || m == CUDNN_POINTWISE_MUL ||
+           m == CUDNN_POINTWISE_DIV || m == CUDNN_POINTWISE_MAX || m == CUDNN_POINTWISE_MIN;
+}
+
+/* A double attribute set as DOUBLE or FLOAT, or its default. */
+double scalar_attr(const Desc *d, cudnnBackendAttributeName_t a, double dflt)
+{
+    if (!has(d, a))
+        return dflt;
+    return d->types.at(a) == CUDNN_TYPE_FLOAT ? get1<float>(d, a) : get1<double>(d, a);
+}
+
+cudnnStatus_t fin_pointwise(Desc *d)
+{
+    const char *call = "cudnnBackendFinalize(pointwise)";
+    Pointwise &p = d->pwd;
+    p.mode = get1<cudnnPointwiseMode_t>(d, CUDNN_ATTR_POINTWISE_MODE);
+    cudnnDataType_t prec = get1<cudnnDataType_t>(d, CUDNN_ATTR_POINTWISE_MATH_PREC);
+    if (!pw_known(p.mode) || prec != CUDNN_DATA_FLOAT) {
+        hc::misuse(call, "mode %d in math precision %d: the mock implements the forward modes "
+                   "einc uses, in FLOAT", (int)p.mode, (int)prec);
+        return CUDNN_STATUS_NOT_SUPPORTED;
+    }
+    p.nan_prop = has(d, CUDNN_ATTR_POINTWISE_NAN_PROPAGATION) &&
+                 get1<cudnnNanPropagation_t>(d, CUDNN_ATTR_POINTWISE_NAN_PROPAGATION) ==
+                     CUDNN_PROPAGATE_NAN;
+    p.lower = scalar_attr(d, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, 0.0);
+    p.upper = scalar_attr(d, CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, FLT_MAX);
+    p.slope = scalar_attr(d, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP_SLOPE, 0.0);
+    return CUDNN_STATUS_SUCCESS;
+}
+
+/* y = mode(alpha1 x[, alpha2 b]): b given exactly for the two-input
+ * modes; each dimension of x and b y's or 1 (broadcast), y at least one
+ * of theirs. */
+cudnnStatus_t fin_pwop(Desc *d)
+{
+    const char *call = "cudnnBackendFinalize(pointwise operation)";
+    Op &op = d->op;
+    const Desc *pd, *x, *y, *b = nullptr;
+    cudnnStatus_t s;
+    if ((s = sub(call, d, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR,
+                 CUDNN_BACKEND_POINTWISE_DESCRIPTOR, &pd)) ||
+        (s = sub(call, d, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_BACKEND_TENSOR_DESCRIPTOR,
+                 &x)))
+        return s;
+    if (has(d, CUDNN_ATTR_OPERATION_POINTWISE_TDESC) ||
+        has(d, CUDNN_ATTR_OPERATION_POINTWISE_DXDESC) ||
+        has(d, CUDNN_ATTR_OPERATION_POINTWISE_DYDESC)) {
+        hc::misuse(call, "a three-input or backward pointwise operation: not implemented by the "
+                   "mock");
+        return CUDNN_STATUS_NOT_SUPPORTED;
+    }
+    if (!has(d, CUDNN_ATTR_OPERATION_POINTWISE_YDESC))
+        return bad(CUDNN_STATUS_BAD_PARAM, call, "a forward mode without its "
+                   "CUDNN_ATTR_OPERATION_POINTWISE_YDESC");
+    if ((s = sub(call, d, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_BACKEND_TENSOR_DESCRIPTOR,
+                 &y)))
+        return s;
+    op = Op();
+    op.pw = true;
+    op.mode = pd->pwd;
+    op.has_b = has(d, CUDNN_ATTR_OPERATION_POINTWISE_BDESC);
+    if (op.has_b != pw_binary(op.mode.mode))
+        return bad(CUDNN_STATUS_BAD_PARAM, call, "mode %d %s", (int)op.mode.mode,
+                   op.has_b ? "takes one input, but a B is set" : "takes two inputs, but no B "
+                   "is set");
+    if (op.has_b && (s = sub(call, d, CUDNN_ATTR_OPERATION_POINTWISE_BDESC,
+                             CUDNN_BACKEND_TENSOR_DESCRIPTOR, &b)))
+        return s;
+    op.x = x->tensor;
+    op.y = y->tensor;
+    if (b)
+        op.w = b->tensor;
+    op.alpha = scalar_attr(d, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1, 1.0);
+    op.beta = scalar_attr(d, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2, 1.0);
+    if (op.x.dt != CUDNN_DATA_FLOAT || op.y.dt != CUDNN_DATA_FLOAT ||
+        (b && op.w.dt != CUDNN_DATA_FLOAT)) {
+        hc::misuse(call, "a tensor that is not FLOAT: not implemented by the mock");
+        return CUDNN_STATUS_NOT_SUPPORTED;
+    }
+    if (op.x.byval || op.y.byval)
+        return bad(CUDNN_STATUS_BAD_PARAM, call, "a by-value %s", op.y.byval ? "y" : "x");
+    if (op.x.nd != op.y.nd || (b && op.w.nd != op.y.nd))
+        return bad(CUDNN_STATUS_BAD_PARAM_SHAPE_MISMATCH, call, "x, b and y have %d, %d and %d "
+                   "dimensions", op.x.nd, b ? op.w.nd : 0, op.y.nd);
+    for (int i = 0; i < op.y.nd; i++) {
+        int64_t xn = op.x.dims[i], bn = b ? op.w.dims[i] : 1, yn = op.y.dims[i];
+        if ((xn != yn && xn != 1) || (bn != yn && bn != 1) || (yn != xn && yn != bn))
+            return bad(CUDNN_STATUS_BAD_PARAM_SHAPE_MISMATCH, call, "dimension %d: x %lld, b "
+                       "%lld, y %lld do not broadcast", i, (long long)xn, (long long)bn,
+                       (long long)yn);
+    }
+    return CUDNN_STATUS_SUCCESS;
+}
+
+bool same_tensor(const Tensor &a, const Tensor &b)
+{
+    return a.dt == b.dt && a.nd == b.nd && a.align == b.align && a.virt == b.virt &&
+           a.byval == b.byval && std::equal(a.dims, a.dims + a.nd, b.dims) &&
+           std::equal(a.strides, a.strides + a.nd, b.strides);
+}
+
+/* What an operation reads. */
+std::vector<const Tensor *> op_inputs(const Op &op)
+{
+    if (op.pw)
+        return op.has_b ? std::vector<const Tensor *>{&op.x, &op.w}
+                        : std::vector<const Tensor *>{&op.x};
+    return {op.bwd ? &op.y : &op.x, &op.w};
+}
+
+/* The operations finalized, one tensor to a uid (a uid may name the same
+ * tensor in several operations: a virtual one is written by one and read
+ * by others), each tensor written by at most one operation and never by
+ * the one that reads it, each virtual one written and read; then put in
+ * an order they can run in (a cycle is refused). */
 cudnnStatus_t fin_graph(Desc *d)
 {
     const char *call = "cudnnBackendFinalize(operation graph)";
@@ -499,39 +710,95 @@ cudnnStatus_t fin_graph(Desc *d)
     g->handle = get1<cudnnHandle_t>(d, CUDNN_ATTR_OPERATIONGRAPH_HANDLE);
     if (!handles.count(g->handle))
         return bad(CUDNN_STATUS_BAD_PARAM, call, "the handle is not a live cuDNN handle");
-    std::set<int64_t> uids;
+    std::vector<Op> ops;
     for (cudnnBackendDescriptor_t o : getn<cudnnBackendDescriptor_t>(d, CUDNN_ATTR_OPERATIONGRAPH_OPS)) {
         const Desc *od = as_desc(o);
         if (!od)
             return bad(CUDNN_STATUS_BAD_PARAM, call, "an operation is not a live descriptor");
         if (od->type != CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR &&
-            od->type != CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR) {
-            hc::misuse(call, "a %s operation: the mock implements convolution forward and "
-                       "backward data only", desc_name(od->type));
+            od->type != CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR &&
+            od->type != CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR) {
+            hc::misuse(call, "a %s operation: the mock implements convolution forward, "
+                       "backward data and pointwise only", desc_name(od->type));
             return CUDNN_STATUS_NOT_SUPPORTED;
         }
         if (!od->finalized)
             return bad(CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED, call, "an operation is not "
                        "finalized");
-        for (const Tensor *t : {&od->op.x, &od->op.w, &od->op.y})
-            if (!uids.insert(t->uid).second)
-                return bad(CUDNN_STATUS_BAD_PARAM_DUPLICATED_ENTRIES, call, "two tensors have "
-                           "uid %lld", (long long)t->uid);
-        g->ops.push_back(od->op);
+        ops.push_back(od->op);
     }
+    std::map<int64_t, Tensor> tensors;
+    std::map<int64_t, int> writer, readers;
+    for (size_t i = 0; i < ops.size(); i++) {
+        std::vector<const Tensor *> ts = op_inputs(ops[i]);
+        for (const Tensor *t : ts)
+            readers[t->uid]++;
+        ts.push_back(&ops[i].out());
+        for (const Tensor *t : ts) {
+            auto it = tensors.find(t->uid);
+            if (it != tensors.end() && !same_tensor(it->second, *t))
+                return bad(CUDNN_STATUS_BAD_PARAM_DUPLICATED_ENTRIES, call, "two different "
+                           "tensors have uid %lld", (long long)t->uid);
+            tensors[t->uid] = *t;
+        }
+        int64_t out = ops[i].out().uid;
+        /* "for fusion use cases, we require beta to always be 0" (NVIDIA, of
+         * the runtime fusion engines): a virtual y has no old value */
+        if (!ops[i].pw && ops[i].out().virt && ops[i].beta != 0)
+            return bad(CUDNN_STATUS_BAD_PARAM, call, "a convolution into a virtual tensor with "
+                       "beta %g", ops[i].beta);
+        if (writer.count(out))
+            return bad(CUDNN_STATUS_BAD_PARAM, call, "two operations write uid %lld",
+                       (long long)out);
+        writer[out] = (int)i;
+        for (size_t k = 0; k + 1 < ts.size(); k++)
+            if (ts[k]->uid == out)
+                return bad(CUDNN_STATUS_BAD_PARAM, call, "an operation reads the tensor it "
+                           "writes (uid %lld)", (long long)out);
+    }
+    for (const auto &kv : tensors)
+        if (kv.second.virt && (!writer.count(kv.first) || !readers.count(kv.first)))
+            return bad(CUDNN_STATUS_BAD_PARAM, call, "virtual tensor %lld is never %s",
+                       (long long)kv.first, writer.count(kv.first) ? "read" : "written");
+    std::vector<bool> done(ops.size(), false);
+    g->conv = -1;
+    while (g->ops.size() < ops.size()) {
+        size_t i = 0;
+        for (; i < ops.size(); i++) {
+            bool ready = !done[i];
+            for (const Tensor *t : op_inputs(ops[i]))
+                ready &= !writer.count(t->uid) || done[(size_t)writer[t->uid]];
+            if (ready)
+                break;
+        }
+        if (i == ops.size())
+            return bad(CUDNN_STATUS_BAD_PARAM, call, "the operations read each other's outputs "
+                       "in a cycle");
+        done[i] = true;
+        if (!ops[i].pw && g->conv < 0)
+            g->conv = (int)g->ops.size();
+        g->ops.push_back(ops[i]);
+    }
+    if (g->ops.empty())
+        return bad(CUDNN_STATUS_BAD_PARAM, call, "a graph of no operations");
     d->graph = g;
     return CUDNN_STATUS_SUCCESS;
 }
 
-/* Can the mock run this graph at all? */
+/* Can the mock run this graph at all: one 2-d convolution (its operands
+ * real tensors) and pointwise nodes after it, f32 where there are nodes? */
 bool runnable(const Graph &g)
 {
-    if (g.ops.size() != 1)
+    if (g.conv < 0 || std::count_if(g.ops.begin(), g.ops.end(), [](const Op &o) { return !o.pw; }) != 1)
         return false;
-    const Op &op = g.ops[0];
-    if (op.conv.nsp != 2 || op.conv.comp != CUDNN_DATA_FLOAT || op.x.virt || op.w.virt ||
-        op.y.virt)
+    const Op &op = g.ops[(size_t)g.conv];
+    for (const Tensor *t : op_inputs(op))
+        if (t->virt)
+            return false;
+    if (op.conv.nsp != 2 || op.conv.comp != CUDNN_DATA_FLOAT)
         return false;
+    if (g.fused())
+        return op.x.dt == CUDNN_DATA_FLOAT;
     return op.x.dt == CUDNN_DATA_FLOAT || op.x.dt == CUDNN_DATA_HALF ||
            op.x.dt == CUDNN_DATA_BFLOAT16;
 }
@@ -540,10 +807,10 @@ int64_t engine_ws(const Engine &e)
 {
     if (e.index == LARGE_WS_ENGINE)
         return LARGE_WS;
-    if (e.index != IM2COL_ENGINE)
+    if (e.index != IM2COL_ENGINE || e.g.conv < 0)
         return 0;
     /* an im2col matrix of one image and group: (C/G) R S x P Q floats */
-    const Op &op = e.g.ops[0];
+    const Op &op = e.g.ops[(size_t)e.g.conv];
     int64_t cg = op.w.dims[1], rs = op.w.dims[2] * op.w.dims[3];
     int64_t pq = op.y.dims[2] * op.y.dims[3];
     return cg * rs * pq * (int64_t)sizeof(float);
@@ -551,7 +818,7 @@ int64_t engine_ws(const Engine &e)
 
 void engine_notes(const Engine &e, std::vector<cudnnBackendNumericalNote_t> &notes)
 {
-    bool f32 = e.g.ops.size() == 1 && e.g.ops[0].x.dt == CUDNN_DATA_FLOAT;
+    bool f32 = e.g.conv >= 0 && e.g.ops[(size_t)e.g.conv].x.dt == CUDNN_DATA_FLOAT;
     if (e.index == 0) {
         notes.push_back(CUDNN_NUMERICAL_NOTE_TENSOR_CORE);
         if (f32)
@@ -620,7 +887,17 @@ cudnnStatus_t fin_plan(Desc *d)
     }
     if (!runnable(cfg->engine->g)) {
         hc::misuse(call, "a graph the mock does not implement (one 2-d convolution, FLOAT "
-                   "compute, FLOAT/HALF/BFLOAT16 data, no virtual tensors)");
+                   "compute, FLOAT/HALF/BFLOAT16 data, pointwise nodes after it in FLOAT)");
+        return CUDNN_STATUS_NOT_SUPPORTED;
+    }
+    /* a graph with pointwise nodes: engine 4 runs single convolutions only,
+     * and HOSTCUDA_REFUSE_FUSION=1 makes every engine so */
+    int64_t ix = cfg->engine->index;
+    if (cfg->engine->g.fused() && (ix == FALLBACK_ENGINE ||
+                                   hc::env_flag("HOSTCUDA_REFUSE_FUSION"))) {
+        hc::count(hc::env_flag("HOSTCUDA_REFUSE_FUSION")
+                      ? "cudnn fused plans refused (HOSTCUDA_REFUSE_FUSION)"
+                      : "cudnn fused plans refused by engine " + std::to_string(ix));
         return CUDNN_STATUS_NOT_SUPPORTED;
     }
     auto p = std::make_shared<Plan>();
@@ -827,6 +1104,104 @@ size_t span(const Tensor &t)
     return (size_t)(last + 1) * dt_size(t.dt);
 }
 
+/* ---- the pointwise nodes -------------------------------------------------------------- */
+
+/* One element of a pointwise node in FLOAT, a = alpha1 x and b = alpha2 b,
+ * as cudnnPointwiseMode_t documents the modes (GELU_FWD: the Gaussian
+ * error linear unit, x Phi(x), which GELU_APPROX_TANH_FWD approximates;
+ * RELU_FWD: below the lower clip lower + slope (x - lower), above the
+ * upper clip the upper).  The comparisons (RELU_FWD, MAX, MIN) propagate a
+ * NaN only where CUDNN_ATTR_POINTWISE_NAN_PROPAGATION is
+ * CUDNN_PROPAGATE_NAN; what they do else is not documented, and the mock
+ * drops it (the lower clip, the other operand): the reading least
+ * favourable to a caller who needs NaN to come through. */
+float pw_apply(const Pointwise &p, float a, float b)
+{
+    switch (p.mode) {
+    case CUDNN_POINTWISE_ADD: return a + b;
+    case CUDNN_POINTWISE_SUB: return a - b;
+    case CUDNN_POINTWISE_MUL: return a * b;
+    case CUDNN_POINTWISE_DIV: return a / b;
+    case CUDNN_POINTWISE_MAX: case CUDNN_POINTWISE_MIN:
+        if (std::isnan(a) || std::isnan(b))
+            return p.nan_prop ? NAN : std::isnan(a) ? b : a;
+        if (p.mode == CUDNN_POINTWISE_MAX)
+            return a > b ? a : b;
+        return a < b ? a : b;
+    case CUDNN_POINTWISE_RELU_FWD: {
+        if (std::isnan(a))
+            return p.nan_prop ? a : (float)p.lower;
+        float lo = (float)p.lower, hi = (float)p.upper, v = a;
+        if (v < lo)
+            v = lo + (float)p.slope * (v - lo);
+        if (v > hi)
+            v = hi;
+        return v;
+    }
+    case CUDNN_POINTWISE_TANH_FWD: return std::tanh(a);
+    case CUDNN_POINTWISE_SIGMOID_FWD: return 1.0f / (1.0f + std::exp(-a));
+    case CUDNN_POINTWISE_EXP: return std::exp(a);
+    case CUDNN_POINTWISE_ABS: return std::fabs(a);
+    case CUDNN_POINTWISE_SQRT: return std::sqrt(a);
+    case CUDNN_POINTWISE_GELU_FWD: return 0.5f * a * (1.0f + std::erf(a / std::sqrt(2.0f)));
+    case CUDNN_POINTWISE_IDENTITY: return a;
+    default: return NAN;    /* pw_known refused it at Finalize */
+    }
+}
+
+/* One execution of a graph: the pointers of its real tensors and the
+ * values of its by-value ones (read at Execute), by uid. */
+struct GraphExec {
+    Graph g;
+    int64_t engine;
+    std::map<int64_t, void *> ptr;
+    std::map<int64_t, float> value;
+    void *ws;
+    int64_t ws_bytes;
+    long run;
+};
+
+/* The graph's operations in their order, virtual tensors in host
+ * buffers laid out by their strides. */
+void run_graph(const GraphExec &e)
+{
+    std::map<int64_t, std::vector<float>> virt;
+    std::map<int64_t, float> value = e.value;
+    auto at = [&](const Tensor &t) -> void * {
+        if (t.byval)
+            return &value[t.uid];
+        if (!t.virt)
+            return e.ptr.at(t.uid);
+        std::vector<float> &v = virt[t.uid];
+        if (v.empty())
+            v.assign(span(t) / sizeof(float), 0.0f);
+        return v.data();
+    };
+    for (const Op &op : e.g.ops) {
+        if (!op.pw) {
+            run_conv(Exec{op, e.engine, at(op.x), at(op.w), at(op.y), e.ws, e.ws_bytes, e.run});
+            continue;
+        }
+        const float *x = (const float *)at(op.x), *b = op.has_b ? (const float *)at(op.w) : nullptr;
+        float *y = (float *)at(op.y);
+        int nd = op.y.nd;
+        int64_t idx[CUDNN_DIM_MAX] = {0}, count = 1;
+        for (int k = 0; k < nd; k++)
+            count *= op.y.dims[k];
+        for (int64_t n = 0; n < count; n++) {
+            int64_t xo = 0, bo = 0, yo = 0;
+            for (int k = 0; k < nd; k++) {
+                xo += (op.x.dims[k] == 1 ? 0 : idx[k]) * op.x.strides[k];
+                bo += b && op.w.dims[k] != 1 ? idx[k] * op.w.strides[k] : 0;
+                yo += idx[k] * op.y.strides[k];
+            }
+            y[yo] = pw_apply(op.mode, (float)op.alpha * x[xo], b ? (float)op.beta * b[bo] : 0.0f);
+            for (int k = nd - 1; k >= 0 && ++idx[k] == op.y.dims[k]; k--)
+                idx[k] = 0;
+        }
+    }
+}
+
 } /* namespace */
 
 /* ---- the handle ----------------------------------------------------------------------- */
@@ -1007,6 +1382,8 @@ cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t p)
     case CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR: st = fin_conv(d); break;
     case CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR:
     case CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR: st = fin_op(d); break;
+    case CUDNN_BACKEND_POINTWISE_DESCRIPTOR: st = fin_pointwise(d); break;
+    case CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR: st = fin_pwop(d); break;
     case CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR: st = fin_graph(d); break;
     case CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR: st = fin_heur(d); break;
     case CUDNN_BACKEND_ENGINE_DESCRIPTOR: st = fin_engine(d); break;
@@ -1140,34 +1517,49 @@ cudnnStatus_t cudnnBackendExecute(cudnnHandle_t h, cudnnBackendDescriptor_t plan
     const Pack &pack = vd->pack;
     if (plan.handle != h)
         return bad(CUDNN_STATUS_BAD_PARAM, call, "the plan was made for another handle");
-    const Op &op = plan.e.g.ops[0];
-    const Tensor *ts[3] = {&op.x, &op.w, &op.y};
-    void *ptr[3] = {nullptr, nullptr, nullptr};
-    std::set<int64_t> seen;
-    for (size_t i = 0; i < pack.uids.size(); i++) {
-        if (!seen.insert(pack.uids[i]).second)
-            return bad(CUDNN_STATUS_BAD_PARAM_DUPLICATED_ENTRIES, call, "uid %lld twice",
-                       (long long)pack.uids[i]);
-        int j = 0;
-        while (j < 3 && ts[j]->uid != pack.uids[i])
-            j++;
-        if (j == 3)
-            return bad(CUDNN_STATUS_BAD_PARAM, call, "uid %lld is no tensor of the graph",
-                       (long long)pack.uids[i]);
-        ptr[j] = pack.ptrs[i];
+    /* the graph's real tensors, by uid: each in the pack once, nothing else */
+    const Graph &g = plan.e.g;
+    std::map<int64_t, const Tensor *> real;
+    for (const Op &op : g.ops) {
+        std::vector<const Tensor *> ts = op_inputs(op);
+        ts.push_back(&op.out());
+        for (const Tensor *t : ts)
+            if (!t->virt)
+                real[t->uid] = t;
     }
-    const char *names[3] = {op.bwd ? "dx" : "x", "w", op.bwd ? "dy" : "y"};
-    for (int j = 0; j < 3; j++) {
-        if (!ptr[j])
-            return bad(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, call, "no pointer for %s (uid %lld)",
-                       names[j], (long long)ts[j]->uid);
-        if ((uintptr_t)ptr[j] % (uintptr_t)ts[j]->align)
-            return bad(CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER, call, "%s at %p is not "
-                       "aligned to its CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT of %lld", names[j],
-                       ptr[j], (long long)ts[j]->align);
-        if (!hc::device_range(ptr[j], span(*ts[j])))
-            return bad(CUDNN_STATUS_BAD_PARAM, call, "%s: %zu bytes at %p are not inside one "
-                       "cudaMalloc allocation", names[j], span(*ts[j]), ptr[j]);
+    GraphExec e{g, plan.e.index, {}, {}, pack.ws, plan.ws, 0};
+    std::vector<const void *> uses{pack.ws};
+    for (size_t i = 0; i < pack.uids.size(); i++) {
+        int64_t uid = pack.uids[i];
+        if (e.ptr.count(uid))
+            return bad(CUDNN_STATUS_BAD_PARAM_DUPLICATED_ENTRIES, call, "uid %lld twice",
+                       (long long)uid);
+        if (!real.count(uid))
+            return bad(CUDNN_STATUS_BAD_PARAM, call, "uid %lld is no real tensor of the graph "
+                       "(a virtual one has no pointer)", (long long)uid);
+        e.ptr[uid] = pack.ptrs[i];
+    }
+    for (const auto &kv : real) {
+        const Tensor &t = *kv.second;
+        void *p = e.ptr.count(kv.first) ? e.ptr[kv.first] : nullptr;
+        if (!p)
+            return bad(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, call, "no pointer for uid %lld",
+                       (long long)kv.first);
+        if (t.byval) {      /* the scalar itself, in host memory */
+            if (hc::device_range(p, 1))
+                return bad(CUDNN_STATUS_BAD_PARAM, call, "by-value uid %lld points to device "
+                           "memory", (long long)kv.first);
+            e.value[kv.first] = *(const float *)p;
+            continue;
+        }
+        if ((uintptr_t)p % (uintptr_t)t.align)
+            return bad(CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER, call, "uid %lld at %p is not "
+                       "aligned to its CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT of %lld",
+                       (long long)kv.first, p, (long long)t.align);
+        if (!hc::device_range(p, span(t)))
+            return bad(CUDNN_STATUS_BAD_PARAM, call, "uid %lld: %zu bytes at %p are not inside "
+                       "one cudaMalloc allocation", (long long)kv.first, span(t), p);
+        uses.push_back(p);
     }
     if (plan.ws > 0 && !hc::device_range(pack.ws, (size_t)plan.ws))
         return bad(CUDNN_STATUS_BAD_PARAM_SIZE_INSUFFICIENT, call, "the plan needs a workspace "
@@ -1176,9 +1568,10 @@ cudnnStatus_t cudnnBackendExecute(cudnnHandle_t h, cudnnBackendDescriptor_t plan
      * seed: HOSTCUDA_NONDET_SEED, else the process id) */
     static long seed = getenv("HOSTCUDA_NONDET_SEED") ? atol(getenv("HOSTCUDA_NONDET_SEED"))
                                                       : (long)getpid();
-    Exec e{op, plan.e.index, ptr[0], ptr[1], ptr[2], pack.ws, plan.ws,
-           executions++ + seed * 7919};
+    e.run = executions++ + seed * 7919;
     hc::count("cudnn executions on engine " + std::to_string(plan.e.index));
+    if (g.fused())
+        hc::count("cudnn executions of graphs with pointwise nodes");
     std::vector<cudnnBackendNumericalNote_t> notes;
     engine_notes(plan.e, notes);
     for (cudnnBackendNumericalNote_t nn : notes)
@@ -1186,8 +1579,7 @@ cudnnStatus_t cudnnBackendExecute(cudnnHandle_t h, cudnnBackendDescriptor_t plan
             hc::count(nn == CUDNN_NUMERICAL_NOTE_TENSOR_CORE
                           ? "cudnn executions on a TENSOR_CORE engine"
                           : "cudnn executions on a NONDETERMINISTIC engine");
-    if (hc::enqueue(h->stream, call, [e]() { run_conv(e); }, {e.x, e.w, e.y, e.ws}) !=
-        cudaSuccess)
+    if (hc::enqueue(h->stream, call, [e]() { run_graph(e); }, uses) != cudaSuccess)
         return CUDNN_STATUS_EXECUTION_FAILED;
     return CUDNN_STATUS_SUCCESS;
 }

@@ -524,19 +524,103 @@ struct Dnn {
         made.push_back(d);
         return d;
     }
-    cudnnBackendDescriptor_t tensor(int64_t uid, const int64_t *dims, int64_t align = 16)
+    /* kind: 0 real, 1 virtual, 2 by value */
+    cudnnBackendDescriptor_t tensor(int64_t uid, const int64_t *dims, int64_t align = 16,
+                                    int kind = 0)
     {
         cudnnBackendDescriptor_t t = make(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
         int64_t st[4] = {dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1};
         cudnnDataType_t dt = CUDNN_DATA_FLOAT;
+        bool yes = true;
         cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt);
         cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims);
         cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, st);
         cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
         cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1,
                                  &align);
+        if (kind)
+            cudnnBackendSetAttribute(t, kind == 1 ? CUDNN_ATTR_TENSOR_IS_VIRTUAL
+                                                  : CUDNN_ATTR_TENSOR_IS_BY_VALUE,
+                                     CUDNN_TYPE_BOOLEAN, 1, &yes);
         cudnnBackendFinalize(t);
         return t;
+    }
+    /* y = mode(x[, b]) in f32, NaN propagation asked for or not */
+    cudnnStatus_t pointwise(cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x,
+                            cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t y, bool nan,
+                            cudnnBackendDescriptor_t *out, bool prec = true)
+    {
+        cudnnBackendDescriptor_t p = make(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+        cudnnDataType_t f = CUDNN_DATA_FLOAT;
+        cudnnNanPropagation_t np = CUDNN_PROPAGATE_NAN;
+        cudnnBackendSetAttribute(p, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
+        if (prec)
+            cudnnBackendSetAttribute(p, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &f);
+        if (nan)
+            cudnnBackendSetAttribute(p, CUDNN_ATTR_POINTWISE_NAN_PROPAGATION,
+                                     CUDNN_TYPE_NAN_PROPOGATION, 1, &np);
+        cudnnStatus_t s = cudnnBackendFinalize(p);
+        if (s != CUDNN_STATUS_SUCCESS)
+            return s;
+        cudnnBackendDescriptor_t o = make(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+        cudnnBackendSetAttribute(o, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR,
+                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p);
+        cudnnBackendSetAttribute(o, CUDNN_ATTR_OPERATION_POINTWISE_XDESC,
+                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
+        if (b)
+            cudnnBackendSetAttribute(o, CUDNN_ATTR_OPERATION_POINTWISE_BDESC,
+                                     CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b);
+        cudnnBackendSetAttribute(o, CUDNN_ATTR_OPERATION_POINTWISE_YDESC,
+                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
+        *out = o;
+        return cudnnBackendFinalize(o);
+    }
+    cudnnStatus_t graph(const std::vector<cudnnBackendDescriptor_t> &ops,
+                        cudnnBackendDescriptor_t *out)
+    {
+        cudnnBackendDescriptor_t g = make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+        cudnnBackendSetAttribute(g, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                 (int64_t)ops.size(), ops.data());
+        cudnnBackendSetAttribute(g, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h);
+        *out = g;
+        return cudnnBackendFinalize(g);
+    }
+    /* the plan of the heuristics' (mode) config i of graph g */
+    cudnnStatus_t plan(cudnnBackendDescriptor_t g, cudnnBackendHeurMode_t mode, int i,
+                       cudnnBackendDescriptor_t *out)
+    {
+        cudnnBackendDescriptor_t heur = make(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR), cfg[8];
+        cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
+                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g);
+        cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
+        cudnnBackendFinalize(heur);
+        for (auto &c : cfg)
+            c = make(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+        int64_t n = 0;
+        cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                 8, &n, cfg);
+        cudnnBackendDescriptor_t p = make(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+        cudnnBackendSetAttribute(p, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h);
+        cudnnBackendSetAttribute(p, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg[i < n ? i : 0]);
+        *out = p;
+        return cudnnBackendFinalize(p);
+    }
+    cudnnStatus_t execute(cudnnBackendDescriptor_t plan, std::vector<int64_t> uids,
+                          std::vector<void *> ptrs, void *ws)
+    {
+        cudnnBackendDescriptor_t pack;
+        cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack);
+        cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64,
+                                 (int64_t)uids.size(), uids.data());
+        cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR,
+                                 (int64_t)ptrs.size(), ptrs.data());
+        cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1,
+                                 &ws);
+        cudnnBackendFinalize(pack);
+        cudnnStatus_t s = cudnnBackendExecute(h, plan, pack);
+        cudnnBackendDestroyDescriptor(pack);
+        return s;
     }
     cudnnBackendDescriptor_t conv(int64_t pad)
     {
@@ -702,6 +786,129 @@ static void test_cudnn()
     cudnnDestroy(d.h);
 }
 
+/* A convolution and pointwise nodes in one graph: y = relu(conv(x, w) * s + b),
+ * s a by-value scalar, b a bias per channel; what the mock refuses in such
+ * graphs, its engines' answers, the arithmetic and NaN through RELU_FWD. */
+static void test_cudnn_graph()
+{
+    Dnn d;
+    CHECK(cudnnCreate(&d.h) == CUDNN_STATUS_SUCCESS, "cudnnCreate");
+    int64_t xd[4] = {1, 2, 5, 5}, wd[4] = {3, 2, 3, 3}, yd[4] = {1, 3, 5, 5};
+    int64_t bd[4] = {1, 3, 1, 1}, one[4] = {1, 1, 1, 1}, bad_bd[4] = {1, 2, 1, 1};
+    auto build = [&](bool nan, cudnnBackendDescriptor_t *g) {
+        cudnnBackendDescriptor_t x = d.tensor(1, xd), w = d.tensor(2, wd), y = d.tensor(3, yd);
+        cudnnBackendDescriptor_t c = d.tensor(4, yd, 16, 1), t1 = d.tensor(5, yd, 16, 1);
+        cudnnBackendDescriptor_t t2 = d.tensor(6, yd, 16, 1), b = d.tensor(7, bd);
+        cudnnBackendDescriptor_t sc = d.tensor(8, one, 4, 2), ops[4];
+        d.op(x, w, c, d.conv(1), &ops[0]);
+        d.pointwise(CUDNN_POINTWISE_MUL, c, sc, t1, false, &ops[1]);
+        d.pointwise(CUDNN_POINTWISE_ADD, t1, b, t2, false, &ops[2]);
+        d.pointwise(CUDNN_POINTWISE_RELU_FWD, t2, nullptr, y, nan, &ops[3]);
+        /* in another order: the mock runs them as they depend on each other */
+        return d.graph({ops[3], ops[1], ops[0], ops[2]}, g);
+    };
+    /* what a pointwise operation must have */
+    cudnnBackendDescriptor_t x = d.tensor(11, yd), y = d.tensor(12, yd), o;
+    CHECK(d.pointwise(CUDNN_POINTWISE_ADD, x, nullptr, y, false, &o, false) !=
+              CUDNN_STATUS_SUCCESS && reported(), "a pointwise descriptor without its math "
+          "precision finalizes");
+    CHECK(d.pointwise(CUDNN_POINTWISE_ADD, x, nullptr, y, false, &o) == CUDNN_STATUS_BAD_PARAM &&
+              reported(), "ADD without a B is accepted");
+    CHECK(d.pointwise(CUDNN_POINTWISE_RELU_FWD, x, d.tensor(13, bd), y, false, &o) ==
+              CUDNN_STATUS_BAD_PARAM && reported(), "RELU_FWD with a B is accepted");
+    CHECK(d.pointwise(CUDNN_POINTWISE_ADD, x, d.tensor(14, bad_bd), y, false, &o) ==
+              CUDNN_STATUS_BAD_PARAM_SHAPE_MISMATCH && reported(),
+          "a B that does not broadcast to y is accepted");
+    CHECK(d.tensor(15, yd, 16, 2) && reported(), "a by-value tensor of many elements finalizes");
+    /* what a graph of them must be */
+    cudnnBackendDescriptor_t g, ops[2], v = d.tensor(16, yd, 16, 1);
+    d.pointwise(CUDNN_POINTWISE_ABS, x, nullptr, v, false, &ops[0]);
+    CHECK(d.graph({ops[0]}, &g) == CUDNN_STATUS_BAD_PARAM && reported(),
+          "a virtual tensor nobody reads is accepted");
+    d.pointwise(CUDNN_POINTWISE_EXP, d.tensor(16, yd, 8, 1), nullptr, y, false, &ops[1]);
+    CHECK(d.graph({ops[0], ops[1]}, &g) == CUDNN_STATUS_BAD_PARAM_DUPLICATED_ENTRIES &&
+              reported(), "two different tensors of one uid are accepted");
+    d.pointwise(CUDNN_POINTWISE_EXP, y, nullptr, x, false, &ops[1]);
+    d.pointwise(CUDNN_POINTWISE_EXP, x, nullptr, y, false, &ops[0]);
+    CHECK(d.graph({ops[0], ops[1]}, &g) == CUDNN_STATUS_BAD_PARAM && reported(),
+          "a graph whose operations read each other's outputs in a cycle is accepted");
+    CHECK(build(true, &g) == CUDNN_STATUS_SUCCESS && !reported(), "a right graph");
+    /* engine 3 (plain fp32) takes it, the fallback engine does not, and
+     * HOSTCUDA_REFUSE_FUSION=1 makes none */
+    cudnnBackendDescriptor_t plan, nan_plan, g2, p4;
+    CHECK(d.plan(g, CUDNN_HEUR_MODE_A, 3, &plan) == CUDNN_STATUS_SUCCESS, "engine 3's plan");
+    CHECK(d.plan(g, CUDNN_HEUR_MODE_FALLBACK, 0, &p4) == CUDNN_STATUS_NOT_SUPPORTED && !reported(),
+          "the fallback engine takes the graph with pointwise nodes");
+    setenv("HOSTCUDA_REFUSE_FUSION", "1", 1);
+    CHECK(d.plan(g, CUDNN_HEUR_MODE_A, 3, &p4) == CUDNN_STATUS_NOT_SUPPORTED && !reported(),
+          "HOSTCUDA_REFUSE_FUSION=1 does not refuse the graph");
+    unsetenv("HOSTCUDA_REFUSE_FUSION");
+    CHECK(build(false, &g2) == CUDNN_STATUS_SUCCESS &&
+              d.plan(g2, CUDNN_HEUR_MODE_A, 3, &nan_plan) == CUDNN_STATUS_SUCCESS, "the graph "
+          "without NaN propagation");
+    char *mem;
+    cudaMalloc((void **)&mem, 1 << 16);
+    float hx[50], hw[54], hb[3] = {0.5f, -1, 2}, scale = 0.5f;
+    for (int i = 0; i < 50; i++)
+        hx[i] = (float)(i % 9) - 4;
+    hx[12] = NAN;       /* the middle of channel 0: a NaN in every output channel there */
+    for (int i = 0; i < 54; i++)
+        hw[i] = (float)(i % 5) - 2;
+    float *dx = (float *)mem, *dw = (float *)(mem + 256), *db = (float *)(mem + 512);
+    float *dy = (float *)(mem + 768);
+    void *ws = mem + 4096;
+    cudaMemcpy(dx, hx, sizeof hx, cudaMemcpyHostToDevice);
+    cudaMemcpy(dw, hw, sizeof hw, cudaMemcpyHostToDevice);
+    cudaMemcpy(db, hb, sizeof hb, cudaMemcpyHostToDevice);
+    std::vector<int64_t> uids = {1, 2, 3, 7, 8};
+    std::vector<void *> ptrs = {dx, dw, dy, db, &scale};
+    CHECK(d.execute(plan, uids, ptrs, ws) == CUDNN_STATUS_SUCCESS && !reported(),
+          "a right execute of the graph");
+    float hy[75];
+    cudaMemcpy(hy, dy, sizeof hy, cudaMemcpyDeviceToHost);
+    double worst = 0;
+    int nans = 0;
+    for (int k = 0; k < 3; k++)
+        for (int p = 0; p < 5; p++)
+            for (int q = 0; q < 5; q++) {
+                double sum = 0;
+                for (int c = 0; c < 2; c++)
+                    for (int r = 0; r < 3; r++)
+                        for (int t = 0; t < 3; t++) {
+                            int h = p + r - 1, ww = q + t - 1;
+                            if (h >= 0 && h < 5 && ww >= 0 && ww < 5)
+                                sum += (double)hx[(c * 5 + h) * 5 + ww] *
+                                       hw[((k * 2 + c) * 3 + r) * 3 + t];
+                        }
+                double want = sum * scale + hb[k];
+                float got = hy[(k * 5 + p) * 5 + q];
+                if (std::isnan(want))
+                    nans += std::isnan(got);
+                else
+                    worst = std::max(worst, std::fabs((want < 0 ? 0 : want) - got));
+            }
+    CHECK(worst < 1e-5, "relu(conv * s + b) is off by %g", worst);
+    CHECK(nans == 27, "%d of the 27 NaN sums came through RELU_FWD with CUDNN_PROPAGATE_NAN", nans);
+    CHECK(d.execute(nan_plan, uids, ptrs, ws) == CUDNN_STATUS_SUCCESS, "the graph without NaN "
+          "propagation");
+    cudaMemcpy(hy, dy, sizeof hy, cudaMemcpyDeviceToHost);
+    CHECK(!std::isnan(hy[12]) && hy[12] == 0.0f, "RELU_FWD without NaN propagation gave %g for "
+          "NaN, not the lower clip", hy[12]);
+    /* the variant pack: every real tensor, nothing virtual, scalars on the host */
+    CHECK(d.execute(plan, {1, 2, 3, 7}, {dx, dw, dy, db}, ws) != CUDNN_STATUS_SUCCESS &&
+              reported(), "an execute without the scalar's uid is accepted");
+    CHECK(d.execute(plan, {1, 2, 3, 7, 8, 4}, {dx, dw, dy, db, &scale, dy}, ws) !=
+              CUDNN_STATUS_SUCCESS && reported(), "a virtual tensor in the variant pack is "
+          "accepted");
+    CHECK(d.execute(plan, uids, {dx, dw, dy, db, db}, ws) != CUDNN_STATUS_SUCCESS && reported(),
+          "a by-value scalar in device memory is accepted");
+    CHECK(d.execute(plan, uids, {dx, dw, dy, db + 1, &scale}, ws) ==
+              CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER && reported(),
+          "a bias below its tensor's alignment is accepted");
+    cudaFree(mem);
+    cudnnDestroy(d.h);
+}
+
 /* ---- stream capture and graphs ---------------------------------------------------------- */
 
 static float device_float(const float *d)
@@ -840,6 +1047,7 @@ int main()
     test_cublas();
     test_cublaslt();
     test_cudnn();
+    test_cudnn_graph();
     test_graphs();
     hc_misuses(true);
     printf("selftest: %d checks, %d failed\n", checks, failed);
