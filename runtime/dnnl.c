@@ -57,6 +57,25 @@ RT_API int ein_dnnl_view_md(dnnl_memory_desc_t *md, const ein_dnnl_view *v, char
     return 0;
 }
 
+/* View v where it is dense (each dim of more than one element at its
+ * packed row-major stride), else its dims packed row-major. */
+RT_API int ein_dnnl_dense_md(dnnl_memory_desc_t *md, const ein_dnnl_view *v, char *msg)
+{
+    dnnl_dims_t dims, strides;
+    dnnl_dim_t stride = 1;
+    int dense = 1;
+    for (int i = v->rank - 1; i >= 0; i--) {
+        dims[i] = v->dims[i];
+        strides[i] = stride;
+        dense &= v->dims[i] == 1 || v->strides[i] == stride;
+        stride *= v->dims[i];
+    }
+    if (dense)
+        return ein_dnnl_view_md(md, v, msg);
+    EIN_DNNL_TRY(msg, dnnl_memory_desc_init_by_strides(md, v->rank, dims, dnnl_f32, strides));
+    return 0;
+}
+
 RT_API int ein_dnnl_any_md(dnnl_memory_desc_t *md, const ein_dnnl_view *v, char *msg)
 {
     dnnl_dims_t dims;
@@ -106,9 +125,13 @@ RT_API int ein_dnnl_attr(dnnl_primitive_attr_t *attr, const ein_dnnl_spec *sp,
         case EIN_POST_BINARY:
             if (ein_dnnl_is_full(sp, p) && !full && sp->kind != EIN_DNNL_MATMUL)
                 break;
+            /* a broadcast operand dense, as its dims lie packed: oneDNN
+               2.6 reads a strided one (a per-channel q[f, 1] of a [F, 2]
+               weight) as if it were dense; ein_dnnl_create reorders the
+               view into it */
             if (ein_dnnl_is_full(sp, p) && full)
                 md = *full;
-            else if (ein_dnnl_view_md(&md, &p->src1, msg))
+            else if (ein_dnnl_dense_md(&md, &p->src1, msg))
                 return -1;
             EIN_DNNL_TRY(msg, dnnl_post_ops_append_binary(po, (dnnl_alg_kind_t)p->alg, &md));
             break;

@@ -72,6 +72,40 @@ static int conv_post_ops(const PlanOp *op, LibPost *post)
     return n > 0 ? n : 0;
 }
 
+/* post[0..n) as oneDNN computes it right: consecutive linear steps
+ * composed into one (a2 (a1 v + b1) + b2), and consecutive clips (a
+ * clamp of a clamp is the clamp to the second's clamp of the first's
+ * bounds); 0 where two element-wise post-ops of one algorithm remain
+ * with other alpha or beta: oneDNN 2.6 gives every post-op of an
+ * algorithm the first one's (Debian's libdnnl 2.6.3: relu(v) * 2 + 1
+ * came out as 4 relu(v); tests/num/conv_post.ein). */
+static int dnnl_chain(LibPost *post, int n)
+{
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        LibPost *q = m ? &post[m - 1] : NULL, *p = &post[i];
+        if (q && !q->binary && !p->binary && q->alg == p->alg && p->alg == POST_LINEAR) {
+            q->beta = p->alpha * q->beta + p->beta;
+            q->alpha *= p->alpha;
+            continue;
+        }
+        if (q && !q->binary && !p->binary && q->alg == p->alg && p->alg == POST_CLIP) {
+            double lo = fmin(fmax(q->alpha, p->alpha), p->beta);
+            double hi = fmin(fmax(q->beta, p->alpha), p->beta);
+            q->alpha = lo;
+            q->beta = hi;
+            continue;
+        }
+        post[m++] = *p;
+    }
+    for (int i = 0; i < m; i++)
+        for (int j = i + 1; j < m; j++)
+            if (!post[i].binary && !post[j].binary && post[i].alg == post[j].alg &&
+                (post[i].alpha != post[j].alpha || post[i].beta != post[j].beta))
+                return 0;
+    return m;
+}
+
 int plan_post_ops(const PlanOp *op, LibPost *post)
 {
     if (op->epi.value && plan_gemm_dst_whole(op)) {
@@ -79,13 +113,13 @@ int plan_post_ops(const PlanOp *op, LibPost *post)
         for (int i = 0; i < n; i++)
             if (!matmul_post_fast(&post[i], op->out))
                 return 0;
-        return n > 0 ? n : 0;
+        return n > 0 ? dnnl_chain(post, n) : 0;
     }
     /* Not after a transposed convolution: oneDNN 2.6 runs a deconvolution
      * with post-ops on a slower kernel than the same without them and a
      * pass (DCGAN's 128->64 16x16 one with a ReLU: 2.7 ms against 0.64 ms
      * on an AMD EPYC core) */
-    return op->impl == IMPL_DNNL_CONV ? conv_post_ops(op, post) : 0;
+    return op->impl == IMPL_DNNL_CONV ? dnnl_chain(post, conv_post_ops(op, post)) : 0;
 }
 
 /* cuDNN's graph: f32 x, w and y (the pointwise nodes compute in f32 on

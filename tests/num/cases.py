@@ -243,6 +243,20 @@ def conv_relu(x, w1, b1):
     return {"z": F.relu(F.conv2d(x, w1, b1, padding=1))}
 
 
+@case({"x%d" % i: (1, 32, 28, 28) for i in range(1, 6)},
+      dict({"w%d" % i: (0.05, (32, 32, 3, 3)) for i in range(1, 6)},
+           q=(32, 2), b=(32,)))
+def conv_post(x1, x2, x3, x4, x5, w1, w2, w3, w4, w5, q, b):
+    def y(x, w):
+        return F.conv2d(x, w, padding=1)
+    qf = lambda j: q[:, j].view(1, -1, 1, 1)
+    return {"z1": F.relu(y(x1, w1)) * 2 + 1,
+            "z2": y(x2, w2).clamp(-0.25, 0.5),
+            "z3": F.relu(y(x3, w3) * 0.5) * 3,
+            "z4": y(x4, w4) * qf(1),
+            "z5": 1.5 - y(x5, w5) * qf(0) + b.view(1, -1, 1, 1)}
+
+
 @case({"x": (2, 3, 11, 8)}, {"k": (4, 3, 3, 3)})
 def conv_stride(x, k):
     return {"y": F.conv2d(x, k, stride=2, padding=1)}
