@@ -281,8 +281,9 @@ static void run_op(const std::shared_ptr<Op> &op)
 }
 
 /* Run op, and first everything it depends on: the earlier work of its
- * stream and what that waits for on other streams. */
-static void force(const std::shared_ptr<Op> &op)
+ * stream and what that waits for on other streams.  op is held by value:
+ * the caller's may be the queue's own, which running it pops. */
+static void force(std::shared_ptr<Op> op)
 {
     if (!op || op->done)
         return;
