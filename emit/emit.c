@@ -50,6 +50,22 @@ static void shell_word(Sb *b, const char *w)
     sb_putc(b, '\'');
 }
 
+/* The C file's vector math comes from SLEEF (--sleef) where it has any. */
+static bool sleef_used(const Emit *em)
+{
+    return !emit_is_cuda(em) && em->opt->sleef && (em->helpers & HELP_VMATH);
+}
+
+/* The libraries the file's calls need, before -lm: SLEEF's vector math
+ * first, so that its vector functions, not libmvec's of the same names,
+ * are the ones the program calls. */
+static void write_link_flags(const Emit *em, Sb *cmd)
+{
+    lib_write_link_flags(em, cmd);
+    if (sleef_used(em))
+        sb_puts(cmd, " -lsleefgnuabi");
+}
+
 /* The build command of line 1.  The source is named as written with -o
  * (its base name: the command runs in the file's folder); the program is
  * that name without its extension. */
@@ -84,7 +100,7 @@ static void write_build_line(Emit *em)
     sb_puts(&cmd, " -o ");
     shell_word(&cmd, exe);
     if (link)
-        lib_write_link_flags(em, &cmd);
+        write_link_flags(em, &cmd);
     sb_puts(&cmd, cuda || !link ? "" : " -lm");
     em->build_cmd = arena_strdup(em->arena, sb_str(&cmd));
     sb_free(&cmd);
@@ -121,9 +137,9 @@ static void write_head_comment(Emit *em)
         emit_comment_text(o, arena_printf(em->arena, "%.*s", (int)n, em->file_base));
         sb_puts(o, " [--weights F] [--inputs F] [--outputs F] [--seed N] [--bench ITERS]\n");
     }
-    if (em->libs) {
+    if (em->libs || sleef_used(em)) {
         Sb libs = {0};
-        lib_write_link_flags(em, &libs);
+        write_link_flags(em, &libs);
         sb_printf(o, " * Linking its object file takes%s.\n", sb_str(&libs));
         sb_free(&libs);
     }
@@ -241,7 +257,18 @@ void emit_write_helpers(Emit *em)
     }
     if (h & (HELP_RELU | HELP_MAX | HELP_MIN))
         sb_puts(o, "/* relu, max and min propagate NaN, as PyTorch does. */\n");
-    if (h & HELP_VMATH)
+    if ((h & HELP_VMATH) && sleef_used(em))
+        sb_puts(o, "/* Vector variants of libm's functions, for the kernels whose innermost\n"
+                   "   loop is `omp simd` under EIN_VMATH: SLEEF's (libsleefgnuabi, linked\n"
+                   "   before libm on line 1: within 1 ulp, and vector code for every input,\n"
+                   "   where glibc's libmvec computes a whole vector with scalar code when\n"
+                   "   one lane is out of its range, as the -inf of a masked softmax), whose\n"
+                   "   names are those gcc calls from a vectorized loop when the function is\n"
+                   "   declared simd (math.h declares them so only with -ffast-math).\n"
+                   "   Elsewhere the loops stay scalar. */\n"
+                   "#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)\n"
+                   "#define EIN_VMATH 1\n");
+    else if (h & HELP_VMATH)
         sb_puts(o, "/* Vector variants of libm's functions, for the kernels whose innermost\n"
                    "   loop is `omp simd` under EIN_VMATH: glibc's libmvec (2.35 has them\n"
                    "   all; within 4 ulp), which gcc calls from a vectorized loop when the\n"
@@ -249,8 +276,9 @@ void emit_write_helpers(Emit *em)
                    "   -ffast-math).  Elsewhere the loops stay scalar. */\n"
                    "#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \\\n"
                    "    defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)\n"
-                   "#define EIN_VMATH 1\n"
-                   "#ifndef __FAST_MATH__\n"
+                   "#define EIN_VMATH 1\n");
+    if (h & HELP_VMATH)
+        sb_puts(o, "#ifndef __FAST_MATH__\n"
                    "#define EIN_SIMD_FN __attribute__((__simd__(\"notinbranch\")))\n"
                    "EIN_SIMD_FN float expf(float);\nEIN_SIMD_FN float logf(float);\n"
                    "EIN_SIMD_FN float tanhf(float);\nEIN_SIMD_FN float erff(float);\n"

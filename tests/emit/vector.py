@@ -9,11 +9,16 @@ exp and sigmoid, a masked select, and a layer norm's per-row rsqrt.
    reduction(max|min|+)`, the select's operands computed before it, the
    rsqrt once per row (ein_h0 before the innermost loop).
 2. Built with its first line (and again with -DEIN_NO_TARGETS, and with
-   -fno-openmp: the scalar loops), run on inputs with NaNs, each output
-   matches PyTorch: NaN where PyTorch has NaN (a NaN among the terms of a
-   max= or min= propagates; one whose guard fails does not), a row with
-   no term is 0, the rest within 1e-5 (max-norm relative, as tests/num).
-3. The cpu cost model prices such loops as vectorized (PRICE).
+   -fno-openmp: the scalar loops), run on inputs with NaNs and a row of
+   large values (up to +-300), each output matches PyTorch: NaN where
+   PyTorch has NaN (a NaN among the terms of a max= or min= propagates;
+   one whose guard fails does not), a row with no term is 0, the rest
+   within 1e-5 (max-norm relative, as tests/num).
+3. The vector math's library: with --sleef line 1 links -lsleefgnuabi
+   and the program needs it, not libmvec; with --no-sleef the reverse;
+   both give PyTorch's values (--sleef is skipped where SLEEF's library
+   is not installed).
+4. The cpu cost model prices such loops as vectorized (PRICE).
 Exit 0 pass, 1 fail, 77 no torch."""
 
 import os
@@ -128,6 +133,43 @@ def check_prices(tmp, fails):
                          % (t, p.stdout.strip()))
 
 
+# The libraries a --sleef and a --no-sleef program need (readelf -d).
+NEEDED = {"--sleef": ("libsleefgnuabi.so", "libmvec.so"),
+          "--no-sleef": ("libmvec.so", "libsleefgnuabi.so")}
+
+
+def vmath_variants(src, tmp, cc, fails):
+    """(label, build command) of the program with --sleef and --no-sleef,
+    each written over vec.c; [] for --sleef where SLEEF does not link."""
+    out = []
+    for flag in ("--sleef", "--no-sleef"):
+        cfile = os.path.join(tmp, "vec%s.c" % flag.replace("-", "_"))
+        p = subprocess.run([EINC, "--main", "--device=cpu", flag, src, "-o", cfile],
+                           stderr=subprocess.PIPE, universal_newlines=True)
+        if p.returncode != 0:
+            fails.append("%s: einc: %s" % (flag, p.stderr))
+            continue
+        first = open(cfile).read().split("\n", 1)[0]
+        if ("-lsleefgnuabi" in first) != (flag == "--sleef"):
+            fails.append("%s: line 1 is %s" % (flag, first))
+        build = first[first.index("build:") + 6:first.rindex("*/")].strip()
+        build = build.replace("-o %s" % os.path.basename(cfile)[:-2], "-o vec")
+        if build.startswith("cc "):
+            build = cc + build[2:]
+        if flag == "--sleef":
+            probe = os.path.join(tmp, "probe.c")
+            with open(probe, "w") as f:
+                f.write("int main(void) { return 0; }\n")
+            p = subprocess.run("%s %s -o %s -lsleefgnuabi" % (cc, probe, probe[:-2]),
+                               shell=True, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT)
+            if p.returncode != 0:
+                print("vector: no SLEEF to link: --sleef skipped")
+                continue
+        out.append((flag, build))
+    return out
+
+
 def main():
     fails = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -157,6 +199,7 @@ def main():
         x = torch.randn(R, C, dtype=torch.float32) * 2
         x[3, 1] = float("nan")      # a term of m[3], n[3], z[3]: NaN
         x[1, 30] = float("nan")     # guarded out of m[1] and z[1], not of n[1]
+        x[5] *= 150                 # exp, tanh, erf far outside [-88, 88]
         w = torch.rand(C, dtype=torch.float32) + 0.5
         stio.save({"x": x}, os.path.join(tmp, "in.safetensors"))
         stio.save({"w": w}, os.path.join(tmp, "wt.safetensors"))
@@ -169,6 +212,7 @@ def main():
         variants = [("as built", build + " -Wall -Wextra -Werror"),
                     ("-DEIN_NO_TARGETS", build + " -DEIN_NO_TARGETS"),
                     ("without OpenMP", build.replace("-fopenmp", "-fno-openmp"))]
+        variants += vmath_variants(src, tmp, cc, fails)
         for label, cmd in variants:
             p = subprocess.run(cmd, shell=True, cwd=tmp, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, universal_newlines=True)
@@ -183,6 +227,16 @@ def main():
             if p.returncode != 0:
                 fails.append("%s: run: %s" % (label, p.stdout.strip()))
                 continue
+            if label in NEEDED:
+                p = subprocess.run(["readelf", "-d", "vec"], cwd=tmp,
+                                   stdout=subprocess.PIPE, universal_newlines=True)
+                want, not_want = NEEDED[label]
+                libs = [ln.split("[")[-1].rstrip("]") for ln in p.stdout.splitlines()
+                        if "(NEEDED)" in ln]
+                if (not any(want in x for x in libs) or
+                        any(not_want in x for x in libs)):
+                    fails.append("%s: the program should need %s, not %s: it needs %s"
+                                 % (label, want, not_want, " ".join(libs)))
             got = stio.load(out)
             for k in sorted(ref):
                 msg = compare(k, got[k], ref[k])
