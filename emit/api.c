@@ -209,9 +209,13 @@ void api_write_header_comment(Emit *em)
     emit_api_text(em, cuda ? " *   int model_set_threads(model_ctx *ctx, int n);\n"
                              " *       Accepted for the C target's API (n >= 0); the runs are on the GPU.\n"
                            : " *   int model_set_threads(model_ctx *ctx, int n);\n"
-                             " *       The runs from now on compute with n threads (OpenMP's, which\n"
-                             " *       oneDNN uses, and OpenBLAS's); 0, the default: as many as OpenMP\n"
-                             " *       would use (OMP_NUM_THREADS, else every processor).\n");
+                             " *       The runs from now on compute with at most n threads (OpenMP's,\n"
+                             " *       which oneDNN and the matrix products share); 0, the default: as\n"
+                             " *       many as OpenMP would use (OMP_NUM_THREADS, else every processor).\n"
+                             " *       The context times its runs and uses fewer threads where fewer\n"
+                             " *       were faster (a busy machine); the results are the same at any\n"
+                             " *       count.  EIN_FIXED_THREADS=1 in the environment when the context\n"
+                             " *       is created makes every run use them all.\n");
     emit_api_text(em,
 " *   int model_tensor_count(void);  const model_tensor_info *model_tensor_at(int i);\n"
 " *       Every tensor of the model: name, kind, shape, element type, size.\n"
