@@ -50,20 +50,19 @@ static void shell_word(Sb *b, const char *w)
     sb_putc(b, '\'');
 }
 
-/* The C file's vector math comes from SLEEF (--sleef) where it has any. */
+/* The C file's vector exp comes from SLEEF (--sleef) where it has vector
+ * math (emit_write_helpers). */
 static bool sleef_used(const Emit *em)
 {
     return !emit_is_cuda(em) && em->opt->sleef && (em->helpers & HELP_VMATH);
 }
 
-/* The libraries the file's calls need, before -lm: SLEEF's vector math
- * first, so that its vector functions, not libmvec's of the same names,
- * are the ones the program calls. */
+/* The libraries the file's calls need, before -lm. */
 static void write_link_flags(const Emit *em, Sb *cmd)
 {
     lib_write_link_flags(em, cmd);
     if (sleef_used(em))
-        sb_puts(cmd, " -lsleefgnuabi");
+        sb_puts(cmd, " -lsleef");
 }
 
 /* The build command of line 1.  The source is named as written with -o
@@ -257,18 +256,7 @@ void emit_write_helpers(Emit *em)
     }
     if (h & (HELP_RELU | HELP_MAX | HELP_MIN))
         sb_puts(o, "/* relu, max and min propagate NaN, as PyTorch does. */\n");
-    if ((h & HELP_VMATH) && sleef_used(em))
-        sb_puts(o, "/* Vector variants of libm's functions, for the kernels whose innermost\n"
-                   "   loop is `omp simd` under EIN_VMATH: SLEEF's (libsleefgnuabi, linked\n"
-                   "   before libm on line 1: within 1 ulp, and vector code for every input,\n"
-                   "   where glibc's libmvec computes a whole vector with scalar code when\n"
-                   "   one lane is out of its range, as the -inf of a masked softmax), whose\n"
-                   "   names are those gcc calls from a vectorized loop when the function is\n"
-                   "   declared simd (math.h declares them so only with -ffast-math).\n"
-                   "   Elsewhere the loops stay scalar. */\n"
-                   "#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)\n"
-                   "#define EIN_VMATH 1\n");
-    else if (h & HELP_VMATH)
+    if (h & HELP_VMATH)
         sb_puts(o, "/* Vector variants of libm's functions, for the kernels whose innermost\n"
                    "   loop is `omp simd` under EIN_VMATH: glibc's libmvec (2.35 has them\n"
                    "   all; within 4 ulp), which gcc calls from a vectorized loop when the\n"
@@ -277,6 +265,24 @@ void emit_write_helpers(Emit *em)
                    "#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \\\n"
                    "    defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)\n"
                    "#define EIN_VMATH 1\n");
+    if (sleef_used(em))
+        sb_puts(o, "/* but exp's are SLEEF's (-lsleef on line 1): libmvec's expf computes a\n"
+                   "   vector with an argument out of its range (the -inf of a masked\n"
+                   "   softmax, |x| > 88) by the scalar function, lane by lane, SLEEF's\n"
+                   "   expf_u10 (within 1 ulp) takes no other path.  The vector variants\n"
+                   "   gcc calls for expf are defined here, under their names, as calls of\n"
+                   "   SLEEF's for that instruction set; libmvec's others are faster than\n"
+                   "   SLEEF's (tests/bench/vmath.sh). */\n"
+                   "#include <immintrin.h>\n"
+                   "#define EIN_SLEEF_EXPF(isa, n, t, target, f)                                 \\\n"
+                   "    t f(t);                                                                 \\\n"
+                   "    static t ein_expf_##isa(t x) __asm__(\"_ZGV\" #isa \"N\" #n \"v_expf\")         \\\n"
+                   "        __attribute__((__used__, __target__(target)));                       \\\n"
+                   "    static t ein_expf_##isa(t x) { return f(x); }\n"
+                   "EIN_SLEEF_EXPF(b, 4, __m128, \"sse2\", Sleef_expf4_u10sse2)\n"
+                   "EIN_SLEEF_EXPF(c, 8, __m256, \"avx\", Sleef_expf8_u10avx)\n"
+                   "EIN_SLEEF_EXPF(d, 8, __m256, \"avx2\", Sleef_expf8_u10avx2)\n"
+                   "EIN_SLEEF_EXPF(e, 16, __m512, \"avx512f\", Sleef_expf16_u10avx512f)\n");
     if (h & HELP_VMATH)
         sb_puts(o, "#ifndef __FAST_MATH__\n"
                    "#define EIN_SIMD_FN __attribute__((__simd__(\"notinbranch\")))\n"

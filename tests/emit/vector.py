@@ -14,10 +14,11 @@ exp and sigmoid, a masked select, and a layer norm's per-row rsqrt.
    PyTorch has NaN (a NaN among the terms of a max= or min= propagates;
    one whose guard fails does not), a row with no term is 0, the rest
    within 1e-5 (max-norm relative, as tests/num).
-3. The vector math's library: with --sleef line 1 links -lsleefgnuabi
-   and the program needs it, not libmvec; with --no-sleef the reverse;
-   both give PyTorch's values (--sleef is skipped where SLEEF's library
-   is not installed).
+3. The vector math's libraries: with --sleef line 1 links -lsleef, the
+   program needs it, and its vectorized loops call the file's own expf
+   variants (SLEEF's), libmvec's for the other functions; with
+   --no-sleef libmvec's for all, and no SLEEF; both give PyTorch's values
+   (--sleef is skipped where SLEEF is not installed).
 4. The cpu cost model prices such loops as vectorized (PRICE).
 Exit 0 pass, 1 fail, 77 no torch."""
 
@@ -133,9 +134,11 @@ def check_prices(tmp, fails):
                          % (t, p.stdout.strip()))
 
 
-# The libraries a --sleef and a --no-sleef program need (readelf -d).
-NEEDED = {"--sleef": ("libsleefgnuabi.so", "libmvec.so"),
-          "--no-sleef": ("libmvec.so", "libsleefgnuabi.so")}
+# What a --sleef and a --no-sleef program need (readelf -d) and not, and
+# where its vector expf calls go: to the file's own (SLEEF's) variants,
+# or to libmvec's (through the PLT).
+NEEDED = {"--sleef": (["libsleef.so", "libmvec.so"], [], "v_expf>"),
+          "--no-sleef": (["libmvec.so"], ["libsleef.so"], "v_expf@plt>")}
 
 
 def vmath_variants(src, tmp, cc, fails):
@@ -150,7 +153,7 @@ def vmath_variants(src, tmp, cc, fails):
             fails.append("%s: einc: %s" % (flag, p.stderr))
             continue
         first = open(cfile).read().split("\n", 1)[0]
-        if ("-lsleefgnuabi" in first) != (flag == "--sleef"):
+        if ("-lsleef" in first) != (flag == "--sleef"):
             fails.append("%s: line 1 is %s" % (flag, first))
         build = first[first.index("build:") + 6:first.rindex("*/")].strip()
         build = build.replace("-o %s" % os.path.basename(cfile)[:-2], "-o vec")
@@ -160,7 +163,7 @@ def vmath_variants(src, tmp, cc, fails):
             probe = os.path.join(tmp, "probe.c")
             with open(probe, "w") as f:
                 f.write("int main(void) { return 0; }\n")
-            p = subprocess.run("%s %s -o %s -lsleefgnuabi" % (cc, probe, probe[:-2]),
+            p = subprocess.run("%s %s -o %s -lsleef" % (cc, probe, probe[:-2]),
                                shell=True, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT)
             if p.returncode != 0:
@@ -230,13 +233,21 @@ def main():
             if label in NEEDED:
                 p = subprocess.run(["readelf", "-d", "vec"], cwd=tmp,
                                    stdout=subprocess.PIPE, universal_newlines=True)
-                want, not_want = NEEDED[label]
+                want, not_want, call = NEEDED[label]
                 libs = [ln.split("[")[-1].rstrip("]") for ln in p.stdout.splitlines()
                         if "(NEEDED)" in ln]
-                if (not any(want in x for x in libs) or
-                        any(not_want in x for x in libs)):
-                    fails.append("%s: the program should need %s, not %s: it needs %s"
-                                 % (label, want, not_want, " ".join(libs)))
+                if (not all(any(w in x for x in libs) for w in want) or
+                        any(n in x for x in libs for n in not_want)):
+                    fails.append("%s: the program should need %s, and not %s: it needs %s"
+                                 % (label, " ".join(want), " ".join(not_want) or "-",
+                                    " ".join(libs)))
+                p = subprocess.run(["objdump", "-d", "vec"], cwd=tmp,
+                                   stdout=subprocess.PIPE, universal_newlines=True)
+                calls = set(ln.split()[-1] for ln in p.stdout.splitlines()
+                            if "call" in ln and "_ZGV" in ln and "expf" in ln)
+                if not calls or any(not c.endswith(call) for c in calls):
+                    fails.append("%s: the vector expf calls should end in %s: %s"
+                                 % (label, call, " ".join(sorted(calls))))
             got = stio.load(out)
             for k in sorted(ref):
                 msg = compare(k, got[k], ref[k])
