@@ -18,10 +18,10 @@
  *   its count the current one;
  * - trials come EIN_PACE_GAP runs after a change, then twice as far
  *   apart each time the count stays, up to EIN_PACE_GAP_MAX runs, and
- *   never sooner after a lost trial than EIN_PACE_COST times its extra
- *   time, in runs (after a trial 4 times slower than the current count,
- *   32 x 3 x 3 + 1 = 289 runs), so that the trials cost about
- *   1/EIN_PACE_COST of the time at most;
+ *   never sooner after a lost trial (or after leaving a count) than
+ *   EIN_PACE_COST times its extra time, in runs (after a trial 4 times
+ *   slower than the current count, 32 x 3 x 3 + 1 = 289 runs), so that
+ *   the trials cost about 1/EIN_PACE_COST of the time at most;
  * - when the current count's time moves past EIN_PACE_SLOW times (or
  *   below 1/EIN_PACE_SLOW of) what it was at the latest trial, the load
  *   has changed, and what the trials cost with it: the next one comes
@@ -96,6 +96,14 @@ RT_API double ein_pace_time(const ein_pace *pc, int i)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* Runs to wait before trying a count whose runs took `t` again, the
+ * current count's taking `now`: a trial's extra time is about
+ * 1/EIN_PACE_COST of the time from one trial to the next. */
+RT_API long ein_pace_wait(double t, double now)
+{
+    return t > now ? (long)(EIN_PACE_COST * EIN_PACE_KEEP * (t / now - 1.0)) + 1 : 0;
+}
+
 /* The thread count of the next run: the current one, or a trial's. */
 RT_API int ein_pace_next(ein_pace *pc)
 {
@@ -137,13 +145,16 @@ RT_API void ein_pace_done(ein_pace *pc, double ms)
     pc->last = pc->runs;
     pc->up = !pc->up;
     if (now == 0 || t < EIN_PACE_MARGIN * now) {
-        pc->cur = i;                    /* the trial wins */
+        /* the trial wins: the count left is as a lost trial (a busy
+           machine does not try 2 threads again 4 runs after leaving them
+           for 1 at a quarter of the time) */
+        pc->cur = i;
         pc->gap = EIN_PACE_GAP;
-        pc->wait = 0;
+        pc->wait = now > 0 ? ein_pace_wait(now, t) : 0;
         pc->base = t;
         return;
     }
     pc->base = now;
     pc->gap = pc->gap * 2 < EIN_PACE_GAP_MAX ? pc->gap * 2 : EIN_PACE_GAP_MAX;
-    pc->wait = (long)(EIN_PACE_COST * EIN_PACE_KEEP * (t / now - 1.0)) + 1;
+    pc->wait = ein_pace_wait(t, now);
 }

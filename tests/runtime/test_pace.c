@@ -89,6 +89,9 @@ int main(void)
     ein_pace_done(&pc, busy2(1));
     drive(&pc, busy2, 2, NULL);
     check(pc.cur == 1, "after the trial's 3 runs: 1 thread");
+    memset(at, 0, sizeof at);
+    drive(&pc, busy2, 250, at);
+    check(at[2] == 0, "2 threads, 4 times slower, left: not tried again for 250 runs");
     drive(&pc, busy2, 1000, at);
     check(at[1] > 950 && total < 1.05 * 1000 * busy2(1),
           "busy: the trials at 2 threads cost less than 5% of the time");
