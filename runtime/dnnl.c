@@ -412,21 +412,21 @@ RT_API void ein_dnnl_free_set(ein_dnnl *dn, int k)
 }
 
 /* The workspace, for every operator made so far (again if one more is
- * made later). */
+ * made later: the old one stays where there is no memory for it). */
 RT_API int ein_dnnl_alloc(ein_dnnl *dn, char *msg)
 {
-    free(dn->ws_raw);
-    dn->ws = dn->ws_raw = NULL;
     if (dn->ws_bytes == 0)
         return 0;
     /* C99 has no aligned_alloc: align by hand */
-    dn->ws_raw = malloc(dn->ws_bytes + EIN_DNNL_ALIGN);
-    if (!dn->ws_raw) {
+    void *raw = malloc(dn->ws_bytes + EIN_DNNL_ALIGN);
+    if (!raw) {
         snprintf(msg, 256, "oneDNN workspace of %lu bytes: out of memory",
                  (unsigned long)dn->ws_bytes);
         return -1;
     }
-    dn->ws = (char *)dn->ws_raw + (EIN_DNNL_ALIGN - (uintptr_t)dn->ws_raw % EIN_DNNL_ALIGN);
+    free(dn->ws_raw);
+    dn->ws_raw = raw;
+    dn->ws = (char *)raw + (EIN_DNNL_ALIGN - (uintptr_t)raw % EIN_DNNL_ALIGN);
     return 0;
 }
 
@@ -443,25 +443,27 @@ RT_API int ein_dnnl_use(ein_dnnl *dn, int nthr, ein_dnnl_op **ops, int *made, ch
             return 0;
         }
     int k = dn->nsets < EIN_DNNL_SETS ? dn->nsets++ : EIN_DNNL_SETS - 1;
+    size_t ws_bytes = dn->ws_bytes;
     ein_dnnl_free_set(dn, k);
     dn->nthr[k] = nthr;
     dn->set[k] = (ein_dnnl_op *)calloc((size_t)dn->nops, sizeof *dn->set[k]);
     if (!dn->set[k]) {
-        dn->nsets = k;
         snprintf(msg, 256, "oneDNN operators: out of memory");
-        return -1;
+        goto fail;
     }
     for (int i = 0; i < dn->nops; i++)
-        if (ein_dnnl_create(dn, &dn->set[k][i], &dn->set[0][i].spec, &dn->set[0][i], msg)) {
-            ein_dnnl_free_set(dn, k);
-            dn->nsets = k;
-            return -1;
-        }
+        if (ein_dnnl_create(dn, &dn->set[k][i], &dn->set[0][i].spec, &dn->set[0][i], msg))
+            goto fail;
     if (ein_dnnl_alloc(dn, msg))
-        return -1;
+        goto fail;
     *ops = dn->set[k];
     *made = 1;
     return 0;
+fail:   /* as it was, but for the set it replaced */
+    ein_dnnl_free_set(dn, k);
+    dn->nsets = k;
+    dn->ws_bytes = ws_bytes;
+    return -1;
 }
 
 /* New weights: every set's operators reorder theirs at their next run. */
