@@ -11,7 +11,9 @@
  *
  * - it runs at its current count, and now and then runs a trial of
  *   EIN_PACE_KEEP runs at the next count below or above it (in turn
- *   where there are both);
+ *   where there are both), once the current count has EIN_PACE_KEEP
+ *   runs of its own (the first of a context is not one: it runs the
+ *   load-time stages);
  * - a count's time is the median of its last EIN_PACE_KEEP runs (one
  *   lucky run on a machine whose load comes and goes decides nothing); a
  *   trial whose time beats the current count's by EIN_PACE_MARGIN makes
@@ -75,8 +77,8 @@ RT_API void ein_pace_init(ein_pace *pc, int max, int fixed)
     }
     if (pc->count[pc->nc - 1] != 1)     /* max past 2^15: 1 replaces the last */
         pc->count[pc->nc - 1] = 1;
-    pc->last = -1;                      /* the first trial: the second run */
-    pc->gap = 2;
+    pc->last = 0;                       /* the first trial: after 3 runs */
+    pc->gap = 0;
 }
 
 /* The median of count i's kept runs; 0 when there are none. */
@@ -111,7 +113,9 @@ RT_API int ein_pace_next(ein_pace *pc)
     if (pc->trial_left > 0)
         return pc->count[pc->run_at];
     pc->run_at = pc->cur;
-    if (pc->fixed || pc->nc < 2 || pc->runs < pc->last + wait)
+    /* a trial is weighed against the current count's last 3 runs */
+    if (pc->fixed || pc->nc < 2 || pc->runs < pc->last + wait ||
+        pc->nms[pc->cur] < EIN_PACE_KEEP)
         return pc->count[pc->cur];
     int down = pc->cur + 1 < pc->nc, up = pc->cur > 0;
     pc->run_at = up && (pc->up || !down) ? pc->cur - 1 : pc->cur + 1;

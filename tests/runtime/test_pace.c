@@ -79,13 +79,13 @@ int main(void)
     check(drive(&pc, idle2, 1000, at) == 2 && at[2] > 950,
           "idle, two faster: 2 threads (more than 950 runs of 1000)");
 
-    /* busy: 1 from the first trial on (the second run), and trials at 2
+    /* busy: 1 from the first trial on (the fourth run), and trials at 2
      * rare as they cost 4 runs each */
     ein_pace_init(&pc, 2, 0);
     memset(at, 0, sizeof at);
-    check(ein_pace_next(&pc) == 2, "the first run: all threads");
-    ein_pace_done(&pc, busy2(2));
-    check(ein_pace_next(&pc) == 1, "the second run: a trial at 1");
+    drive(&pc, busy2, 3, at);
+    check(at[2] == 3, "the first 3 runs: all threads");
+    check(ein_pace_next(&pc) == 1, "the fourth run: a trial at 1");
     ein_pace_done(&pc, busy2(1));
     drive(&pc, busy2, 2, NULL);
     check(pc.cur == 1, "after the trial's 3 runs: 1 thread");
@@ -107,9 +107,16 @@ int main(void)
     drive(&pc, busy2, 20, at);
     check(pc.cur == 1 && at[2] <= 12, "busy again: 1 thread within 20 runs");
 
+    /* a slow first run at 2 on an idle machine decides nothing */
+    ein_pace_init(&pc, 2, 0);
+    ein_pace_next(&pc);
+    ein_pace_done(&pc, 3 * idle2(2));
+    drive(&pc, idle2, 20, NULL);
+    check(pc.cur == 0, "idle, the first run at 2 slow: still 2 threads");
+
     /* one lucky run at 2 on a busy machine decides nothing */
     ein_pace_init(&pc, 2, 0);
-    drive(&pc, busy2, 4, NULL);        /* 1 is current */
+    drive(&pc, busy2, 6, NULL);        /* 1 is current */
     for (int i = 0; pc.cur == 1 && i < 2000; i++) {
         int k = ein_pace_next(&pc);
         /* the first run of each trial at 2 is lucky */
