@@ -16,7 +16,7 @@
 #include "model.h" /* EMBED-SKIP */
 
 #define EIN_GEMM_WORK 1048576   /* multiply-adds of a block of a product, at least */
-#define EIN_GEMM_EDGE 64        /* rows (or columns) of a block, at least */
+#define EIN_GEMM_EDGE 16        /* rows (or columns) of a block, at least */
 #define EIN_GEMM_BLOCKS 64      /* blocks of a product, at most */
 
 /* C = A B for a batch of row-major matrices, C m x n (ldc), A m x k (ta:
@@ -176,6 +176,9 @@ RT_API void ein_g2bmm(const float *q, const float *k, float *s, float *tmp, int6
                 if (len > 0)
                     ein_gemm_batch(0, 1, tn, len, kk, qr + t0 * d * kk, d * kk, 0,
                                    kr + v0 * d * kk, d * kk, 0, tmp, len, 0, 1);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (tn * band > 32768)
+#endif
                 for (int64_t t = 0; t < tn; t++) {
                     float *row = sr + (t0 + t) * d * band;
                     for (int64_t j = 0; j < band; j++) {
@@ -208,9 +211,12 @@ RT_API void ein_gbmm(const float *s, const float *v, float *o, float *tmp, int64
                     continue;
                 }
                 /* the block's band as dense rows over the key rows v0 .. v1 */
-                memset(tmp, 0, sizeof(float) * (size_t)(tn * len));
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (tn * len > 32768)
+#endif
                 for (int64_t t = 0; t < tn; t++) {
                     const float *row = sr + (t0 + t) * d * band;
+                    memset(tmp + t * len, 0, sizeof(float) * (size_t)len);
                     for (int64_t j = 0; j < band; j++) {
                         int64_t u = t0 + t + j - w;
                         if (u >= v0 && u < v1)
