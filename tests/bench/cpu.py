@@ -550,9 +550,12 @@ def main():
                               "--dirty"], stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL,
                              universal_newlines=True).stdout.strip()
-        if git:
+        inside = os.path.commonpath([a.einc, TOP]) == TOP
+        if git and inside:
             ver += " (source tree %s)" % git
-    except OSError:
+        elif git:
+            ver += " (%s; the scripts' source tree %s)" % (a.einc, git)
+    except (OSError, ValueError):
         pass
 
     root = os.path.abspath(a.keep or
