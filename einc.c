@@ -50,6 +50,7 @@ typedef struct Options {
     const char *target;             /* --target; NULL: from the output kind */
     bool main;
     bool shared;                    /* --shared */
+    bool sleef;                     /* --sleef, --no-sleef */
     const char *tune_db;            /* --tune-db */
     int verify;                     /* 0 no, 1 chosen plans, 2 every candidate */
     bool device_given;              /* --device: else the target's own (resolve_target) */
@@ -73,6 +74,11 @@ static Arena *arena;
 #define DNNL_DEFAULT "--dnnl (configure found oneDNN)"
 #else
 #define DNNL_DEFAULT "--no-dnnl (configure found no oneDNN)"
+#endif
+#ifdef HAVE_SLEEF
+#define SLEEF_DEFAULT "--sleef (configure found SLEEF)"
+#else
+#define SLEEF_DEFAULT "--no-sleef (configure found no SLEEF)"
 #endif
 
 static void usage(FILE *fp)
@@ -100,6 +106,10 @@ static void usage(FILE *fp)
 "      --main          add a main() harness to C and CUDA output\n"
 "      --shared        make line 1 of C and CUDA output build a shared\n"
 "                        library (FILE.so) rather than an object\n"
+"      --sleef, --no-sleef  C output: the vectorized loops' exp from SLEEF\n"
+"                        (its file then links -lsleef), or from glibc's\n"
+"                        libmvec as their other functions; default:\n"
+"                        " SLEEF_DEFAULT "\n"
 "      --explain       write each chosen derivation step by step\n"
 "                        (to standard output unless -o is given)\n"
 "      --dot=derivation  write the search trees as Graphviz (standard\n"
@@ -245,7 +255,7 @@ static const struct { const char *name; int has_arg; int id; } long_opts[] = {
     {"explain", 0, 'X'}, {"search-depth", 1, 'S'}, {"search-budget", 1, 'B'},
     {"device", 1, 'E'}, {"verify", 2, 'v'}, {"precision", 1, 'P'},
     {"tune-db", 1, 'T'}, {"from", 1, 'F'}, {"shared", 0, 'L'}, {"bind", 1, 'Y'}, {"weights-out", 1, 'U'},
-    {"dnnl", 0, 'N'}, {"no-dnnl", 0, 'n'},
+    {"dnnl", 0, 'N'}, {"no-dnnl", 0, 'n'}, {"sleef", 0, 'Q'}, {"no-sleef", 0, 'q'},
 };
 #define NLONG (sizeof long_opts / sizeof *long_opts)
 
@@ -335,6 +345,8 @@ static void handle(Options *o, int id, const char *val, const char *spelled)
     case 'L': o->shared = true; break;
     case 'N': o->derive.search.dnnl = true; break;
     case 'n': o->derive.search.dnnl = false; break;
+    case 'Q': o->sleef = true; break;
+    case 'q': o->sleef = false; break;
     case 'x':
         diag_set_max_errors((int)number(val, 0, 1000000, "--max-errors"));
         break;
@@ -840,6 +852,7 @@ static char *compile(const Options *o, size_t *len)
     EmitOptions eo = {
         .main = o->main,
         .shared = o->shared,
+        .sleef = o->sleef,
         .out_name = strcmp(o->output, "-") == 0 ? NULL : o->output,
         .src_name = o->input,
     };
@@ -932,6 +945,9 @@ int main(int argc, char **argv)
     search_default_options(&o.derive.search);
 #ifdef HAVE_DNNL
     o.derive.search.dnnl = true;   /* configure found oneDNN */
+#endif
+#ifdef HAVE_SLEEF
+    o.sleef = true;                /* configure found SLEEF */
 #endif
     parse_args(&o, argc, argv);
     if (o.from_onnx)

@@ -209,9 +209,13 @@ void api_write_header_comment(Emit *em)
     emit_api_text(em, cuda ? " *   int model_set_threads(model_ctx *ctx, int n);\n"
                              " *       Accepted for the C target's API (n >= 0); the runs are on the GPU.\n"
                            : " *   int model_set_threads(model_ctx *ctx, int n);\n"
-                             " *       The runs from now on compute with n threads (OpenMP's, which\n"
-                             " *       oneDNN uses, and OpenBLAS's); 0, the default: as many as OpenMP\n"
-                             " *       would use (OMP_NUM_THREADS, else every processor).\n");
+                             " *       The runs from now on compute with at most n threads (OpenMP's,\n"
+                             " *       which oneDNN and the matrix products share); 0, the default: as\n"
+                             " *       many as OpenMP would use (OMP_NUM_THREADS, else every processor).\n"
+                             " *       The context times its runs and uses fewer threads where fewer\n"
+                             " *       were faster (a busy machine); the results are the same at any\n"
+                             " *       count.  EIN_FIXED_THREADS=1 in the environment when the context\n"
+                             " *       is created makes every run use them all.\n");
     emit_api_text(em,
 " *   int model_tensor_count(void);  const model_tensor_info *model_tensor_at(int i);\n"
 " *       Every tensor of the model: name, kind, shape, element type, size.\n"
@@ -392,6 +396,12 @@ static void write_tables(Emit *em)
 "    unsigned char valid[EIN_NT];    /* holds a value */\n"
 "    int weights_changed;            /* the load-time stages must rerun */\n"
 "    int threads;                    /* model_set_threads; 0: OpenMP's default */\n");
+    if (!cuda)
+        sb_puts(o, "    struct ein_pace *pace;          /* the thread counts of the runs (pace.c) */\n"
+                   "    int pace_max;                   /* the count it was made for */\n"
+                   "    int fixed_threads;              /* EIN_FIXED_THREADS at create */\n"
+                   "    int omp_saved, blas_saved;      /* the caller's counts, during a run */\n"
+                   "    double run_t0;                  /* the run's start, ms; < 0: not timed */\n");
     sb_puts(o, cuda ? "    cudaStream_t io;                /* the context's own copies (set, load, get) */\n"
                       "    cudaEvent_t done;               /* recorded at the end of every run */\n"
                       "    cudaStream_t cap;               /* the run's graph is captured on it */\n"
@@ -406,6 +416,10 @@ static void write_tables(Emit *em)
 "};\n"
 "\n");
     emit_paste(em, "api_base.c");
+    if (!cuda) {
+        emit_api_text(em, "static int ein_lib_threads(model_ctx *ctx, int n, int *cold);\n\n");
+        emit_paste(em, "pace.c");
+    }
     emit_paste(em, cuda ? "api_cuda.cu" : "api_host.c");
     lib_write_support(em);
 }
@@ -501,13 +515,15 @@ static void write_output_at(Emit *em)
 
 /* ein_run: check the weights, run the load-time stages if a weight
  * changed, then the run-time stages (on CUDA as the run's graph:
- * runtime/graph.cu). */
+ * runtime/graph.cu); in C between ein_threads_begin and _end, which
+ * choose the run's thread count and time it (runtime/api_host.c). */
 static void write_run(Emit *em)
 {
     const IrProgram *p = em->p;
     Sb *o = &em->out;
     bool cuda = emit_is_cuda(em);
-    emit_api_text(em, "static int ein_run(model_ctx *ctx, void *const *p");
+    emit_api_text(em, cuda ? "static int ein_run(model_ctx *ctx, void *const *p"
+                           : "static int ein_run_once(model_ctx *ctx, void *const *p");
     stream_param(em);
     emit_api_text(em, ")\n"
 "{\n"
@@ -519,8 +535,6 @@ static void write_run(Emit *em)
 "    /* after the previous run, whatever its stream: they share the\n"
 "       context's buffers */\n"
 "    EIN_CUDA(cudaStreamWaitEvent(stream, ctx->done, 0));\n");
-    if (!cuda)
-        sb_puts(o, "    ein_set_threads(ctx);\n");
     emit_api_text(em,
 "    if (ctx->weights_changed) {\n"
 "        if ((rc = ein_load_stages(ctx, ctx->buf");
@@ -541,6 +555,15 @@ static void write_run(Emit *em)
     sb_puts(o, ")) != 0)\n"
                "        return rc;\n");
     sb_puts(o, "    return 0;\n}\n\n");
+    if (!cuda)
+        emit_api_text(em, "static int ein_run(model_ctx *ctx, void *const *p)\n"
+                          "{\n"
+                          "    int rc = ein_threads_begin(ctx);\n"
+                          "    if (rc == MODEL_OK)\n"
+                          "        rc = ein_run_once(ctx, p);\n"
+                          "    ein_threads_end(ctx, rc);\n"
+                          "    return rc;\n"
+                          "}\n\n");
 
     /* The positional run. */
     emit_api_text(em, "int model_run(model_ctx *ctx");

@@ -50,6 +50,21 @@ static void shell_word(Sb *b, const char *w)
     sb_putc(b, '\'');
 }
 
+/* The C file's vector exp comes from SLEEF (--sleef) where it has vector
+ * math (emit_write_helpers). */
+static bool sleef_used(const Emit *em)
+{
+    return !emit_is_cuda(em) && em->opt->sleef && (em->helpers & HELP_VMATH);
+}
+
+/* The libraries the file's calls need, before -lm. */
+static void write_link_flags(const Emit *em, Sb *cmd)
+{
+    lib_write_link_flags(em, cmd);
+    if (sleef_used(em))
+        sb_puts(cmd, " -lsleef");
+}
+
 /* The build command of line 1.  The source is named as written with -o
  * (its base name: the command runs in the file's folder); the program is
  * that name without its extension. */
@@ -84,7 +99,7 @@ static void write_build_line(Emit *em)
     sb_puts(&cmd, " -o ");
     shell_word(&cmd, exe);
     if (link)
-        lib_write_link_flags(em, &cmd);
+        write_link_flags(em, &cmd);
     sb_puts(&cmd, cuda || !link ? "" : " -lm");
     em->build_cmd = arena_strdup(em->arena, sb_str(&cmd));
     sb_free(&cmd);
@@ -121,9 +136,9 @@ static void write_head_comment(Emit *em)
         emit_comment_text(o, arena_printf(em->arena, "%.*s", (int)n, em->file_base));
         sb_puts(o, " [--weights F] [--inputs F] [--outputs F] [--seed N] [--bench ITERS]\n");
     }
-    if (em->libs) {
+    if (em->libs || sleef_used(em)) {
         Sb libs = {0};
-        lib_write_link_flags(em, &libs);
+        write_link_flags(em, &libs);
         sb_printf(o, " * Linking its object file takes%s.\n", sb_str(&libs));
         sb_free(&libs);
     }
@@ -249,8 +264,27 @@ void emit_write_helpers(Emit *em)
                    "   -ffast-math).  Elsewhere the loops stay scalar. */\n"
                    "#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \\\n"
                    "    defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)\n"
-                   "#define EIN_VMATH 1\n"
-                   "#ifndef __FAST_MATH__\n"
+                   "#define EIN_VMATH 1\n");
+    if (sleef_used(em))
+        sb_puts(o, "/* but exp's are SLEEF's (-lsleef on line 1): libmvec's expf computes a\n"
+                   "   vector with an argument out of its range (the -inf of a masked\n"
+                   "   softmax, |x| > 88) by the scalar function, lane by lane, SLEEF's\n"
+                   "   expf_u10 (within 1 ulp) takes no other path.  The vector variants\n"
+                   "   gcc calls for expf are defined here, under their names, as calls of\n"
+                   "   SLEEF's for that instruction set; libmvec's others are faster than\n"
+                   "   SLEEF's (tests/bench/vmath.sh). */\n"
+                   "#include <immintrin.h>\n"
+                   "#define EIN_SLEEF_EXPF(isa, n, t, target, f)                                 \\\n"
+                   "    t f(t);                                                                 \\\n"
+                   "    static t ein_expf_##isa(t x) __asm__(\"_ZGV\" #isa \"N\" #n \"v_expf\")         \\\n"
+                   "        __attribute__((__used__, __target__(target)));                       \\\n"
+                   "    static t ein_expf_##isa(t x) { return f(x); }\n"
+                   "EIN_SLEEF_EXPF(b, 4, __m128, \"sse2\", Sleef_expf4_u10sse2)\n"
+                   "EIN_SLEEF_EXPF(c, 8, __m256, \"avx\", Sleef_expf8_u10avx)\n"
+                   "EIN_SLEEF_EXPF(d, 8, __m256, \"avx2\", Sleef_expf8_u10avx2)\n"
+                   "EIN_SLEEF_EXPF(e, 16, __m512, \"avx512f\", Sleef_expf16_u10avx512f)\n");
+    if (h & HELP_VMATH)
+        sb_puts(o, "#ifndef __FAST_MATH__\n"
                    "#define EIN_SIMD_FN __attribute__((__simd__(\"notinbranch\")))\n"
                    "EIN_SIMD_FN float expf(float);\nEIN_SIMD_FN float logf(float);\n"
                    "EIN_SIMD_FN float tanhf(float);\nEIN_SIMD_FN float erff(float);\n"

@@ -24,6 +24,8 @@ typedef struct EmitOptions {
     const char *const *tune_keys;
     const char *tune_device;    /* the device line of the database it writes */
     bool shared;                /* --shared: line 1 builds a shared library */
+    bool sleef;                 /* --sleef: C vector math from SLEEF (-lsleefgnuabi),
+                                   else glibc's libmvec */
 } EmitOptions;
 
 /* Write the plan as a C file (target TARGET_C) or a C+CUDA file

@@ -216,8 +216,7 @@ void lib_write_link_flags(const Emit *em, Sb *cmd)
 void lib_write_weights_changed(Emit *em)
 {
     if (em->libs & LIB_DNNL)
-        sb_printf(&em->out, "        for (int i = 0; i < %d; i++)\n"
-                  "            ctx->dnnl_op[i].wei_ready = 0;\n", em->ndnnl);
+        sb_puts(&em->out, "        ein_dnnl_weights_changed(&ctx->dnnl);\n");
 }
 
 void lib_write_includes(Emit *em)
@@ -263,8 +262,8 @@ void lib_write_ctx_fields(Emit *em)
                   "    int64_t ws_bytes;               /* its size */\n",
                   em->nconv);
     if (em->libs & LIB_DNNL)
-        sb_printf(o, "    ein_dnnl dnnl;                  /* engine, stream, workspace */\n"
-                  "    ein_dnnl_op dnnl_op[%d];\n", em->ndnnl);
+        sb_puts(o, "    ein_dnnl dnnl;                  /* engine, stream, workspace, sets */\n"
+                   "    ein_dnnl_op *dnnl_op;           /* the set of the run's thread count */\n");
     if (em->col_elems)
         sb_puts(o, "    float *col;                     /* im2col / col2im buffer */\n");
     for (int j = 0; j < 2; j++)
@@ -571,8 +570,8 @@ static void write_dnnl_posts(Emit *em, const PlanOp *op)
  * from `sp`. */
 static void write_dnnl_make(Emit *em, const IrTensor *t)
 {
-    sb_printf(&em->out, "        if (ein_dnnl_create(&ctx->dnnl, &ctx->dnnl_op[%d], &sp, msg) "
-              "!= 0)\n"
+    sb_printf(&em->out, "        if (ein_dnnl_create(&ctx->dnnl, &ctx->dnnl_op[%d], &sp, NULL, "
+              "msg) != 0)\n"
               "            return ein_fail(ctx, %s_ELIB, \"%s: %%s\", msg);\n    }\n",
               em->slot[t->id], em->upper, t->name);
 }
@@ -583,9 +582,10 @@ static void write_dnnl_create(Emit *em)
 {
     const IrProgram *p = em->p;
     Sb *o = &em->out;
-    emit_api_text(em, "    char msg[256];\n"
-                      "    if (ein_dnnl_open(&ctx->dnnl, msg) != 0)\n"
-                      "        return ein_fail(ctx, MODEL_ELIB, \"%s\", msg);\n");
+    sb_printf(o, "    char msg[256];\n"
+              "    if (ein_dnnl_open(&ctx->dnnl, %d, msg) != 0)\n"
+              "        return ein_fail(ctx, %s_ELIB, \"%%s\", msg);\n"
+              "    ctx->dnnl_op = ctx->dnnl.set[0];\n", em->ndnnl, em->upper);
     for (int i = 0; i < p->ntensors; i++) {
         const IrTensor *t = p->tensors[i];
         if (t->kind != IT_STAGE || (emit_op(em, t)->impl != IMPL_DNNL_CONV &&
@@ -706,9 +706,7 @@ void lib_write_create_destroy(Emit *em)
         sb_printf(o, "    if (ein_dnn_destroy(ctx, %d) != 0)\n        rc = %s_ECUDA;\n",
                   em->nconv, em->upper);
     if (libs & LIB_DNNL)
-        sb_printf(o, "    for (int i = 0; i < %d; i++)\n"
-                  "        ein_dnnl_free(&ctx->dnnl_op[i]);\n"
-                  "    ein_dnnl_close(&ctx->dnnl);\n", em->ndnnl);
+        sb_puts(o, "    ein_dnnl_close(&ctx->dnnl);\n");
     if (em->col_elems)
         sb_puts(o, "    free(ctx->col);\n");
     for (int j = 0; j < 2; j++)
@@ -718,6 +716,19 @@ void lib_write_create_destroy(Emit *em)
         else if (em->rnd_elems[j])
             sb_printf(o, "    free(ctx->rnd%d);\n", j);
     sb_puts(o, "    return rc;\n}\n\n");
+    if (emit_is_cuda(em))
+        return;
+    emit_api_text(em, "/* Before a run on n threads (api_host.c): what the library calls need\n"
+                      "   for that count; *cold: the run does more than usual. */\n"
+                      "static int ein_lib_threads(model_ctx *ctx, int n, int *cold)\n{\n");
+    if (libs & LIB_DNNL)
+        emit_api_text(em, "    /* oneDNN: the operators made for n threads */\n"
+                          "    char msg[256];\n"
+                          "    if (ein_dnnl_use(&ctx->dnnl, n, &ctx->dnnl_op, cold, msg) != 0)\n"
+                          "        return ein_fail(ctx, MODEL_ELIB, \"%s\", msg);\n");
+    else
+        sb_puts(o, "    (void)ctx;\n    (void)n;\n    *cold = 0;\n");
+    emit_api_text(em, "    return MODEL_OK;\n}\n\n");
 }
 
 /* ---- the calls ------------------------------------------------------------------ */

@@ -32,6 +32,10 @@ EXTRA_DIST += tests/emit/vector.test tests/emit/vector.py
 # offsets can pass 2^31.
 TESTS += tests/emit/width.test
 EXTRA_DIST += tests/emit/width.test
+# A C program's results are the same at 1, 2 and 3 threads, and --bench
+# says how many runs ran at each count.
+TESTS += tests/emit/threads.test
+EXTRA_DIST += tests/emit/threads.test
 
 # No function body of more than 20 lines in emit/'s string literals: the
 # code every program carries is in runtime/.

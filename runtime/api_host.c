@@ -1,7 +1,7 @@
 /* api_host.c - the tensor buffers of the C target: host memory,
- * allocated zeroed, read and written with memcpy.  Pasted after
- * api_base.c; api.c builds the API on these functions, whose CUDA
- * counterparts are in api_cuda.cu. */
+ * allocated zeroed, read and written with memcpy; and the thread count
+ * of each run.  Pasted after api_base.c and pace.c; api.c builds the API
+ * on these functions, whose CUDA counterparts are in api_cuda.cu. */
 #include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
@@ -11,12 +11,19 @@
 #include <cblas.h>
 #endif
 #include "model.h" /* EMBED-SKIP */
+#include "pace.c" /* EMBED-SKIP */
 
-/* A context has nothing of its own to make, wait for or free: its runs
-   are done when they return. */
+/* A context has no device to wait for: its runs are done when they
+   return.  It keeps the pace of its runs (pace.c); EIN_FIXED_THREADS set
+   (and not 0) in the environment when it is created makes every run use
+   the whole count, for measuring and debugging. */
 RT_API int ein_ctx_open(model_ctx *ctx)
 {
-    (void)ctx;
+    const char *e = getenv("EIN_FIXED_THREADS");
+    ctx->pace = (ein_pace *)calloc(1, sizeof *ctx->pace);
+    if (!ctx->pace)
+        return ein_fail(ctx, MODEL_ENOMEM, "out of host memory for the context");
+    ctx->fixed_threads = e && *e && strcmp(e, "0") != 0;
     return MODEL_OK;
 }
 
@@ -28,22 +35,72 @@ RT_API int ein_ctx_idle(model_ctx *ctx)
 
 RT_API int ein_ctx_close(model_ctx *ctx)
 {
-    (void)ctx;
+    free(ctx->pace);
+    ctx->pace = NULL;
     return MODEL_OK;
 }
 
-/* Before a run: the thread count of model_set_threads, OpenMP's (oneDNN
-   runs on its threads) and, where the file calls OpenBLAS (EIN_OPENBLAS),
-   its own pool's. */
-RT_API void ein_set_threads(model_ctx *ctx)
+/* Wall-clock milliseconds, for timing runs; -1 without OpenMP. */
+RT_API double ein_now_ms(void)
 {
-    if (ctx->threads <= 0)
-        return;
 #ifdef _OPENMP
-    omp_set_num_threads(ctx->threads);
+    return omp_get_wtime() * 1e3;
+#else
+    return -1.0;
 #endif
+}
+
+/* Before a run: its thread count, `max` (model_set_threads, else as many
+   as OpenMP would use now) or fewer where fewer ran faster (pace.c), set
+   as OpenMP's count for the run (the generated kernels, the GEMMs of
+   cblas.c and oneDNN share OpenMP's threads), and the libraries' state
+   for it (ein_lib_threads: oneDNN's primitives for that count).  OpenBLAS
+   computes on one thread, in the blocks cblas.c gives each OpenMP
+   thread: its own pool would be a second set of threads waiting for
+   processors, and its results depend on its thread count.  The caller's
+   OpenMP and OpenBLAS counts are put back after the run (ein_threads_end). */
+RT_API int ein_threads_begin(model_ctx *ctx)
+{
+    int max = ctx->threads;
+#ifdef _OPENMP
+    ctx->omp_saved = omp_get_max_threads();
+    if (max <= 0)
+        max = ctx->omp_saved;
+#endif
+    if (max <= 0)
+        max = 1;
+    if (max != ctx->pace_max || ctx->fixed_threads != ctx->pace->fixed) {
+        ein_pace_init(ctx->pace, max, ctx->fixed_threads);
+        ctx->pace_max = max;
+    }
+    int n = ein_pace_next(ctx->pace);
 #ifdef EIN_OPENBLAS
-    openblas_set_num_threads(ctx->threads);
+    ctx->blas_saved = openblas_get_num_threads();
+    openblas_set_num_threads(1);    /* before OpenMP's: an OpenMP build of
+                                       OpenBLAS sets OpenMP's count too */
+#endif
+#ifdef _OPENMP
+    omp_set_num_threads(n);
+#endif
+    int cold = 0, rc = ein_lib_threads(ctx, n, &cold);
+    /* a run that does more than usual is not timed: its load-time stages
+       run too, or the libraries' first run on n threads (without OpenMP
+       there is one thread, and nothing to choose) */
+    ctx->run_t0 = ctx->weights_changed || cold || rc != MODEL_OK ? -1.0 : ein_now_ms();
+    return rc;
+}
+
+/* After a run (rc: how it went): its time to the pace, the caller's
+   counts back. */
+RT_API void ein_threads_end(model_ctx *ctx, int rc)
+{
+    ein_pace_done(ctx->pace, rc == MODEL_OK && ctx->run_t0 >= 0 ? ein_now_ms() - ctx->run_t0
+                                                                 : -1.0);
+#ifdef EIN_OPENBLAS
+    openblas_set_num_threads(ctx->blas_saved);
+#endif
+#ifdef _OPENMP
+    omp_set_num_threads(ctx->omp_saved);
 #endif
 }
 

@@ -3,11 +3,69 @@
  * transposed ones as GEMM + col2im, banded products as dense blocks.
  * Pasted when the program calls CBLAS, after the generated file has
  * defined EIN_BAND_ROWS (emit/lib.c sizes the scratch buffer `tmp` of
- * ein_g2bmm and ein_gbmm with the same number). */
+ * ein_g2bmm and ein_gbmm with the same number).
+ *
+ * Every product goes through ein_gemm_batch: OpenBLAS computes on one
+ * thread (api_host.c sets it so for each run), on blocks of the product
+ * that the OpenMP threads share, the same threads as the generated
+ * kernels' and oneDNN's: one set of threads, not two that wait for each
+ * other's processors. */
 #include <stdint.h>
 #include <string.h>
 #include <cblas.h>
 #include "model.h" /* EMBED-SKIP */
+
+#define EIN_GEMM_WORK 1048576   /* multiply-adds of a block of a product, at least */
+#define EIN_GEMM_EDGE 16        /* rows (or columns) of a block, at least */
+#define EIN_GEMM_BLOCKS 64      /* blocks of a product, at most */
+
+/* C = A B for a batch of row-major matrices, C m x n (ldc), A m x k (ta:
+   stored k x m), B k x n (tb: stored n x k), matrix i at a + i sa, b + i
+   sb, c + i sc.  Each matrix is cut into blocks of C's rows (m >= n) or
+   columns, each a call of cblas_sgemm on one thread, and the OpenMP
+   threads share the blocks of the batch.  The cut depends on the shape
+   alone, so each element's sum is the same whatever the thread count
+   (OpenBLAS's own threads give other roundings at other counts). */
+RT_API void ein_gemm_batch(int ta, int tb, int64_t m, int64_t n, int64_t k,
+                           const float *a, int64_t lda, int64_t sa,
+                           const float *b, int64_t ldb, int64_t sb,
+                           float *c, int64_t ldc, int64_t sc, int64_t batch)
+{
+    int rows = m >= n;
+    int64_t d = rows ? m : n, nb = m * n * k / EIN_GEMM_WORK;
+    if (nb > d / EIN_GEMM_EDGE)
+        nb = d / EIN_GEMM_EDGE;
+    if (nb > EIN_GEMM_BLOCKS)
+        nb = EIN_GEMM_BLOCKS;
+    if (nb < 1)
+        nb = 1;
+    /* blocks of whole vectors (16 floats) but the last */
+    int64_t size = ((d + nb - 1) / nb + 15) / 16 * 16;
+    if (size < 1)
+        size = 1;
+    nb = (d + size - 1) / size;
+    if (nb < 1)
+        nb = 1;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) if (nb * batch > 1)
+#endif
+    for (int64_t j = 0; j < nb * batch; j++) {
+        int64_t i = j / nb, lo = j % nb * size, len = d - lo < size ? d - lo : size;
+        const float *ai = a + i * sa, *bi = b + i * sb;
+        float *ci = c + i * sc;
+        if (rows) {
+            ai += ta ? lo : lo * lda;
+            ci += lo * ldc;
+        } else {
+            bi += tb ? lo * ldb : lo;
+            ci += lo;
+        }
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+                    tb ? CblasTrans : CblasNoTrans, (int)(rows ? len : m),
+                    (int)(rows ? n : len), (int)k, 1.0f, ai, (int)lda, bi, (int)ldb, 0.0f, ci,
+                    (int)ldc);
+    }
+}
 
 /* C = A B for a batch of row-major matrices (out_nm: C stored [n][m],
    computed as C^T = B^T A^T).  ta: A stored [k][m]; tb: B stored [n][k]. */
@@ -16,18 +74,10 @@ RT_API void ein_sgemm(int ta, int tb, int out_nm, int64_t m, int64_t n, int64_t 
                       const float *b, int64_t ldb, int64_t sb,
                       float *c, int64_t ldc, int64_t sc, int64_t batch)
 {
-    for (int64_t i = 0; i < batch; i++) {
-        if (!out_nm)
-            cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-                        tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, 1.0f,
-                        a + i * sa, (int)lda, b + i * sb, (int)ldb, 0.0f, c + i * sc,
-                        (int)ldc);
-        else
-            cblas_sgemm(CblasRowMajor, tb ? CblasNoTrans : CblasTrans,
-                        ta ? CblasNoTrans : CblasTrans, (int)n, (int)m, (int)k, 1.0f,
-                        b + i * sb, (int)ldb, a + i * sa, (int)lda, 0.0f, c + i * sc,
-                        (int)ldc);
-    }
+    if (!out_nm)
+        ein_gemm_batch(ta, tb, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc, batch);
+    else
+        ein_gemm_batch(!tb, !ta, n, m, k, b, ldb, sb, a, lda, sa, c, ldc, sc, batch);
 }
 
 /* y[n, f, ho, wo] = sum x[n, c, st*ho + dil*r - ph, st*wo + dil*s - pw] w[f, c, r, s]
@@ -60,9 +110,8 @@ RT_API void ein_conv2d(const float *x, const float *w, float *y, float *col,
                 }
             }
         }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)f, (int)pp, (int)kk,
-                    1.0f, w, (int)kk, direct ? xn : col, (int)pp, 0.0f, y + n * f * pp,
-                    (int)pp);
+        ein_gemm_batch(0, 0, f, pp, kk, w, kk, 0, direct ? xn : col, pp, 0, y + n * f * pp,
+                       pp, 0, 1);
     }
 }
 
@@ -77,8 +126,7 @@ RT_API void ein_conv_t2d(const float *x, const float *w, float *y, float *col,
     int64_t hw = h * wd, frs = f * r * s;
     for (int64_t n = 0; n < nn; n++) {
         float *yn = y + n * f * ho * wo;
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)frs, (int)hw, (int)c,
-                    1.0f, w, (int)frs, x + n * c * hw, (int)hw, 0.0f, col, (int)hw);
+        ein_gemm_batch(1, 0, frs, hw, c, w, frs, 0, x + n * c * hw, hw, 0, col, hw, 0, 1);
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) if (frs * hw > 32768)
 #endif
@@ -143,9 +191,11 @@ RT_API void ein_g2bmm(ein_band_view q, ein_band_view k, float *s, float *tmp, in
                 int64_t v1 = t0 + tn + w < nr ? t0 + tn + w : nr;
                 int64_t len = v1 - v0;
                 if (len > 0)
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)tn, (int)len,
-                                (int)kk, 1.0f, qr + t0 * d * q.ld, (int)(d * q.ld),
-                                kr + v0 * d * k.ld, (int)(d * k.ld), 0.0f, tmp, (int)len);
+                    ein_gemm_batch(0, 1, tn, len, kk, qr + t0 * d * q.ld, d * q.ld, 0,
+                                   kr + v0 * d * k.ld, d * k.ld, 0, tmp, len, 0, 1);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (tn * band > 32768)
+#endif
                 for (int64_t t = 0; t < tn; t++) {
                     float *row = sr + (t0 + t) * d * band;
                     for (int64_t j = 0; j < band; j++) {
@@ -178,18 +228,20 @@ RT_API void ein_gbmm(ein_band_view s, ein_band_view v, float *o, float *tmp, int
                     continue;
                 }
                 /* the block's band as dense rows over the key rows v0 .. v1 */
-                memset(tmp, 0, sizeof(float) * (size_t)(tn * len));
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (tn * len > 32768)
+#endif
                 for (int64_t t = 0; t < tn; t++) {
                     const float *row = sr + (t0 + t) * d * s.ld;
+                    memset(tmp + t * len, 0, sizeof(float) * (size_t)len);
                     for (int64_t j = 0; j < band; j++) {
                         int64_t u = t0 + t + j - w;
                         if (u >= v0 && u < v1)
                             tmp[t * len + (u - v0)] = row[j];
                     }
                 }
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)tn, (int)kk,
-                            (int)len, 1.0f, tmp, (int)len, vr + v0 * d * v.ld, (int)(d * v.ld),
-                            0.0f, orow + t0 * d * kk, (int)(d * kk));
+                ein_gemm_batch(0, 0, tn, kk, len, tmp, len, 0, vr + v0 * d * v.ld, d * v.ld, 0,
+                               orow + t0 * d * kk, d * kk, 0, 1);
             }
         }
 }

@@ -10,10 +10,17 @@
  * Functions return 0 or -1 with a message in `msg` that names the call
  * that failed; they never print.  Threads: oneDNN runs on the OpenMP
  * team of the calling thread (Debian's build uses the OpenMP runtime),
- * the same team as the generated kernels; the caller sets its size. */
+ * the same team as the generated kernels, and a primitive on as many
+ * threads as OpenMP had when it was made, whatever the count when it
+ * runs: so the operators come in sets, one per thread count a run uses
+ * (ein_dnnl_use), which share their weights where the layouts are the
+ * same. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include "dnnl_types.h" /* EMBED-SKIP */
 
 #define EIN_DNNL_ALIGN 64
@@ -237,9 +244,11 @@ RT_API int ein_dnnl_has_full(const ein_dnnl_spec *sp)
 
 /* Make the operator `sp` on `dn`'s engine: the primitive, the reorders
  * around it and its memory objects; op->ws_bytes is what it needs of the
- * shared workspace.  On failure op holds what was made (ein_dnnl_free
- * frees it). */
-RT_API int ein_dnnl_create(ein_dnnl *dn, ein_dnnl_op *op, const ein_dnnl_spec *sp, char *msg)
+ * shared workspace.  `like`: NULL, or the same operator in another set,
+ * whose weights op shares where their layouts are the same.  On failure
+ * op holds what was made (ein_dnnl_free frees it). */
+RT_API int ein_dnnl_create(ein_dnnl *dn, ein_dnnl_op *op, const ein_dnnl_spec *sp,
+                           const ein_dnnl_op *like, char *msg)
 {
     dnnl_primitive_desc_t pd;
     dnnl_memory_desc_t view;
@@ -298,8 +307,16 @@ RT_API int ein_dnnl_create(ein_dnnl *dn, ein_dnnl_op *op, const ein_dnnl_spec *s
          ein_dnnl_mem(&op->wei_view, &view, eng, &ignored, msg) ||
          ein_dnnl_reorder(&op->wei_in, &view, md, eng, 0, msg);
     if (!rc && op->wei_in) {
-        if (dnnl_memory_create(&op->wei_mem, md, eng, DNNL_MEMORY_ALLOCATE) != dnnl_success)
+        const dnnl_memory_desc_t *lmd = NULL;
+        if (like && like->wei_mem)
+            dnnl_memory_get_memory_desc(like->wei_mem, &lmd);
+        if (lmd && dnnl_memory_desc_equal(lmd, md)) {
+            op->wei_mem = like->wei_mem;
+            op->wei_shared = 1;
+        } else if (dnnl_memory_create(&op->wei_mem, md, eng, DNNL_MEMORY_ALLOCATE) !=
+                   dnnl_success) {
             rc = ein_dnnl_failed(msg, "dnnl_memory_create()", dnnl_out_of_memory);
+        }
     }
     if (!rc && sp->has_bias) {
         md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1);
@@ -355,7 +372,8 @@ RT_API int ein_dnnl_create(ein_dnnl *dn, ein_dnnl_op *op, const ein_dnnl_spec *s
 RT_API void ein_dnnl_free(ein_dnnl_op *op)
 {
     dnnl_primitive_t prims[] = {op->prim, op->src_in, op->dst_out, op->sum_in, op->wei_in};
-    dnnl_memory_t mems[] = {op->src_view, op->src_mem, op->wei_view, op->wei_mem, op->bias_mem,
+    dnnl_memory_t mems[] = {op->src_view, op->src_mem, op->wei_view,
+                            op->wei_shared ? NULL : op->wei_mem, op->bias_mem,
                             op->dst_view, op->dst_mem, op->sum_view, op->scratch};
     for (size_t i = 0; i < sizeof prims / sizeof *prims; i++)
         if (prims[i])
@@ -374,37 +392,115 @@ RT_API void ein_dnnl_free(ein_dnnl_op *op)
     memset(op, 0, sizeof *op);
 }
 
-/* The engine and stream; the workspace comes after every operator is
- * made (ein_dnnl_alloc). */
-RT_API int ein_dnnl_open(ein_dnnl *dn, char *msg)
+/* The number of threads a primitive made now runs on. */
+RT_API int ein_dnnl_threads_now(void)
+{
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+/* The engine, the stream, and set[0] of `nops` operators, for the
+ * current thread count, for the caller to make one by one
+ * (ein_dnnl_create); the workspace comes after every operator is made
+ * (ein_dnnl_alloc). */
+RT_API int ein_dnnl_open(ein_dnnl *dn, int nops, char *msg)
 {
     memset(dn, 0, sizeof *dn);
     EIN_DNNL_TRY(msg, dnnl_engine_create(&dn->eng, dnnl_cpu, 0));
     EIN_DNNL_TRY(msg, dnnl_stream_create(&dn->stream, dn->eng, dnnl_stream_default_flags));
+    dn->nops = nops;
+    if (nops > 0) {
+        dn->set[0] = (ein_dnnl_op *)calloc((size_t)nops, sizeof *dn->set[0]);
+        if (!dn->set[0]) {
+            snprintf(msg, 256, "oneDNN operators: out of memory");
+            return -1;
+        }
+        dn->nthr[0] = ein_dnnl_threads_now();
+        dn->nsets = 1;
+    }
     return 0;
 }
 
+RT_API void ein_dnnl_free_set(ein_dnnl *dn, int k)
+{
+    if (!dn->set[k])
+        return;
+    for (int i = 0; i < dn->nops; i++)
+        ein_dnnl_free(&dn->set[k][i]);
+    free(dn->set[k]);
+    dn->set[k] = NULL;
+}
+
 /* The workspace, for every operator made so far (again if one more is
- * made later). */
+ * made later: the old one stays where there is no memory for it). */
 RT_API int ein_dnnl_alloc(ein_dnnl *dn, char *msg)
 {
-    free(dn->ws_raw);
-    dn->ws = dn->ws_raw = NULL;
     if (dn->ws_bytes == 0)
         return 0;
     /* C99 has no aligned_alloc: align by hand */
-    dn->ws_raw = malloc(dn->ws_bytes + EIN_DNNL_ALIGN);
-    if (!dn->ws_raw) {
+    void *raw = malloc(dn->ws_bytes + EIN_DNNL_ALIGN);
+    if (!raw) {
         snprintf(msg, 256, "oneDNN workspace of %lu bytes: out of memory",
                  (unsigned long)dn->ws_bytes);
         return -1;
     }
-    dn->ws = (char *)dn->ws_raw + (EIN_DNNL_ALIGN - (uintptr_t)dn->ws_raw % EIN_DNNL_ALIGN);
+    free(dn->ws_raw);
+    dn->ws_raw = raw;
+    dn->ws = (char *)raw + (EIN_DNNL_ALIGN - (uintptr_t)raw % EIN_DNNL_ALIGN);
     return 0;
+}
+
+/* The set of operators for a run on `nthr` threads (OpenMP's count set
+ * already), made from set[0]'s specs if there is none yet; *ops = it,
+ * *made = 1 when it is new (its first run reorders the weights).  The
+ * sets past EIN_DNNL_SETS replace the latest but set[0]. */
+RT_API int ein_dnnl_use(ein_dnnl *dn, int nthr, ein_dnnl_op **ops, int *made, char *msg)
+{
+    *made = 0;
+    for (int k = 0; k < dn->nsets; k++)
+        if (dn->nthr[k] == nthr) {
+            *ops = dn->set[k];
+            return 0;
+        }
+    int k = dn->nsets < EIN_DNNL_SETS ? dn->nsets++ : EIN_DNNL_SETS - 1;
+    size_t ws_bytes = dn->ws_bytes;
+    ein_dnnl_free_set(dn, k);
+    dn->nthr[k] = nthr;
+    dn->set[k] = (ein_dnnl_op *)calloc((size_t)dn->nops, sizeof *dn->set[k]);
+    if (!dn->set[k]) {
+        snprintf(msg, 256, "oneDNN operators: out of memory");
+        goto fail;
+    }
+    for (int i = 0; i < dn->nops; i++)
+        if (ein_dnnl_create(dn, &dn->set[k][i], &dn->set[0][i].spec, &dn->set[0][i], msg))
+            goto fail;
+    if (ein_dnnl_alloc(dn, msg))
+        goto fail;
+    *ops = dn->set[k];
+    *made = 1;
+    return 0;
+fail:   /* as it was, but for the set it replaced */
+    ein_dnnl_free_set(dn, k);
+    dn->nsets = k;
+    dn->ws_bytes = ws_bytes;
+    return -1;
+}
+
+/* New weights: every set's operators reorder theirs at their next run. */
+RT_API void ein_dnnl_weights_changed(ein_dnnl *dn)
+{
+    for (int k = 0; k < dn->nsets; k++)
+        for (int i = 0; i < dn->nops; i++)
+            dn->set[k][i].wei_ready = 0;
 }
 
 RT_API void ein_dnnl_close(ein_dnnl *dn)
 {
+    for (int k = dn->nsets - 1; k >= 0; k--)
+        ein_dnnl_free_set(dn, k);
     if (dn->stream)
         dnnl_stream_destroy(dn->stream);
     if (dn->eng)

@@ -84,18 +84,29 @@ typedef struct ein_dnnl_op {
     size_t src_bytes, dst_bytes, src1_bytes[EIN_DNNL_MAXPOST], scratch_bytes;
     size_t ws_bytes;
     int wei_ready;              /* wei_mem holds the current weights */
+    int wei_shared;             /* wei_mem is another set's (ein_dnnl_create's `like`) */
     int sum_post;               /* the index of the EIN_POST_SUM post-op, or -1 */
     int sum_arg;                /* its operand, or -1 */
     const char *impl;           /* the implementation oneDNN chose */
 } ein_dnnl_op;
 
-/* The engine, the stream and the workspace every operator shares. */
+/* Sets of operators: a primitive runs on the number of OpenMP threads
+ * there were when it was made, so each thread count the runs use has a
+ * set of its own, made when a run first uses it (ein_dnnl_use). */
+#define EIN_DNNL_SETS 16
+
+/* The engine, the stream, the workspace every operator shares, and the
+ * sets of operators. */
 typedef struct ein_dnnl {
     dnnl_engine_t eng;
     dnnl_stream_t stream;
     void *ws;                   /* 64-byte aligned, in ws_raw */
     void *ws_raw;
     size_t ws_bytes;
+    int nops;                   /* operators in a set */
+    int nsets;
+    int nthr[EIN_DNNL_SETS];    /* the thread count of each set */
+    ein_dnnl_op *set[EIN_DNNL_SETS];    /* set[0]: made by ein_lib_create */
 } ein_dnnl;
 
 #endif

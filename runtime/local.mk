@@ -10,7 +10,7 @@ RUNTIME_PIECES = runtime/rt.h runtime/st.h runtime/harness.h \
 # ones, CUDA ones, and ones for both targets.  model.h is the stand-in
 # for what a generated file defines before them, for compiling each on
 # its own (tests/runtime/support.test); it is not embedded.
-RUNTIME_SUPPORT_C = runtime/api_host.c runtime/cblas.c runtime/main_host.c
+RUNTIME_SUPPORT_C = runtime/pace.c runtime/api_host.c runtime/cblas.c runtime/main_host.c
 RUNTIME_SUPPORT_CUDA = runtime/cudnn_types.h runtime/cublaslt_types.h \
 	runtime/api_cuda.cu runtime/cublas.cu runtime/cublaslt.cu runtime/cudnn.cu \
 	runtime/band.cu runtime/graph.cu \
@@ -52,11 +52,12 @@ runtime_libst_a_SOURCES = runtime/rt.h runtime/st.h runtime/st.c
 # Unit tests compile the pieces as ordinary files.
 check_PROGRAMS += tests/runtime/test_st tests/runtime/test_harness \
 	tests/runtime/st_tool tests/runtime/paste tests/runtime/st_replay \
-	tests/runtime/st_file_replay
+	tests/runtime/st_file_replay tests/runtime/test_pace
 tests_runtime_test_st_SOURCES = tests/runtime/test_st.c $(RUNTIME_PIECES)
 tests_runtime_test_harness_SOURCES = tests/runtime/test_harness.c \
 	$(RUNTIME_PIECES)
 tests_runtime_st_tool_SOURCES = tests/runtime/st_tool.c $(RUNTIME_PIECES)
+tests_runtime_test_pace_SOURCES = tests/runtime/test_pace.c
 tests_runtime_paste_SOURCES = tests/runtime/paste.c
 tests_runtime_paste_LDADD = runtime/libruntime_embed.a
 # The fuzz harness with a main() that replays the seed corpus.
@@ -68,7 +69,7 @@ tests_runtime_st_replay_CPPFLAGS = $(AM_CPPFLAGS) -DST_FUZZ_REPLAY
 tests_runtime_st_file_replay_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_st_file.c \
 	runtime/rt.h runtime/st.h runtime/st.c
 
-TESTS += tests/runtime/test_st tests/runtime/test_harness \
+TESTS += tests/runtime/test_st tests/runtime/test_harness tests/runtime/test_pace \
 	tests/runtime/python.test tests/runtime/args.test \
 	tests/runtime/paste.test tests/runtime/corpus.test \
 	tests/runtime/support.test tests/runtime/corpus-file.test
@@ -106,7 +107,7 @@ if HAVE_DNNL
 check_PROGRAMS += tests/runtime/test_dnnl
 tests_runtime_test_dnnl_SOURCES = tests/runtime/test_dnnl.c runtime/dnnl.c \
 	runtime/dnnl_types.h runtime/rt.h
-tests_runtime_test_dnnl_CFLAGS = $(AM_CFLAGS) $(DNNL_CFLAGS)
+tests_runtime_test_dnnl_CFLAGS = $(AM_CFLAGS) $(DNNL_CFLAGS) $(OPENMP_CFLAGS)
 tests_runtime_test_dnnl_LDADD = $(DNNL_LIBS) -lm
 TESTS += tests/runtime/test_dnnl
 endif

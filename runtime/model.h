@@ -91,6 +91,11 @@ struct model_ctx {
     void *ws;
     int64_t ws_bytes;
 #else
+    struct ein_pace *pace;
+    int pace_max;
+    int fixed_threads;
+    int omp_saved, blas_saved;
+    double run_t0;
     float *col;
     float *rnd0, *rnd1;
 #endif
@@ -102,6 +107,11 @@ struct model_ctx {
    operators). */
 RT_API int ein_lib_create(model_ctx *ctx);
 RT_API int ein_lib_destroy(model_ctx *ctx);
+#ifndef __CUDACC__
+/* Before a run on n threads (api_host.c): the libraries' state for that
+   count; *cold: the run does more than usual (emit/lib.c). */
+RT_API int ein_lib_threads(model_ctx *ctx, int n, int *cold);
+#endif
 
 /* The C target's banded products: rows a block (emit/lib.c). */
 #define EIN_BAND_ROWS 64
@@ -142,6 +152,11 @@ RT_API int ein_io_after_runs(model_ctx *ctx);
 RT_API int ein_buf_load(model_ctx *ctx, StFile *f, int i);
 RT_API int ein_buf_put(model_ctx *ctx, int i, const void *data, size_t nbytes);
 RT_API int ein_buf_get(model_ctx *ctx, int i, void *data, size_t nbytes);
+#ifndef __CUDACC__
+/* api_host.c */
+RT_API int ein_threads_begin(model_ctx *ctx);
+RT_API void ein_threads_end(model_ctx *ctx, int rc);
+#endif
 #ifdef __CUDACC__
 /* api_cuda.cu */
 RT_API int ein_cuda_fail(model_ctx *ctx, cudaError_t e, const char *call);

@@ -264,8 +264,9 @@ class Model:
         return safetensors._from_bf16_bits(a) if t.elem == "bf16" else a
 
     def set_threads(self, n):
-        """Compute the runs from now on with n threads (C target: OpenMP's,
-        which oneDNN uses, and OpenBLAS's; 0: OpenMP's default)."""
+        """Compute the runs from now on with at most n threads (C target:
+        OpenMP's, which oneDNN and the matrix products share; fewer where
+        the context measured fewer faster; 0: OpenMP's default)."""
         self._check(self._set_threads(self._ctx, int(n)))
 
     def load_weights(self, path):

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """cpu.py - einc's C target against PyTorch eager on the CPU, for every
 model of examples/ that has a PyTorch reference in tests/models/, at one
-and at two threads (run by tests/bench/cpu.sh).  Not part of `make
-check`: it prints numbers and asserts nothing about them.
+and at two threads, on an idle machine and on one where another process
+keeps a processor busy (run by tests/bench/cpu.sh and busy.sh).  Not part
+of `make check`: it prints numbers and asserts nothing about them.
 
 For each model NAME (tests/models/NAME.py and examples/NAME.ein):
   1. inputs and weights made with torch as tests/num/run.py makes them
@@ -21,18 +22,22 @@ For each model NAME (tests/models/NAME.py and examples/NAME.ein):
      under torch.no_grad(), one warm-up call, then the median of N;
      each round's figure is a median of N runs, the table's the median
      of the REPEAT rounds (the two sides alternate, so a change of load
-     hits both);
+     hits both); with --load busy (or idle,busy), the rounds of the busy
+     rows run while a process of this script spins on the second
+     processor this process may use (`taskset -c CPU sh -c 'while :; do
+     :; done'`), which the T=2 runs share (--no-torch: einc only);
   4. the max relative error of einc's outputs against PyTorch's f32
      outputs, max|einc - torch| / max|torch| (tests/num/run.py's compare).
 N is ITERS, or fewer where ITERS runs would take more than BUDGET seconds
 (at least 1).  The load average is printed at the start and the end.
 
 Usage: cpu.py [--einc PATH] [--einc-flags FLAGS] [--models A,B,...]
-              [--threads 1,2] [--repeat R] [--iters N] [--budget S]
-              [--batch B] [--keep DIR]
-Environment: EINC, EINC_FLAGS, CC, MODELS, THREADS, REPEAT, ITERS, BUDGET,
-BATCH; OPENBLAS_CORETYPE (passed to both sides) chooses OpenBLAS's
-kernels where it misdetects the processor.
+              [--threads 1,2] [--load idle,busy] [--no-torch] [--repeat R]
+              [--iters N] [--budget S] [--batch B] [--keep DIR]
+Environment: EINC, EINC_FLAGS, CC, MODELS, THREADS, LOAD, REPEAT, ITERS,
+BUDGET, BATCH; OPENBLAS_CORETYPE (passed to both sides) chooses OpenBLAS's
+kernels where it misdetects the processor; the rest of the environment
+(EIN_FIXED_THREADS, OMP_WAIT_POLICY, ...) goes to both sides as it is.
 """
 
 import argparse
@@ -96,10 +101,10 @@ def cpus_for(t):
 
 
 class Row:
-    """One model at one thread count."""
+    """One model at one thread count and load (idle or busy)."""
 
-    def __init__(self, name, threads):
-        self.name, self.threads = name, threads
+    def __init__(self, name, threads, load="idle"):
+        self.name, self.threads, self.load = name, threads, load
         self.batch = "-"
         self.einc = []              # per round: median ms
         self.torch = []
@@ -217,7 +222,7 @@ class Case:
 
     def __init__(self, name, args, root):
         self.name, self.args = name, args
-        self.rows = [Row(name, t) for t in args.threads]
+        self.rows = [Row(name, t, ld) for ld in args.load for t in args.threads]
         self.wd = os.path.join(root, name)
         self.exe = None
         self.einc_n = self.torch_n = 0
@@ -345,10 +350,42 @@ class Case:
         if not self.exe:
             return
         for rnd in range(self.args.repeat):
-            for r in self.rows:
-                self.time_einc(r)
-                self.time_torch(r)
-        self.check()
+            for ld in self.args.load:
+                spinner = start_spinner() if ld == "busy" else None
+                try:
+                    for r in self.rows:
+                        if r.load != ld:
+                            continue
+                        self.time_einc(r)
+                        if not self.args.no_torch:
+                            self.time_torch(r)
+                finally:
+                    stop_spinner(spinner)
+        if not self.args.no_torch:
+            self.check()
+
+    def one_thread(self, r):
+        """The row at one thread and r's load, if any."""
+        return next((x for x in self.rows
+                     if x.threads == 1 and x.load == r.load), None)
+
+
+def spin_cpu():
+    """The processor the busy rows' spinner runs on: the second one this
+    process may use (the T=2 runs share it, the T=1 runs do not)."""
+    return sorted(os.sched_getaffinity(0))[1]
+
+
+def start_spinner():
+    """A process that keeps spin_cpu() busy until stop_spinner."""
+    return subprocess.Popen(["taskset", "-c", str(spin_cpu()), "sh", "-c",
+                             "while :; do :; done"])
+
+
+def stop_spinner(p):
+    if p is not None:
+        p.kill()
+        p.wait()
 
 
 def fmt_ms(ms):
@@ -366,12 +403,13 @@ def geomean(v):
 
 def table(cases, a):
     ts = a.threads
-    print("| model | B | threads | einc C ms | runs | PyTorch ms | runs "
+    print("| model | B | load | threads | einc C ms | runs | PyTorch ms | runs "
           "| PyTorch / einc | einc vs 1 thread | max rel err | note |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for c in cases:
-        one = c.rows[0].einc_ms() if c.rows and c.rows[0].threads == 1 else None
         for r in c.rows:
+            r1 = c.one_thread(r)
+            one = r1.einc_ms() if r1 else None
             ratio = r.ratio()
             scale = "-"
             if one and r.einc_ms() and r.threads != 1:
@@ -383,31 +421,46 @@ def table(cases, a):
             spread = ""
             if len(r.einc) > 1:
                 spread = " (%s-%s)" % (fmt_ms(min(r.einc)), fmt_ms(max(r.einc)))
-            print("| %s | %s | %d | %s%s | %s | %s | %s | %s | %s | %s | %s |" % (
-                r.name, r.batch, r.threads, fmt_ms(r.einc_ms()), spread,
+            print("| %s | %s | %s | %d | %s%s | %s | %s | %s | %s | %s | %s | %s |" % (
+                r.name, r.batch, r.load, r.threads, fmt_ms(r.einc_ms()), spread,
                 r.einc_n or "-", fmt_ms(r.torch_ms()), r.torch_n or "-",
                 "-" if ratio is None else "%.3g" % ratio, scale, err,
                 note.replace("|", "/")))
     print()
-    for t in ts:
-        g = geomean([r.ratio() for c in cases for r in c.rows if r.threads == t])
-        rs = [r.ratio() for c in cases for r in c.rows if r.threads == t]
-        slower = [c.name for c in cases for r in c.rows
-                  if r.threads == t and r.ratio() is not None and r.ratio() < 1]
-        print("- %d thread%s: geometric mean of PyTorch / einc %s over %d models; "
-              "slower than PyTorch: %s" % (
-                  t, "" if t == 1 else "s", "-" if g is None else "%.3g" % g,
-                  len([x for x in rs if x]), ", ".join(slower) or "none"))
-    if len(ts) > 1 and ts[0] == 1:
-        for t in ts[1:]:
-            worse = []
-            for c in cases:
-                e1 = c.rows[0].einc_ms()
-                et = next((r.einc_ms() for r in c.rows if r.threads == t), None)
-                if e1 and et and et > e1:
-                    worse.append("%s (%.2fx)" % (c.name, e1 / et))
-            print("- einc at %d threads slower than at 1: %s"
-                  % (t, ", ".join(worse) or "none"))
+    for ld in a.load:
+        for t in ts:
+            rows = [r for c in cases for r in c.rows
+                    if r.threads == t and r.load == ld]
+            rs = [r.ratio() for r in rows]
+            g = geomean(rs)
+            if a.no_torch:
+                break
+            slower = [r.name for r in rows
+                      if r.ratio() is not None and r.ratio() < 1]
+            print("- %s, %d thread%s: geometric mean of PyTorch / einc %s over "
+                  "%d models; slower than PyTorch: %s" % (
+                      ld, t, "" if t == 1 else "s",
+                      "-" if g is None else "%.3g" % g,
+                      len([x for x in rs if x]), ", ".join(slower) or "none"))
+        if len(ts) > 1 and ts[0] == 1:
+            for t in ts[1:]:
+                worse, scale = [], []
+                for c in cases:
+                    r1 = next((r for r in c.rows
+                               if r.threads == 1 and r.load == ld), None)
+                    rt = next((r for r in c.rows
+                               if r.threads == t and r.load == ld), None)
+                    e1 = r1.einc_ms() if r1 else None
+                    et = rt.einc_ms() if rt else None
+                    if e1 and et:
+                        scale.append(e1 / et)
+                        if et > e1:
+                            worse.append("%s (%.2fx)" % (c.name, e1 / et))
+                g = geomean(scale)
+                print("- %s: einc at %d threads against 1: geometric mean %s; "
+                      "slower than at 1: %s" % (
+                          ld, t, "-" if g is None else "%.2fx" % g,
+                          ", ".join(worse) or "none"))
 
 
 def cpu_name():
@@ -441,6 +494,12 @@ def main():
                          "of examples/ with a tests/models reference)")
     ap.add_argument("--threads", default=env.get("THREADS", "1,2"),
                     help="thread counts, comma-separated (default 1,2)")
+    ap.add_argument("--load", default=env.get("LOAD", "idle"),
+                    help="idle, busy or both (comma-separated): busy rows "
+                         "run while a process spins on the second "
+                         "processor (default idle)")
+    ap.add_argument("--no-torch", action="store_true",
+                    help="time einc's programs only")
     ap.add_argument("--repeat", type=int, default=int(env.get("REPEAT", "3")),
                     help="rounds per model and thread count; the table has "
                          "the median (default 3)")
@@ -465,6 +524,11 @@ def main():
         a.threads = int(a.threads)
         return torch_worker(a)
     a.threads = [int(t) for t in re.split(r"[,\s]+", a.threads) if t]
+    a.load = [x for x in re.split(r"[,\s]+", a.load) if x]
+    if not a.load or any(x not in ("idle", "busy") for x in a.load):
+        ap.error("--load: idle, busy or idle,busy")
+    if "busy" in a.load and len(os.sched_getaffinity(0)) < 2:
+        ap.error("--load busy: needs two processors")
     if not a.threads or min(a.threads) < 1:
         ap.error("--threads: positive counts")
     if max(a.threads) > len(os.sched_getaffinity(0)):
@@ -486,9 +550,12 @@ def main():
                               "--dirty"], stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL,
                              universal_newlines=True).stdout.strip()
-        if git:
+        inside = os.path.commonpath([a.einc, TOP]) == TOP
+        if git and inside:
             ver += " (source tree %s)" % git
-    except OSError:
+        elif git:
+            ver += " (%s; the scripts' source tree %s)" % (a.einc, git)
+    except (OSError, ValueError):
         pass
 
     root = os.path.abspath(a.keep or
@@ -515,8 +582,12 @@ def main():
         if not a.keep:
             shutil.rmtree(root, ignore_errors=True)
     t_end = time.time()
-    print("einc C target against PyTorch %s eager on the CPU"
-          % torch.__version__.split("+")[0])
+    if a.no_torch:
+        print("einc C target on the CPU, %s" % " and ".join(
+            "idle" if x == "idle" else "with one processor busy" for x in a.load))
+    else:
+        print("einc C target against PyTorch %s eager on the CPU"
+              % torch.__version__.split("+")[0])
     print()
     print("- machine: %s, %s processors (%s usable); load average %s at the "
           "start, %s after the builds, %s at the end" % (
@@ -532,7 +603,15 @@ def main():
            if env.get("OPENBLAS_CORETYPE") else "")))
     print("- both sides pinned with taskset to the first T processors, "
           "OMP/OPENBLAS/MKL/GOTO_NUM_THREADS=T, `--threads T`, "
-          "torch.set_num_threads(T)")
+          "torch.set_num_threads(T)%s" % (
+              "; busy rows: a process spinning on processor %d all along "
+              "(`taskset -c %d sh -c 'while :; do :; done'`)" % (
+                  spin_cpu(), spin_cpu()) if "busy" in a.load else ""))
+    fixed = [v for v in ("EIN_FIXED_THREADS", "OMP_WAIT_POLICY",
+                         "GOMP_SPINCOUNT") if env.get(v)]
+    if fixed:
+        print("- environment: %s" % ", ".join(
+            "%s=%s" % (v, env[v]) for v in fixed))
     print("- each figure: the median of REPEAT=%d rounds (einc's range in "
           "brackets), each the median of ITERS=%d runs after a warm-up, "
           "fewer where they would take more than BUDGET=%g s"

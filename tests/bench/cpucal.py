@@ -376,7 +376,9 @@ def main():
         print("|---|---|---:|---:|---:|---:|")
         ns = {}
         for name, (text, what, pts, terms) in PROGRAMS.items():
-            ops, meas = stage_time(einc, wd, name, text, ["-O0"], iters)
+            # --no-dnnl: im2col and cblas_sgemm (with oneDNN, the default
+            # where configure found it, the convolution is oneDNN's)
+            ops, meas = stage_time(einc, wd, name, text, ["-O0", "--no-dnnl"], iters)
             total = sum(meas.values())
             ns[name] = total * 1e3 / terms
             print("| %s | %s | %d | %d | %.2f | %.3f |" % (
@@ -422,7 +424,9 @@ def main():
         per = []
         for name, spec in CONVS.items():
             text, (m, n, k), col = conv_program(spec)
-            ops, meas = stage_time(einc, wd, name, text, ["-O0"], iters)
+            # --no-dnnl: im2col and cblas_sgemm (with oneDNN, the default
+            # where configure found it, the convolution is oneDNN's)
+            ops, meas = stage_time(einc, wd, name, text, ["-O0", "--no-dnnl"], iters)
             total = sum(meas.values())
             g = gemm_model(p, m, n, k, 0, 0)
             direct = False
@@ -443,7 +447,7 @@ def main():
         progs.update((n, conv_program(s)[0]) for n, s in CONVS.items())
         for name, text in progs.items():
             ops, meas = stage_time(einc, wd, name, text,
-                                   ["-O0", "--device=cpu"], iters)
+                                   ["-O0", "--device=cpu", "--no-dnnl"], iters)
             for kind, t, est, _, _ in ops:
                 if t in meas:
                     print("| %s | %s %s | %.2f | %.2f | %.2f |" % (

@@ -9,11 +9,17 @@ exp and sigmoid, a masked select, and a layer norm's per-row rsqrt.
    reduction(max|min|+)`, the select's operands computed before it, the
    rsqrt once per row (ein_h0 before the innermost loop).
 2. Built with its first line (and again with -DEIN_NO_TARGETS, and with
-   -fno-openmp: the scalar loops), run on inputs with NaNs, each output
-   matches PyTorch: NaN where PyTorch has NaN (a NaN among the terms of a
-   max= or min= propagates; one whose guard fails does not), a row with
-   no term is 0, the rest within 1e-5 (max-norm relative, as tests/num).
-3. The cpu cost model prices such loops as vectorized (PRICE).
+   -fno-openmp: the scalar loops), run on inputs with NaNs and a row of
+   large values (up to +-300), each output matches PyTorch: NaN where
+   PyTorch has NaN (a NaN among the terms of a max= or min= propagates;
+   one whose guard fails does not), a row with no term is 0, the rest
+   within 1e-5 (max-norm relative, as tests/num).
+3. The vector math's libraries: with --sleef line 1 links -lsleef, the
+   program needs it, and its vectorized loops call the file's own expf
+   variants (SLEEF's), libmvec's for the other functions; with
+   --no-sleef libmvec's for all, and no SLEEF; both give PyTorch's values
+   (--sleef is skipped where SLEEF is not installed).
+4. The cpu cost model prices such loops as vectorized (PRICE).
 Exit 0 pass, 1 fail, 77 no torch."""
 
 import os
@@ -128,6 +134,45 @@ def check_prices(tmp, fails):
                          % (t, p.stdout.strip()))
 
 
+# What a --sleef and a --no-sleef program need (readelf -d) and not, and
+# where its vector expf calls go: to the file's own (SLEEF's) variants,
+# or to libmvec's (through the PLT).
+NEEDED = {"--sleef": (["libsleef.so", "libmvec.so"], [], "v_expf>"),
+          "--no-sleef": (["libmvec.so"], ["libsleef.so"], "v_expf@plt>")}
+
+
+def vmath_variants(src, tmp, cc, fails):
+    """(label, build command) of the program with --sleef and --no-sleef,
+    each written over vec.c; [] for --sleef where SLEEF does not link."""
+    out = []
+    for flag in ("--sleef", "--no-sleef"):
+        cfile = os.path.join(tmp, "vec%s.c" % flag.replace("-", "_"))
+        p = subprocess.run([EINC, "--main", "--device=cpu", flag, src, "-o", cfile],
+                           stderr=subprocess.PIPE, universal_newlines=True)
+        if p.returncode != 0:
+            fails.append("%s: einc: %s" % (flag, p.stderr))
+            continue
+        first = open(cfile).read().split("\n", 1)[0]
+        if ("-lsleef" in first) != (flag == "--sleef"):
+            fails.append("%s: line 1 is %s" % (flag, first))
+        build = first[first.index("build:") + 6:first.rindex("*/")].strip()
+        build = build.replace("-o %s" % os.path.basename(cfile)[:-2], "-o vec")
+        if build.startswith("cc "):
+            build = cc + build[2:]
+        if flag == "--sleef":
+            probe = os.path.join(tmp, "probe.c")
+            with open(probe, "w") as f:
+                f.write("int main(void) { return 0; }\n")
+            p = subprocess.run("%s %s -o %s -lsleef" % (cc, probe, probe[:-2]),
+                               shell=True, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT)
+            if p.returncode != 0:
+                print("vector: no SLEEF to link: --sleef skipped")
+                continue
+        out.append((flag, build))
+    return out
+
+
 def main():
     fails = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -157,6 +202,7 @@ def main():
         x = torch.randn(R, C, dtype=torch.float32) * 2
         x[3, 1] = float("nan")      # a term of m[3], n[3], z[3]: NaN
         x[1, 30] = float("nan")     # guarded out of m[1] and z[1], not of n[1]
+        x[5] *= 150                 # exp, tanh, erf far outside [-88, 88]
         w = torch.rand(C, dtype=torch.float32) + 0.5
         stio.save({"x": x}, os.path.join(tmp, "in.safetensors"))
         stio.save({"w": w}, os.path.join(tmp, "wt.safetensors"))
@@ -169,6 +215,7 @@ def main():
         variants = [("as built", build + " -Wall -Wextra -Werror"),
                     ("-DEIN_NO_TARGETS", build + " -DEIN_NO_TARGETS"),
                     ("without OpenMP", build.replace("-fopenmp", "-fno-openmp"))]
+        variants += vmath_variants(src, tmp, cc, fails)
         for label, cmd in variants:
             p = subprocess.run(cmd, shell=True, cwd=tmp, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, universal_newlines=True)
@@ -183,6 +230,24 @@ def main():
             if p.returncode != 0:
                 fails.append("%s: run: %s" % (label, p.stdout.strip()))
                 continue
+            if label in NEEDED:
+                p = subprocess.run(["readelf", "-d", "vec"], cwd=tmp,
+                                   stdout=subprocess.PIPE, universal_newlines=True)
+                want, not_want, call = NEEDED[label]
+                libs = [ln.split("[")[-1].rstrip("]") for ln in p.stdout.splitlines()
+                        if "(NEEDED)" in ln]
+                if (not all(any(w in x for x in libs) for w in want) or
+                        any(n in x for x in libs for n in not_want)):
+                    fails.append("%s: the program should need %s, and not %s: it needs %s"
+                                 % (label, " ".join(want), " ".join(not_want) or "-",
+                                    " ".join(libs)))
+                p = subprocess.run(["objdump", "-d", "vec"], cwd=tmp,
+                                   stdout=subprocess.PIPE, universal_newlines=True)
+                calls = set(ln.split()[-1] for ln in p.stdout.splitlines()
+                            if "call" in ln and "_ZGV" in ln and "expf" in ln)
+                if not calls or any(not c.endswith(call) for c in calls):
+                    fails.append("%s: the vector expf calls should end in %s: %s"
+                                 % (label, call, " ".join(sorted(calls))))
             got = stio.load(out)
             for k in sorted(ref):
                 msg = compare(k, got[k], ref[k])

@@ -396,6 +396,18 @@ def unary2(x, p):
             "r_softplus": F.softplus(x * 8), "r_gelu": F.gelu(x)}
 
 
+@case({"s": (300.0, (2, 37, 37)), "x": (300.0, (96,))})
+def vmath_range(s, x):
+    causal = torch.ones(37, 37, dtype=torch.bool).tril()
+    a = x.abs()
+    return {"p": torch.softmax(s.masked_fill(~causal, float("-inf")), -1),
+            "r_exp": torch.exp(x - 300), "r_tanh": torch.tanh(x),
+            "r_sig": torch.sigmoid(x), "r_erf": torch.erf(x),
+            "r_gelu": F.gelu(x), "r_expm1": torch.expm1(x - 300),
+            "r_log": torch.log(a * 1e30 + 1), "r_log1p": torch.log1p(a * 1e30),
+            "r_sin": torch.sin(x * 64), "r_cos": torch.cos(x * 64)}
+
+
 @case({"a": (30,), "b": (30,), "p": pos(30), "q": pos(30)})
 def binary(a, b, p, q):
     return {"r_max": torch.maximum(a, b), "r_min": torch.minimum(a, b),

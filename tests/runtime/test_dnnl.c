@@ -3,15 +3,22 @@
  * convolution, batched matrix products over strided and offset views,
  * each with post-ops of every kind (bias, eltwise, per-channel and
  * full-size binary operands, sum), and a second run after the weights
- * change.  Built only where configure found oneDNN. */
+ * change; and the sets of operators for other thread counts
+ * (ein_dnnl_use): the same bits on 1 thread as on 2, weights shared,
+ * every set's weights again after a change.  Built only where configure
+ * found oneDNN. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <omp.h>
 #include "runtime/dnnl_types.h"
 
-int ein_dnnl_open(ein_dnnl *dn, char *msg);
-int ein_dnnl_create(ein_dnnl *dn, ein_dnnl_op *op, const ein_dnnl_spec *sp, char *msg);
+int ein_dnnl_open(ein_dnnl *dn, int nops, char *msg);
+int ein_dnnl_create(ein_dnnl *dn, ein_dnnl_op *op, const ein_dnnl_spec *sp,
+                    const ein_dnnl_op *like, char *msg);
+int ein_dnnl_use(ein_dnnl *dn, int nthr, ein_dnnl_op **ops, int *made, char *msg);
+void ein_dnnl_weights_changed(ein_dnnl *dn);
 int ein_dnnl_alloc(ein_dnnl *dn, char *msg);
 int ein_dnnl_run(ein_dnnl *dn, ein_dnnl_op *op, const void *src, const void *wei,
                  const void *bias, void *dst, const void *const *src1, char *msg);
@@ -101,7 +108,7 @@ static void test_conv(ein_dnnl *dn, int depthwise)
     sp.post[2].alpha = 0, sp.post[2].beta = 6;
     ein_dnnl_op op;
     char msg[256];
-    if (ein_dnnl_create(dn, &op, &sp, msg) || ein_dnnl_alloc(dn, msg)) {
+    if (ein_dnnl_create(dn, &op, &sp, NULL, msg) || ein_dnnl_alloc(dn, msg)) {
         printf("FAIL: create: %s\n", msg);
         failures++;
         return;
@@ -190,7 +197,7 @@ static void test_deconv(ein_dnnl *dn)
             }
     ein_dnnl_op op;
     char msg[256];
-    if (ein_dnnl_create(dn, &op, &sp, msg) || ein_dnnl_alloc(dn, msg) ||
+    if (ein_dnnl_create(dn, &op, &sp, NULL, msg) || ein_dnnl_alloc(dn, msg) ||
         ein_dnnl_run(dn, &op, x, w, b, y, NULL, msg)) {
         printf("FAIL: transposed convolution: %s\n", msg);
         failures++;
@@ -240,7 +247,7 @@ static void test_matmul(ein_dnnl *dn, int wei_const)
     sp.post[2].arg = 1, sp.post[2].src1 = view(3, dd);
     ein_dnnl_op op;
     char msg[256];
-    if (ein_dnnl_create(dn, &op, &sp, msg) || ein_dnnl_alloc(dn, msg)) {
+    if (ein_dnnl_create(dn, &op, &sp, NULL, msg) || ein_dnnl_alloc(dn, msg)) {
         printf("FAIL: matmul create: %s\n", msg);
         failures++;
         return;
@@ -275,11 +282,114 @@ static void test_matmul(ein_dnnl *dn, int wei_const)
     free(a), free(wt), free(bias), free(rs), free(res), free(y), free(want);
 }
 
+/* One operator (a convolution or a matrix product) in sets for 2 and 1
+   threads: both right, the same bits, the weights shared where the
+   layouts are the same, and both sets' weights reordered again after
+   they change. */
+static void test_sets(int matmul)
+{
+    int64_t C = 32, H = 20, W = 20, F = 48, M = 96, K = 64, N = 80;
+    int64_t sd[] = {1, C, H, W}, wd[] = {F, C, 3, 3}, dd[] = {1, F, H, W};
+    int64_t ad[] = {1, M, K}, bd[] = {1, K, N}, cd[] = {1, M, N};
+    size_t nx = matmul ? (size_t)(M * K) : (size_t)(C * H * W);
+    size_t nw = matmul ? (size_t)(K * N) : (size_t)(F * C * 9);
+    size_t ny = matmul ? (size_t)(M * N) : (size_t)(F * H * W);
+    float *x = rnd(nx, 11), *w = rnd(nw, 12), *y[2];
+    double *want = malloc(ny * sizeof *want);
+    y[0] = malloc(ny * sizeof *y[0]);
+    y[1] = malloc(ny * sizeof *y[1]);
+    ein_dnnl_spec sp;
+    memset(&sp, 0, sizeof sp);
+    sp.kind = matmul ? EIN_DNNL_MATMUL : EIN_DNNL_CONV;
+    sp.src = matmul ? view(3, ad) : view(4, sd);
+    sp.wei = matmul ? view(3, bd) : view(4, wd);
+    sp.dst = matmul ? view(3, cd) : view(4, dd);
+    sp.stride[0] = sp.stride[1] = 1;
+    sp.pad_l[0] = sp.pad_l[1] = sp.pad_r[0] = sp.pad_r[1] = 1;
+    sp.wei_const = 1;
+    sp.npost = 1;
+    sp.post[0].kind = EIN_POST_ELTWISE, sp.post[0].alg = dnnl_eltwise_relu;
+    ein_dnnl dn;
+    ein_dnnl_op *ops;
+    char msg[256];
+    int made = -1;
+    const char *what = matmul ? "matmul" : "convolution";
+    omp_set_num_threads(2);
+    if (ein_dnnl_open(&dn, 1, msg) || ein_dnnl_create(&dn, &dn.set[0][0], &sp, NULL, msg) ||
+        ein_dnnl_alloc(&dn, msg)) {
+        printf("FAIL: sets, %s: %s\n", what, msg);
+        failures++;
+        return;
+    }
+    for (int round = 0; round < 2; round++) {
+        if (round == 1) {
+            for (size_t i = 0; i < nw; i++)
+                w[i] = 0.25f - w[i];
+            ein_dnnl_weights_changed(&dn);
+        }
+        for (size_t i = 0; i < ny; i++) {
+            double acc = 0;
+            if (matmul) {
+                int64_t m = (int64_t)i / N, n = (int64_t)i % N;
+                for (int64_t k = 0; k < K; k++)
+                    acc += (double)x[m * K + k] * w[k * N + n];
+            } else {
+                int64_t f = (int64_t)i / (H * W), oh = (int64_t)i / W % H, ow = (int64_t)i % W;
+                for (int64_t c = 0; c < C; c++)
+                    for (int64_t r = 0; r < 3; r++)
+                        for (int64_t s = 0; s < 3; s++) {
+                            int64_t ih = oh + r - 1, iw = ow + s - 1;
+                            if (ih >= 0 && ih < H && iw >= 0 && iw < W)
+                                acc += (double)x[(c * H + ih) * W + iw] *
+                                       w[((f * C + c) * 3 + r) * 3 + s];
+                        }
+            }
+            want[i] = acc > 0 ? acc : 0;
+        }
+        for (int t = 2; t >= 1; t--) {
+            omp_set_num_threads(t);
+            if (ein_dnnl_use(&dn, t, &ops, &made, msg) ||
+                ein_dnnl_run(&dn, &ops[0], x, w, NULL, y[t - 1], NULL, msg)) {
+                printf("FAIL: sets, %s on %d threads: %s\n", what, t, msg);
+                failures++;
+                break;
+            }
+            char line[160];
+            snprintf(line, sizeof line, "sets, %s on %d thread%s, run %d (%s%s)", what, t,
+                     t > 1 ? "s" : "", round + 1, ops[0].impl,
+                     made ? ", a new set" : "");
+            compare(line, y[t - 1], want, ny);
+            if (round == 0 && t == 1 && !made) {
+                printf("FAIL: sets, %s: no set made for 1 thread\n", what);
+                failures++;
+            }
+        }
+        int same = memcmp(y[0], y[1], ny * sizeof *y[0]) == 0;
+        printf("%s: sets, %s: the same bits on 1 thread as on 2, run %d\n",
+               same ? "ok" : "FAIL", what, round + 1);
+        failures += !same;
+    }
+    if (dn.nsets != 2 || dn.nthr[0] != 2 || dn.nthr[1] != 1) {
+        printf("FAIL: sets, %s: %d sets for %d and %d threads\n", what, dn.nsets, dn.nthr[0],
+               dn.nthr[1]);
+        failures++;
+    }
+    printf("note: sets, %s: weights %s\n", what,
+           dn.set[1][0].wei_shared ? "shared" : dn.set[1][0].wei_mem ? "in another layout"
+                                                                     : "not reordered");
+    if (dn.set[1][0].wei_shared && dn.set[1][0].wei_mem != dn.set[0][0].wei_mem) {
+        printf("FAIL: sets, %s: shared weights elsewhere\n", what);
+        failures++;
+    }
+    ein_dnnl_close(&dn);
+    free(x), free(w), free(y[0]), free(y[1]), free(want);
+}
+
 int main(void)
 {
     ein_dnnl dn;
     char msg[256];
-    if (ein_dnnl_open(&dn, msg)) {
+    if (ein_dnnl_open(&dn, 0, msg)) {
         printf("FAIL: %s\n", msg);
         return 1;
     }
@@ -289,6 +399,8 @@ int main(void)
     test_matmul(&dn, 1);
     test_matmul(&dn, 0);
     ein_dnnl_close(&dn);
+    test_sets(0);
+    test_sets(1);
     printf("%d failures\n", failures);
     return failures != 0;
 }
