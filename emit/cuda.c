@@ -5,7 +5,9 @@
  *   thread  one thread per output element in a grid-stride loop, the
  *           kernel.c body as it is; consecutive threads write consecutive
  *           elements, so stores coalesce, and so do reads that follow the
- *           innermost output index.
+ *           innermost output index.  A map may also have a NAME_v4
+ *           kernel of four elements a thread with float4 loads and
+ *           store, launched where its buffers are aligned (write_v4).
  *   warp    one warp per output element: lane l takes terms l, l + 32, ...
  *           of the flattened sum (kernel.c's part), then a shuffle tree
  *           (offsets 16, 8, 4, 2, 1) combines the partials; reads that
@@ -264,6 +266,58 @@ static void write_rows(Emit *em, const Kernel *ks)
     sb_puts(o, "    }\n}\n\n");
 }
 
+/* The kernel's parameters, its reads then its output. */
+static void write_params(Emit *em, Sb *o, const Kernel *k)
+{
+    sb_putc(o, '(');
+    for (int i = 0; i < k->nreads; i++)
+        sb_printf(o, "const %s *__restrict__ t_%s, ", emit_ctype(k->reads[i]->elem),
+                  em->cname[k->reads[i]->id]);
+    sb_printf(o, "%s *__restrict__ t_%s)\n{\n", emit_ctype(k->out->elem),
+              em->cname[k->out->id]);
+}
+
+/* A plain map's _v4 kernel (emit_int.h): thread e computes elements 4e
+ * to 4e + 3, which share their row: its reads that step along the row
+ * one float4 load each, the body once per element with ein_j naming it
+ * (unrolled, so ein_vN[ein_j] and ein_o[ein_j] are registers), one float4
+ * store. */
+static void write_v4(Emit *em, const Kernel *k)
+{
+    Sb *o = &em->out;
+    const char *t = k->ity;
+    int r = k->out->rank;
+    int64_t w4 = k->out->shape[r - 1] / 4;
+    bool outer = false;
+    for (int d = 0; d < r - 1; d++)
+        outer |= k->loopused[d];
+    sb_puts(o, "/* the same, four consecutive elements a thread: 128-bit loads and store\n"
+               "   (launched where its buffers are 16-byte aligned) */\n");
+    sb_printf(o, "static __global__ void __launch_bounds__(%d)\n%s_v4", CUDA_BLOCK, k->name);
+    write_params(em, o, k);
+    sb_printf(o, "    const %s stride = (%s)gridDim.x * (%s)blockDim.x;\n", t, t, t);
+    sb_printf(o, "    for (%s e = (%s)blockIdx.x * (%s)blockDim.x + (%s)threadIdx.x; "
+              "e < %" PRId64 "; e += stride) {\n", t, t, t, t, k->total / 4);
+    if (outer) {
+        sb_printf(o, "        const %s ein_row = e / %" PRId64 ";\n", t, w4);
+        write_loopvars_of(o, k, t, "ein_row", 0, r - 1, 8);
+    }
+    if (k->vinner || k->vloads[0])
+        sb_printf(o, "        const %s ein_c0 = e %% %" PRId64 " * 4;\n", t, w4);
+    sb_indent(o, k->vloads, 8);
+    sb_puts(o, "        float ein_o[4];\n"
+               "#pragma unroll\n"
+               "        for (int ein_j = 0; ein_j < 4; ein_j++) {\n");
+    if (k->vinner)
+        sb_printf(o, "            const %s %s = ein_c0 + ein_j;\n", t, k->loopvar[r - 1]);
+    sb_indent(o, k->vbody, 12);
+    sb_puts(o, "            ein_o[ein_j] = ");
+    emit_store_value(em, o, ELEM_F32, k->vstore);
+    sb_puts(o, ";\n        }\n");
+    sb_printf(o, "        *(float4 *)&t_%s[e * 4] = make_float4(ein_o[0], ein_o[1], ein_o[2], "
+              "ein_o[3]);\n    }\n}\n\n", em->cname[k->out->id]);
+}
+
 void cuda_write_kernel(Emit *em, const Kernel *k)
 {
     if (k->rows) {
@@ -279,13 +333,8 @@ void cuda_write_kernel(Emit *em, const Kernel *k)
     if (n > 1)
         sb_printf(o, "/* one %s per element, %" PRId64 " terms split across its lanes */\n",
                   n == 32 ? "warp" : "block", k->terms);
-    sb_printf(o, "static __global__ void __launch_bounds__(%d)\n%s(", CUDA_BLOCK,
-              k->name);
-    for (int i = 0; i < k->nreads; i++)
-        sb_printf(o, "const %s *__restrict__ t_%s, ", emit_ctype(k->reads[i]->elem),
-                  em->cname[k->reads[i]->id]);
-    sb_printf(o, "%s *__restrict__ t_%s)\n{\n", emit_ctype(k->out->elem),
-              em->cname[k->out->id]);
+    sb_printf(o, "static __global__ void __launch_bounds__(%d)\n%s", CUDA_BLOCK, k->name);
+    write_params(em, o, k);
     if (n == 1) {
         sb_printf(o, "    const %s stride = (%s)gridDim.x * (%s)blockDim.x;\n", t, t, t);
         sb_printf(o, "    for (%s e = (%s)blockIdx.x * (%s)blockDim.x + (%s)threadIdx.x; "
@@ -294,6 +343,8 @@ void cuda_write_kernel(Emit *em, const Kernel *k)
         sb_indent(o, k->body, 8);
         write_store(em, o, k, 8);
         sb_puts(o, "    }\n}\n\n");
+        if (k->vbody)
+            write_v4(em, k);
         return;
     }
     if (n == 32) {
@@ -329,6 +380,21 @@ void cuda_write_kernel(Emit *em, const Kernel *k)
                "    }\n}\n\n");
 }
 
+/* The launch of kernel k (NAME plus `suffix`) over `nblocks` blocks. */
+static void write_launch_of(Emit *em, const Kernel *k, const char *suffix, int64_t nblocks,
+                            const char *indent)
+{
+    Sb *o = &em->out;
+    if (nblocks > CUDA_MAX_BLOCKS)
+        nblocks = CUDA_MAX_BLOCKS;
+    sb_printf(o, "%s%s%s<<<%" PRId64 ", %d, 0, stream>>>(", indent, k->name, suffix, nblocks,
+              CUDA_BLOCK);
+    /* The context's buffers are `void *`: C++ wants the casts. */
+    for (int i = 0; i < k->nreads; i++)
+        sb_printf(o, "(const %s *)p[%d], ", emit_ctype(k->reads[i]->elem), k->reads[i]->id);
+    sb_printf(o, "(%s *)p[%d]);\n", emit_ctype(k->out->elem), k->out->id);
+}
+
 void cuda_write_launch(Emit *em, const Kernel *k, const char *indent)
 {
     Sb *o = &em->out;
@@ -351,12 +417,22 @@ void cuda_write_launch(Emit *em, const Kernel *k, const char *indent)
                   indent, last->name, indent);
         return;
     }
-    sb_printf(o, "%s%s<<<%" PRId64 ", %d, 0, stream>>>(", indent, k->name, blocks(k),
-              CUDA_BLOCK);
-    /* The context's buffers are `void *`: C++ wants the casts. */
-    for (int i = 0; i < k->nreads; i++)
-        sb_printf(o, "(const %s *)p[%d], ", emit_ctype(k->reads[i]->elem), k->reads[i]->id);
-    sb_printf(o, "(%s *)p[%d]);\n", emit_ctype(k->out->elem), k->out->id);
+    if (k->vbody) {
+        /* the _v4 kernel where its float4s are 16-byte aligned (the
+         * caller's buffers need only be float-aligned) */
+        sb_printf(o, "%sif (((uintptr_t)p[%d]", indent, k->out->id);
+        for (int i = 0; i < k->nvtensors; i++)
+            if (k->vtensors[i] != k->out)
+                sb_printf(o, " | (uintptr_t)p[%d]", k->vtensors[i]->id);
+        sb_printf(o, ") %% 16 == 0) {\n");
+        write_launch_of(em, k, "_v4", (k->total / 4 + CUDA_BLOCK - 1) / CUDA_BLOCK,
+                        arena_printf(em->arena, "%s    ", indent));
+        sb_printf(o, "%s} else {\n", indent);
+        write_launch_of(em, k, "", blocks(k), arena_printf(em->arena, "%s    ", indent));
+        sb_printf(o, "%s}\n", indent);
+    } else {
+        write_launch_of(em, k, "", blocks(k), indent);
+    }
     sb_printf(o, "%sif ((rc = ein_launched(ctx, \"%s\")) != 0)\n%s    return rc;\n",
               indent, k->name, indent);
 }

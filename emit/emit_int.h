@@ -71,12 +71,29 @@ typedef struct Kernel {
      * function (C: on the stack; CUDA: in shared memory). */
     const PlanRowGroup *rows;
     int row_member;
+    /* CUDA, a plain f32 map whose innermost output dimension is a
+     * multiple of 4 (kernel.c's v4_kernel): the same element computed for
+     * four consecutive elements a thread, written as a second kernel
+     * (NAME_v4) that the launch takes where every buffer it reads so and
+     * the output are 16-byte aligned.  vloads: lines loading each read
+     * that steps by one element along the innermost dimension as a float4
+     * at the first of the four (ein_c0 is that first index) into
+     * ein_vN[4]; vbody and vstore: the body and the store reading those as
+     * ein_vN[ein_j], element ein_j of the four; vinner: they use the
+     * innermost loop variable itself.  vbody NULL: no such kernel. */
+    char *vloads, *vbody;
+    const char *vstore;
+    bool vinner;
+    const IrTensor **vtensors;      /* what vloads reads, each once */
+    int nvtensors;
 } Kernel;
 
 /* Index arithmetic is in int unless a value could pass this (the
  * grid-stride counter overshoots the total by up to one grid). */
 /* Per-row values a map computes before its innermost loop, at most. */
 #define KERNEL_MAX_HOIST 8
+/* Distinct float4 loads of a _v4 kernel, at most (Kernel.vloads). */
+#define KERNEL_MAX_V4 16
 
 #define KERNEL_INT_LIMIT (INT32_MAX - (INT64_C(1) << 25))
 

@@ -64,6 +64,14 @@ typedef struct KGen {
      * (hoist_map): written once per row before that loop, as ein_hN. */
     const IExpr *hoist[KERNEL_MAX_HOIST];
     int nhoist;
+    /* Writing a map's _v4 body (build_v4): the innermost loop variable's
+     * id (else -1), and the float4 loads written so far, each a read that
+     * steps by one element along it (v4_access), by its line. */
+    int v4var;
+    Sb v4loads;
+    const char *v4key[KERNEL_MAX_V4];
+    const IrTensor *v4t[KERNEL_MAX_V4];
+    int nv4;
 } KGen;
 
 /* Largest magnitude an index expression or any partial sum of it can
@@ -317,6 +325,71 @@ static void gen_gather(KGen *g, const IExpr *e, Sb *b)
     sb_free(&cond);
 }
 
+/* Does the read e of t (inside its shape) step by one element as the
+ * innermost loop variable of a _v4 body does, from a multiple of 4: that
+ * variable with coefficient 1 in its last subscript only, every other
+ * term and the constant of that subscript a multiple of 4, and a row of
+ * t a multiple of 4 long, so that four consecutive elements from ein_c0
+ * are one 16-byte aligned float4 where t's buffer is? */
+static bool v4_access(const KGen *g, const IExpr *e, const IrTensor *t)
+{
+    int r = t->rank, vi = g->v4var;
+    if (t->elem != ELEM_F32 || r == 0 || e->access.nidx != r || row_local(g, t) >= 0 ||
+        (r > 1 && t->shape[r - 1] % 4 != 0))
+        return false;
+    for (int d = 0; d < r; d++)
+        if (ix_has_read(e->access.idx[d]) || (d < r - 1 && ix_uses(e->access.idx[d], vi)))
+            return false;
+    const Ix *x = e->access.idx[r - 1];
+    bool unit = false;
+    for (int i = 0; i < x->n; i++) {
+        const IxTerm *tm = &x->t[i];
+        if (tm->kind != IX_VAR)
+            return false;
+        if (tm->var == vi)
+            unit = tm->coef == 1;
+        else if (tm->coef % 4 != 0)
+            return false;
+    }
+    return unit && x->c % 4 == 0;
+}
+
+/* In a _v4 body, such a read of t is ein_vN[ein_j], N its float4 load
+ * (one per distinct read, at most KERNEL_MAX_V4; the others read as in
+ * the scalar body). */
+static bool v4_read(KGen *g, const IExpr *e, const IrTensor *t, Sb *b)
+{
+    if (g->v4var < 0 || !v4_access(g, e, t))
+        return false;
+    int vi = g->v4var;
+    const char *name = g->vname[vi];
+    bool used = g->used[vi];
+    Sb off = {0};
+    g->vname[vi] = "ein_c0";
+    gen_offset(g, t, e->access.idx, 0, t->rank - 1, &off);
+    g->vname[vi] = name;
+    g->used[vi] = used;
+    char *key = arena_printf(g->em->arena, "t_%s[%s]", g->em->cname[t->id], sb_str(&off));
+    sb_free(&off);
+    int n = 0;
+    while (n < g->nv4 && strcmp(g->v4key[n], key) != 0)
+        n++;
+    if (n == g->nv4) {
+        if (n == KERNEL_MAX_V4)
+            return false;
+        g->v4key[n] = key;
+        g->v4t[n] = t;
+        g->nv4++;
+        line(&g->v4loads, 0, "const float4 ein_q%d = *(const float4 *)&%s;", n, key);
+        line(&g->v4loads, 0, "const float ein_v%d[4] = {ein_q%d.x, ein_q%d.y, ein_q%d.z, "
+             "ein_q%d.w};", n, n, n, n, n);
+    }
+    if (t != g->out)
+        note_read(g, t);
+    sb_printf(b, "ein_v%d[ein_j]", n);
+    return true;
+}
+
 static void gen_access(KGen *g, const IExpr *e, Sb *b)
 {
     if (e->access.stage)
@@ -365,6 +438,10 @@ static void gen_access(KGen *g, const IExpr *e, Sb *b)
             else
                 sb_printf(&cond, " < %" PRId64, S);
         }
+    }
+    if (!nconds && v4_read(g, e, t, b)) {
+        sb_free(&cond);
+        return;
     }
     /* an epilogue pass reads its output in place; a row group's member
      * that lives in it, one row of it, by the row's variables */
@@ -1520,12 +1597,10 @@ static void reduce_body(KGen *g, Kernel *k, Sb *b)
 
 /* What the dialects store: acc, or the epilogue of acc (the operator's
  * value) fused into the store. */
-static void build_store(KGen *g, Kernel *k, const PlanEpilogue *epi)
+static const char *store_text(KGen *g, const PlanEpilogue *epi)
 {
-    if (!epi) {
-        k->store = "acc";
-        return;
-    }
+    if (!epi)
+        return "acc";
     Sb b = {0};
     g->self = epi->self;
     g->self_text = "acc";
@@ -1538,7 +1613,61 @@ static void build_store(KGen *g, Kernel *k, const PlanEpilogue *epi)
     g->nest = nest;
     g->self = NULL;
     g->self_text = NULL;
-    k->store = arena_strdup(g->em->arena, sb_str(&b));
+    const char *text = arena_strdup(g->em->arena, sb_str(&b));
+    sb_free(&b);
+    return text;
+}
+
+static void build_store(KGen *g, Kernel *k, const PlanEpilogue *epi)
+{
+    k->store = store_text(g, epi);
+}
+
+/* Below this many elements a map has no _v4 kernel: a few blocks either
+ * way, and the second kernel is code for nothing. */
+#define V4_MIN_ELEMENTS 4096
+
+/* Does the plain map k get a _v4 kernel (emit_int.h)? */
+static bool v4_kernel(const KGen *g, const Kernel *k)
+{
+    int r = k->out->rank;
+    return g->em->target == TARGET_CUDA && !g->em->rows && !k->int_acc &&
+           k->out->elem == ELEM_F32 && r > 0 && k->out->shape[r - 1] % 4 == 0 &&
+           k->total >= V4_MIN_ELEMENTS;
+}
+
+/* The _v4 body and store of the plain map k (emit_int.h); `self` as the
+ * scalar body had it (an epilogue pass reads its output in place). */
+static void build_v4(KGen *g, Kernel *k, const PlanEpilogue *epi, const IrTensor *self)
+{
+    const Stage *st = k->st;
+    int vi = st->loops[st->nloops - 1].id;
+    bool used = g->used[vi];
+    g->used[vi] = false;
+    g->v4var = vi;
+    g->self = self;
+    Sb b = {0}, body = {0};
+    gen_f(g, st->body, &body);
+    flush_pre(g, &b, 0);
+    line(&b, 0, "const float acc = %s;", sb_str(&body));
+    g->self = NULL;
+    k->vstore = store_text(g, epi);
+    k->vbody = arena_strdup(g->em->arena, sb_str(&b));
+    k->vloads = arena_strdup(g->em->arena, sb_str(&g->v4loads));
+    k->vinner = g->used[vi];
+    k->vtensors = arena_alloc(g->em->arena, sizeof *k->vtensors * (size_t)(g->nv4 + 1));
+    for (int i = 0; i < g->nv4; i++) {
+        int j = 0;
+        while (j < k->nvtensors && k->vtensors[j] != g->v4t[i])
+            j++;
+        if (j == k->nvtensors)
+            k->vtensors[k->nvtensors++] = g->v4t[i];
+    }
+    g->used[vi] = used;
+    g->v4var = -1;
+    g->nv4 = 0;
+    sb_free(&g->v4loads);
+    sb_free(&body);
     sb_free(&b);
 }
 
@@ -1598,7 +1727,7 @@ static void kgen_init(KGen *g, Emit *em, Kernel *k)
     }
     *g = (KGen){.em = em, .k = k, .out = k->out, .nvars = em->nvars, .lo = em->var_lo,
                 .hi = em->var_hi, .vname = em->var_name, .used = em->var_used,
-                .reads = em->read_mark, .read_ids = em->read_ids};
+                .reads = em->read_mark, .read_ids = em->read_ids, .v4var = -1};
 }
 
 int kernel_build(Emit *em, const PlanOp *op, bool pass, const char *name, Kernel *k)
@@ -1641,6 +1770,8 @@ int kernel_build(Emit *em, const PlanOp *op, bool pass, const char *name, Kernel
             em->helpers |= k->int_acc ? HELP_SAT(t->elem) : HELP_TO(t->elem);
         g.self = NULL;
         build_store(&g, k, epi);
+        if (!empty && plain && v4_kernel(&g, k))
+            build_v4(&g, k, epi, pass ? op->epi.self : NULL);
         if (!empty)
             count_scatter(k);
         finish_kernel(&g, k, op, pass);

@@ -58,9 +58,11 @@ tests_emit_test_kern_LDADD = emit/libemit.a derive/libderive.a sema/libsema.a \
 	parser/libparser.a runtime/libruntime_embed.a lang/liblang.a $(LIBS)
 
 # The tiled band kernels' inner loops as nvcc compiles them: at least 4
-# multiply-adds per shared-memory load, no spills (skipped without $NVCC).
-TESTS += tests/emit/band-ptx.test
-EXTRA_DIST += tests/emit/band-ptx.test
+# multiply-adds per shared-memory load, no spills (skipped without $NVCC);
+# which maps get a kernel of four elements a thread and its 128-bit loads
+# (the PTX only where $NVCC is set).
+TESTS += tests/emit/band-ptx.test tests/emit/v4.test
+EXTRA_DIST += tests/emit/band-ptx.test tests/emit/v4.test
 
 # Every example and f32 program of tests/num as CUDA, run on the host:
 # the .cu built as C++ against NVIDIA's headers and the mocks of

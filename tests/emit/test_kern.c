@@ -1,6 +1,8 @@
 /* test_kern.c - the CUDA kernels run on the CPU.  There is no GPU here, so
  * the kernels einc writes for CUDA (the tiled band kernels of band.c and
- * the thread, warp and block layouts of cuda.c) are compiled as C++ with a
+ * the thread, warp and block layouts of cuda.c, and the four-elements-a-
+ * thread kernels of maps, which run here: calloc's buffers are 16-byte
+ * aligned) are compiled as C++ with a
  * small emulation of the CUDA execution model (tests/hostcuda/emu.h):
  * every thread of a block is a fiber, __shared__ arrays are shared between
  * them, __syncthreads is a barrier of the block and __shfl_down_sync an
@@ -38,7 +40,7 @@
 #include "emit/emit_int.h"
 #include "tests/check.h"
 
-static int passed, skipped, nband, nwarp, nblock;
+static int passed, skipped, nband, nwarp, nblock, nv4;
 static char workdir[256];
 static char emu_dir[1024];          /* tests/hostcuda: emu.h */
 static const char *nvcc;
@@ -154,6 +156,9 @@ static const char shim[] =
 "#include <cmath>\n"
 "#include \"emu.h\"\n"
 "using std::isnan;\n"
+/* CUDA's float4 (vector_types.h) for the _v4 kernels: four floats on 16 bytes */
+"struct __attribute__((aligned(16))) float4 { float x, y, z, w; };\n"
+"static inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }\n"
 "template <class... P, class... A>\n"
 "static void ein_emu(void (*kern)(P...), const char *name, long grid, int block, int smem,\n"
 "                    int stream, A... args)\n"
@@ -251,7 +256,9 @@ static void run_program(const char *name, const IrProgram *p, bool with_nvcc)
     emit_write_helpers(&em);        /* emit.c's own, for both compilers */
     Sb helpers = em.out;
     memset(&em.out, 0, sizeof em.out);
-    int warps = 0, blocks = 0;
+    int warps = 0, blocks = 0, v4s = 0;
+    for (int i = 0; i < em.nkernels; i++)
+        v4s += em.kernels[i].vbody != NULL && !band[em.kernels[i].out->id];
     for (const char *s = sb_str(&kernels); (s = strstr(s, "one warp per element")); s++)
         warps++;
     for (const char *s = sb_str(&kernels); (s = strstr(s, "one block per element")); s++)
@@ -378,12 +385,13 @@ static void run_program(const char *name, const IrProgram *p, bool with_nvcc)
         free(log);
         sb_free(&cu);
     }
-    printf("%s %s: %d kernels (%d band, %d warp, %d block)\n", ok ? "PASS" : "FAIL", name,
-           em.nkernels, bands, warps, blocks);
+    printf("%s %s: %d kernels (%d band, %d warp, %d block, %d four a thread)\n",
+           ok ? "PASS" : "FAIL", name, em.nkernels, bands, warps, blocks, v4s);
     passed += ok;
     nband += bands;
     nwarp += warps;
     nblock += blocks;
+    nv4 += v4s;
     for (int i = 0; i < p->ntensors; i++)
         free(ref[i]);
     free(ref);
@@ -522,12 +530,13 @@ int main(int argc, char **argv)
         free(names[i]);
     }
     free(names);
-    printf("%d passed, %d skipped, %d failed; %d band, %d warp, %d block kernels\n", passed,
-           skipped, failures, nband, nwarp, nblock);
+    printf("%d passed, %d skipped, %d failed; %d band, %d warp, %d block, %d four-a-thread "
+           "kernels\n", passed, skipped, failures, nband, nwarp, nblock, nv4);
     if (argc < 2) {
         CHECK(nband >= 8, "only %d band kernels ran", nband);
         CHECK(nwarp >= 8 && nblock >= 3, "only %d warp and %d block kernels ran", nwarp,
               nblock);
+        CHECK(nv4 >= 4, "only %d kernels of four elements a thread ran", nv4);
     }
     if (!getenv("KEEP")) {
         char cmd[512];

@@ -1,11 +1,13 @@
 /* align.cpp - device pointers of any alignment may go to align_run
  * (emit/README.md): cuDNN's tensors declare 16-byte alignment, so a
  * convolution whose input or output is not 16-byte aligned runs as its
- * generated kernel, and cuBLASLt's algorithms are chosen for 16-byte
+ * generated kernel, cuBLASLt's algorithms are chosen for 16-byte
  * operands, so a product with its epilogue whose operands are not runs as
- * cublasGemmEx and the epilogue's pass; the same numbers.  On the model of
- * align.ein (a convolution through cuDNN, a product with a bias, a
- * residual and ReLU through cuBLASLt), built by tests/emit/hostcuda.test
+ * cublasGemmEx and the epilogue's pass, and a map of four elements a
+ * thread (a _v4 kernel, float4 loads) runs as its one-element kernel; the
+ * same numbers.  On the model of align.ein (a convolution through cuDNN, a
+ * product with a bias, a residual and ReLU through cuBLASLt, a map),
+ * built by tests/emit/hostcuda.test
  * with the generated file (its launches rewritten) included as MODEL_CU;
  * the mocks reject a misaligned pointer in a variant pack and one below
  * the alignment a cuBLASLt algorithm was chosen for.
@@ -20,9 +22,9 @@
 #include "driver.h"
 
 /* The tensors of the run, in align_run's order: inputs x, a, q, outputs
- * y, z; by name, so that a change of the model shows here. */
-static const char *const run_names[] = {"x", "a", "q", "y", "z"};
-enum { NRUN = 5, NIN = 3 };
+ * y, z, u; by name, so that a change of the model shows here. */
+static const char *const run_names[] = {"x", "a", "q", "y", "z", "u"};
+enum { NRUN = 6, NIN = 3 };
 
 static const align_tensor_info *info(const char *name)
 {
@@ -64,14 +66,17 @@ int main()
             if (i < NIN)
                 cudaMemcpy(d[i], host[i].data(), t[i]->nbytes, cudaMemcpyHostToDevice);
         }
-        long lt0 = hc_count("cublasLt matmul fp32");
-        int rc = align_run(ctx, d[0], d[1], d[2], d[3], d[4], 0);
+        long lt0 = hc_count("cublasLt matmul fp32"), v40 = hc_count("_v4 kernel launches");
+        int rc = align_run(ctx, d[0], d[1], d[2], d[3], d[4], d[5], 0);
         CHECK(rc == ALIGN_OK, "a run with pointers %d bytes past 16-byte alignment: %s", off,
               align_last_error(ctx));
         cudaDeviceSynchronize();
         long lt = hc_count("cublasLt matmul fp32") - lt0;
         CHECK(lt == (off ? 0 : 1), "pointers %d bytes past 16-byte alignment: %ld cuBLASLt "
               "calls", off, lt);
+        long v4 = hc_count("_v4 kernel launches") - v40;
+        CHECK(v4 == (off ? 0 : 1), "pointers %d bytes past 16-byte alignment: %ld _v4 kernels",
+              off, v4);
         for (int i = NIN; i < NRUN; i++) {
             std::vector<float> got(t[i]->count);
             cudaMemcpy(got.data(), d[i], t[i]->nbytes, cudaMemcpyDeviceToHost);
