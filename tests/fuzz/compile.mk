@@ -8,8 +8,12 @@
 #   make fuzz-compile-run FUZZ_COMPILE_TIME=600 [FUZZ_COMPILE_MODE=-diff] \
 #       [FUZZ_COMPILE_FORK=16]
 # runs one from the corpus (FORK: that many processes, libFuzzer's -fork).
-# An input costs about 10 ms of CPU under the sanitizers (1.3 ms in a
-# plain build): a compile with a search, and seven writers.
+# An input costs about 7 ms of CPU under the sanitizers in the compile
+# mode (a compile with a search, and seven writers) and 2 ms in the
+# differential mode, in one process (FORK=0, the default: 138 and 509
+# inputs a second on one core of a 2-core Xeon); -fork=1 ran 20 a second
+# (a new process and the corpus read again for every job), so for more
+# than one core run one such process per core.
 fuzz_compile_libs = emit/libemit.a derive/libderive.a sema/libsema.a \
 	parser/libparser.a runtime/libruntime_embed.a lang/liblang.a -lm $(LIBS)
 check_PROGRAMS += tests/fuzz/replay_compile tests/fuzz/replay_compile_diff
