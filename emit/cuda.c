@@ -277,6 +277,15 @@ static void write_params(Emit *em, Sb *o, const Kernel *k)
               em->cname[k->out->id]);
 }
 
+/* The grid-stride loop of a thread-per-element kernel: e from the
+ * thread's index to n (exclusive) in steps of the grid. */
+static void write_stride_loop(Sb *o, const char *t, int64_t n)
+{
+    sb_printf(o, "    const %s stride = (%s)gridDim.x * (%s)blockDim.x;\n", t, t, t);
+    sb_printf(o, "    for (%s e = (%s)blockIdx.x * (%s)blockDim.x + (%s)threadIdx.x; "
+              "e < %" PRId64 "; e += stride) {\n", t, t, t, t, n);
+}
+
 /* A plain map's _v4 kernel (emit_int.h): thread e computes elements 4e
  * to 4e + 3, which share their row: its reads that step along the row
  * one float4 load each, the body once per element with ein_j naming it
@@ -295,9 +304,7 @@ static void write_v4(Emit *em, const Kernel *k)
                "   (launched where its buffers are 16-byte aligned) */\n");
     sb_printf(o, "static __global__ void __launch_bounds__(%d)\n%s_v4", CUDA_BLOCK, k->name);
     write_params(em, o, k);
-    sb_printf(o, "    const %s stride = (%s)gridDim.x * (%s)blockDim.x;\n", t, t, t);
-    sb_printf(o, "    for (%s e = (%s)blockIdx.x * (%s)blockDim.x + (%s)threadIdx.x; "
-              "e < %" PRId64 "; e += stride) {\n", t, t, t, t, k->total / 4);
+    write_stride_loop(o, t, k->total / 4);
     if (outer) {
         sb_printf(o, "        const %s ein_row = e / %" PRId64 ";\n", t, w4);
         write_loopvars_of(o, k, t, "ein_row", 0, r - 1, 8);
@@ -336,9 +343,7 @@ void cuda_write_kernel(Emit *em, const Kernel *k)
     sb_printf(o, "static __global__ void __launch_bounds__(%d)\n%s", CUDA_BLOCK, k->name);
     write_params(em, o, k);
     if (n == 1) {
-        sb_printf(o, "    const %s stride = (%s)gridDim.x * (%s)blockDim.x;\n", t, t, t);
-        sb_printf(o, "    for (%s e = (%s)blockIdx.x * (%s)blockDim.x + (%s)threadIdx.x; "
-                  "e < %" PRId64 "; e += stride) {\n", t, t, t, t, k->total);
+        write_stride_loop(o, t, k->total);
         write_loopvars_of(o, k, k->ity, "e", 0, k->out->rank, 8);
         sb_indent(o, k->body, 8);
         write_store(em, o, k, 8);

@@ -1618,11 +1618,6 @@ static const char *store_text(KGen *g, const PlanEpilogue *epi)
     return text;
 }
 
-static void build_store(KGen *g, Kernel *k, const PlanEpilogue *epi)
-{
-    k->store = store_text(g, epi);
-}
-
 /* Below this many elements a map has no _v4 kernel: a few blocks either
  * way, and the second kernel is code for nothing. */
 #define V4_MIN_ELEMENTS 4096
@@ -1769,7 +1764,7 @@ int kernel_build(Emit *em, const PlanOp *op, bool pass, const char *name, Kernel
         if (elem_is_int(t->elem))
             em->helpers |= k->int_acc ? HELP_SAT(t->elem) : HELP_TO(t->elem);
         g.self = NULL;
-        build_store(&g, k, epi);
+        k->store = store_text(&g, epi);
         if (!empty && plain && v4_kernel(&g, k))
             build_v4(&g, k, epi, pass ? op->epi.self : NULL);
         if (!empty)
