@@ -29,6 +29,15 @@ typedef struct Retarget {
     int pos;
 } Retarget;
 
+
+/* memcpy of n bytes where n may be 0 and then src may be NULL (a rank-0
+ * tensor's shape, a stage without loops): memcpy's arguments must not be
+ * NULL even for 0 bytes, nor may NULL take an offset. */
+static void copy_bytes(void *dst, const void *src, size_t n)
+{
+    if (n)
+        memcpy(dst, src, n);
+}
 static const IExpr *retarget_access(void *arg, const IExpr *e)
 {
     const Retarget *rt = arg;
@@ -65,9 +74,10 @@ static const Stage *retarget_stage(IrCtx *cx, const Stage *s, const IrTensor *fr
     int nloops = s->nloops;
     if (extra) {
         IrVar *l = arena_alloc(ir_arena(cx), (size_t)(nloops + 1) * sizeof *l);
-        memcpy(l, s->loops, (size_t)at * sizeof *l);
+        copy_bytes(l, s->loops, (size_t)at * sizeof *l);
         l[at] = *extra;
-        memcpy(l + at + 1, s->loops + at, (size_t)(nloops - at) * sizeof *l);
+        if (nloops > at)
+            memcpy(l + at + 1, s->loops + at, (size_t)(nloops - at) * sizeof *l);
         loops = l;
         nloops++;
     }
@@ -142,7 +152,7 @@ static void build_group(IrCtx *cx, IrTensor **g, int n, int at, IrTensor **made)
     }
     int64_t *wshape = arena_alloc(a, (size_t)(w0->rank + 1) * sizeof *wshape);
     wshape[0] = n;
-    memcpy(wshape + 1, w0->shape, (size_t)w0->rank * sizeof *wshape);
+    copy_bytes(wshape + 1, w0->shape, (size_t)w0->rank * sizeof *wshape);
     IrTensor *ws = arena_alloc(a, sizeof *ws);
     *ws = (IrTensor){0, arena_printf(a, "%s@stacked", g[0]->name), IT_STAGE, w0->elem,
                      w0->rank + 1, wshape, g[0]->loc, false, true,
@@ -150,9 +160,10 @@ static void build_group(IrCtx *cx, IrTensor **g, int n, int at, IrTensor **made)
     /* M[j, I] = the first member's form over W'[j, ..] */
     IrVar j = ir_var_new(cx, "j", 0, n);
     int64_t *mshape = arena_alloc(a, (size_t)(g[0]->rank + 1) * sizeof *mshape);
-    memcpy(mshape, g[0]->shape, (size_t)at * sizeof *mshape);
+    copy_bytes(mshape, g[0]->shape, (size_t)at * sizeof *mshape);
     mshape[at] = n;
-    memcpy(mshape + at + 1, g[0]->shape + at, (size_t)(g[0]->rank - at) * sizeof *mshape);
+    if (g[0]->rank > at)
+        memcpy(mshape + at + 1, g[0]->shape + at, (size_t)(g[0]->rank - at) * sizeof *mshape);
     IrTensor *m = arena_alloc(a, sizeof *m);
     *m = (IrTensor){0, arena_printf(a, "%s@merged", g[0]->name), IT_STAGE, ELEM_F32,
                     g[0]->rank + 1, mshape, g[0]->loc, false, false,
