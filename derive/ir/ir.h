@@ -197,7 +197,10 @@ bool ix_has_read(const Ix *a);
  * rest. */
 int ix_gathers(const Ix *a, const IExpr **out, int max);
 /* Stage evaluation needs env sized ir_var_count(cx). */
-/* Conservative bounds given the ranges of variables (range_lo/hi by id). */
+/* Conservative bounds given the ranges of variables (range_lo/hi by id):
+ * every value lies in [*min, *max].  A bound that does not fit in 64 bits
+ * comes back as INT64_MIN or INT64_MAX, so those two stand for "unbounded"
+ * to a caller that computes with the bounds rather than compare them. */
 void ix_bounds(const Ix *a, const int64_t *range_lo, const int64_t *range_hi,
                int64_t *min, int64_t *max);
 

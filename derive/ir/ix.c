@@ -366,19 +366,43 @@ static const Ix *tb_finish(IrCtx *cx, TermBuf *b, bool sorted)
 }
 
 /* ---- bounds ----------------------------------------------------------------
- * Interval arithmetic in 128 bits, clamped so that sums of products cannot
- * overflow.  Without variable ranges (lo == NULL) a variable is unbounded
- * and the walk fails; mod atoms are bounded anyway. */
+ * Interval arithmetic in 128 bits with two infinities.  A finite bound
+ * lies within [-LIM, LIM]: a lower bound above LIM is lowered to LIM and
+ * an upper bound below -LIM raised to -LIM (both still bounds), while a
+ * lower bound below -LIM becomes -INF and an upper bound above LIM +INF,
+ * for good: no later term brings them back.  So a product of a finite
+ * bound and a coefficient fits in 127 bits, and every result is a true
+ * bound, never one that a clamp pulled inwards.  Without variable ranges
+ * (lo == NULL) a variable is unbounded and the walk fails; mod atoms are
+ * bounded anyway. */
 typedef __int128 i128;
-#define BIG ((i128)1 << 100)
+#define LIM ((i128)1 << 63)
+#define INF ((i128)1 << 120)
 
-static i128 clamp128(i128 v)
+static i128 norm_lo(i128 v)
 {
-    return v > BIG ? BIG : v < -BIG ? -BIG : v;
+    return v < -LIM ? -INF : v > LIM ? LIM : v;
+}
+
+static i128 norm_hi(i128 v)
+{
+    return v > LIM ? INF : v < -LIM ? -LIM : v;
+}
+
+/* b * c for a bound b (finite or infinite) and a coefficient c. */
+static i128 mul_bound(i128 b, int64_t c)
+{
+    if (c == 0)
+        return 0;
+    if (b == INF || b == -INF)
+        return c > 0 ? b : -b;
+    return b * c;
 }
 
 static i128 fdiv128(i128 a, i128 d)
 {
+    if (a == INF || a == -INF)
+        return a;               /* d > 0 */
     i128 q = a / d;
     if (a % d != 0 && ((a < 0) != (d < 0)))
         q--;
@@ -413,7 +437,8 @@ static bool bounds_rec(const Ix *a, const int64_t *lo, const int64_t *hi,
                     return false;
                 l = fdiv128(al, t->d);
                 h = fdiv128(ah, t->d);
-            } else if (ok && fdiv128(al, t->d) == fdiv128(ah, t->d)) {
+            } else if (ok && al != -INF && ah != INF
+                       && fdiv128(al, t->d) == fdiv128(ah, t->d)) {
                 i128 q = fdiv128(al, t->d) * t->d;
                 l = al - q;
                 h = ah - q;
@@ -422,15 +447,10 @@ static bool bounds_rec(const Ix *a, const int64_t *lo, const int64_t *hi,
                 h = t->d - 1;
             }
         }
-        if (t->coef >= 0) {
-            s0 += clamp128(l * t->coef);
-            s1 += clamp128(h * t->coef);
-        } else {
-            s0 += clamp128(h * t->coef);
-            s1 += clamp128(l * t->coef);
-        }
-        s0 = clamp128(s0);
-        s1 = clamp128(s1);
+        i128 tl = mul_bound(t->coef >= 0 ? l : h, t->coef);
+        i128 th = mul_bound(t->coef >= 0 ? h : l, t->coef);
+        s0 = s0 == -INF || tl == -INF ? -INF : norm_lo(s0 + tl);
+        s1 = s1 == INF || th == INF ? INF : norm_hi(s1 + th);
     }
     *mn = s0;
     *mx = s1;
@@ -445,8 +465,9 @@ static int64_t sat64(i128 v)
 void ix_bounds(const Ix *a, const int64_t *range_lo, const int64_t *range_hi,
                int64_t *min, int64_t *max)
 {
-    i128 mn, mx;
-    bounds_rec(a, range_lo, range_hi, &mn, &mx);
+    i128 mn = -INF, mx = INF;
+    if (!bounds_rec(a, range_lo, range_hi, &mn, &mx))
+        mn = -INF, mx = INF;
     *min = sat64(mn);
     *max = sat64(mx);
 }

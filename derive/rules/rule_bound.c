@@ -80,7 +80,9 @@ static void constrain(Tight *t, const Ix *x, i128 a, i128 b)
         return;
     int64_t rmin, rmax;
     rc_bounds_at(t->rc, x, t->var, 0, 1, &rmin, &rmax);
-    i128 l = a - rmax, h = b - rmin;    /* c*v in [l, h] */
+    /* the rest's bounds, INT64_MIN and INT64_MAX standing for no bound */
+    i128 l = rmax == INT64_MAX ? -INF : a - rmax;
+    i128 h = rmin == INT64_MIN ? INF : b - rmin;     /* c*v in [l, h] */
     i128 vl = c > 0 ? cdiv(l, c) : cdiv(h, c);
     i128 vh = c > 0 ? fdiv(h, c) : fdiv(l, c);
     if (vl > t->lo)

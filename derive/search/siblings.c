@@ -29,15 +29,20 @@ typedef struct Retarget {
     int pos;
 } Retarget;
 
-
-/* memcpy of n bytes where n may be 0 and then src may be NULL (a rank-0
- * tensor's shape, a stage without loops): memcpy's arguments must not be
- * NULL even for 0 bytes, nor may NULL take an offset. */
-static void copy_bytes(void *dst, const void *src, size_t n)
+/* dst = src[0..at) ++ one element of `size` bytes (left for the caller)
+ * ++ src[at..n).  src may be NULL when n is 0 (a rank-0 tensor's shape, a
+ * stage without loops): memcpy's arguments must not be NULL even for 0
+ * bytes, nor may NULL take an offset, so empty halves are not copied. */
+static void copy_with_gap(void *dst, const void *src, int n, int at, size_t size)
 {
-    if (n)
-        memcpy(dst, src, n);
+    char *d = dst;
+    const char *s = src;
+    if (at > 0)
+        memcpy(d, s, (size_t)at * size);
+    if (n > at)
+        memcpy(d + (size_t)(at + 1) * size, s + (size_t)at * size, (size_t)(n - at) * size);
 }
+
 static const IExpr *retarget_access(void *arg, const IExpr *e)
 {
     const Retarget *rt = arg;
@@ -74,10 +79,8 @@ static const Stage *retarget_stage(IrCtx *cx, const Stage *s, const IrTensor *fr
     int nloops = s->nloops;
     if (extra) {
         IrVar *l = arena_alloc(ir_arena(cx), (size_t)(nloops + 1) * sizeof *l);
-        copy_bytes(l, s->loops, (size_t)at * sizeof *l);
+        copy_with_gap(l, s->loops, nloops, at, sizeof *l);
         l[at] = *extra;
-        if (nloops > at)
-            memcpy(l + at + 1, s->loops + at, (size_t)(nloops - at) * sizeof *l);
         loops = l;
         nloops++;
     }
@@ -151,8 +154,8 @@ static void build_group(IrCtx *cx, IrTensor **g, int n, int at, IrTensor **made)
         v = ir_call(cx, FN_SELECT, args, 3);
     }
     int64_t *wshape = arena_alloc(a, (size_t)(w0->rank + 1) * sizeof *wshape);
+    copy_with_gap(wshape, w0->shape, w0->rank, 0, sizeof *wshape);
     wshape[0] = n;
-    copy_bytes(wshape + 1, w0->shape, (size_t)w0->rank * sizeof *wshape);
     IrTensor *ws = arena_alloc(a, sizeof *ws);
     *ws = (IrTensor){0, arena_printf(a, "%s@stacked", g[0]->name), IT_STAGE, w0->elem,
                      w0->rank + 1, wshape, g[0]->loc, false, true,
@@ -160,10 +163,8 @@ static void build_group(IrCtx *cx, IrTensor **g, int n, int at, IrTensor **made)
     /* M[j, I] = the first member's form over W'[j, ..] */
     IrVar j = ir_var_new(cx, "j", 0, n);
     int64_t *mshape = arena_alloc(a, (size_t)(g[0]->rank + 1) * sizeof *mshape);
-    copy_bytes(mshape, g[0]->shape, (size_t)at * sizeof *mshape);
+    copy_with_gap(mshape, g[0]->shape, g[0]->rank, at, sizeof *mshape);
     mshape[at] = n;
-    if (g[0]->rank > at)
-        memcpy(mshape + at + 1, g[0]->shape + at, (size_t)(g[0]->rank - at) * sizeof *mshape);
     IrTensor *m = arena_alloc(a, sizeof *m);
     *m = (IrTensor){0, arena_printf(a, "%s@merged", g[0]->name), IT_STAGE, ELEM_F32,
                     g[0]->rank + 1, mshape, g[0]->loc, false, false,

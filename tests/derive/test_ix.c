@@ -315,6 +315,27 @@ static void test_bounds(void)
     int64_t mn, mx;
     ix_bounds(x, lo, hi, &mn, &mx);
     CHECK(mn == -3 - 4 - 1 && mx == 3 + 10 - 1);
+
+    /* Beyond 64 bits the bounds saturate outwards, never inwards:
+     * M*a - M*b - M with a in [0, 3), b in [0, 2) spans [-2M, M]. */
+    const int64_t M = INT64_MAX;
+    int64_t blo[64] = {0}, bhi[64] = {0};
+    bhi[v[0]] = 3;
+    bhi[v[1]] = 2;
+    x = ix_add(cx, ix_sub(cx, ix_scale(cx, ix_var(cx, v[0]), M),
+                          ix_scale(cx, ix_var(cx, v[1]), M)), ix_const(cx, -M));
+    ix_bounds(x, blo, bhi, &mn, &mx);
+    CHECK(mn == INT64_MIN && mx == M);
+    /* A term past 2^100 is not cut short and then outweighed by a later
+     * one: 2^62 a - 2^62 b with a in [0, 2^62), b in [2^40, 2^62) has a
+     * maximum near 2^124, positive. */
+    bhi[v[0]] = (int64_t)1 << 62;
+    blo[v[1]] = (int64_t)1 << 40;
+    bhi[v[1]] = (int64_t)1 << 62;
+    x = ix_sub(cx, ix_scale(cx, ix_var(cx, v[0]), (int64_t)1 << 62),
+               ix_scale(cx, ix_var(cx, v[1]), (int64_t)1 << 62));
+    ix_bounds(x, blo, bhi, &mn, &mx);
+    CHECK(mn == INT64_MIN && mx == INT64_MAX);
 }
 
 #define EXS(e) PRINTED(ir_print_expr(cx, (e), fp))

@@ -16,7 +16,7 @@
 # every job), so for more than one core run one such process per core,
 # pinned (taskset -c N), each from its own copy of the corpus folder: two
 # differential ones side by side on that Xeon, from a grown corpus of
-# 6,538 inputs, ran 509 inputs a second each (2 hours on average).
+# 6,538 inputs, ran 509 inputs a second each (averaged over 2 hours).
 fuzz_compile_libs = emit/libemit.a derive/libderive.a sema/libsema.a \
 	parser/libparser.a runtime/libruntime_embed.a lang/liblang.a -lm $(LIBS)
 check_PROGRAMS += tests/fuzz/replay_compile tests/fuzz/replay_compile_diff
