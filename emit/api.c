@@ -478,7 +478,7 @@ static void write_stage_runner(Emit *em, const char *fn, bool weight_only)
     for (int i = 0; i < p->ntensors; i++) {
         const IrTensor *t = p->tensors[i];
         if (t->kind != IT_STAGE || at_load(em, t) != weight_only ||
-            plan_in_rows(emit_op(em, t)))
+            !plan_runs(emit_op(em, t)))
             continue;
         sb_printf(o, "    if ((rc = ein_op_%d(ctx, p", t->id);
         stream_arg(em);
@@ -490,8 +490,7 @@ static void write_stage_runner(Emit *em, const char *fn, bool weight_only)
 static void write_ops(Emit *em)
 {
     for (int i = 0; i < em->p->ntensors; i++)
-        if (em->p->tensors[i]->kind == IT_STAGE &&
-            !plan_in_rows(emit_op(em, em->p->tensors[i])))
+        if (em->p->tensors[i]->kind == IT_STAGE && plan_runs(emit_op(em, em->p->tensors[i])))
             write_op(em, em->p->tensors[i]);
 }
 
@@ -592,6 +591,11 @@ static void write_run(Emit *em)
         if (t->kind == IT_INPUT)
             sb_printf(o, "    ein_p[%d] = (void *)%s;\n", i, em->cname[t->id]);
     }
+    /* A tensor stored inside another's buffer (plan.h, PlanBuf) holds no
+     * value of its own after the run. */
+    for (int i = 0; i < p->ntensors; i++)
+        if (p->tensors[i]->kind == IT_STAGE && emit_op(em, p->tensors[i])->buf.kind == BUF_VIEW)
+            sb_printf(o, "    ein_p[%d] = NULL;\n", i);
     /* Outputs the run-time kernels compute are written in place. */
     for (int i = 0; i < p->noutputs; i++) {
         const IrTensor *t = p->tensors[p->outputs[i]];
@@ -647,6 +651,10 @@ static void write_run(Emit *em)
 "    for (int i = 0; i < EIN_NT; i++)\n"
 "        if (ein_tensors[i].kind == MODEL_COMPUTED)\n"
 "            ctx->valid[i] = 1;\n");
+    for (int i = 0; i < p->ntensors; i++)
+        if (p->tensors[i]->kind == IT_STAGE && emit_op(em, p->tensors[i])->buf.kind == BUF_VIEW)
+            sb_printf(o, "    ctx->valid[%d] = 0;  /* stored inside '%s' */\n", i,
+                      emit_op(em, p->tensors[i])->buf.of->name);
     if (cuda)
         emit_api_text(em, "    EIN_CUDA(cudaEventRecord(ctx->done, stream));\n");
     emit_api_text(em,

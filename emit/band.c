@@ -95,11 +95,17 @@ void band_write_kernel(Emit *em, const IrTensor *t, const OpMatch *m)
               ", %d, %d, %d, %" PRId64 ", %" PRId64 ", %d,\n",
               g.g2 ? "g2bmm" : "gbmm", m->gdil, m->gm, m->gk, m->gw, g.tx, g.ty, g.pj,
               g.ncol, g.nit, g.chunk);
-    for (int x = 0; x < 2; x++) {
-        const BandView *v = &m->gv[x];
+    /* the operands' views, then the output's: dense, or inside the
+     * buffer of the copy it stores (plan.h, PlanBuf) */
+    const PlanOp *op = emit_op(em, t);
+    BandView vo = op->buf.view;
+    if (op->buf.kind != BUF_VIEW)
+        match_band_dense(m, 2, &vo);
+    for (int x = 0; x < 3; x++) {
+        const BandView *v = x < 2 ? &m->gv[x] : &vo;
         sb_printf(o, "        ein_band_view<%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
                   ", %" PRId64 ">%s", v->ld, v->stride, v->split, v->sstride, v->off,
-                  x ? ">" : ",\n");
+                  x == 2 ? ">" : ",\n");
     }
     sb_printf(o, "(%s, %s, %s);\n}\n\n", a, b, out);
 }
@@ -109,9 +115,10 @@ void band_write_launch(Emit *em, const IrTensor *t, const OpMatch *m, const char
     BandTiles g;
     band_tiles(t, m, &g);
     const char *name = band_name(em, t);
+    const PlanOp *op = emit_op(em, t);
     sb_printf(&em->out, "%s%s<<<%" PRId64 ", %d, 0, stream>>>((const float *)p[%d], "
               "(const float *)p[%d], (float *)p[%d]);\n", indent, name, g.blocks, g.threads,
-              m->in[0]->id, m->in[1]->id, t->id);
+              m->in[0]->id, m->in[1]->id, op->buf.kind == BUF_VIEW ? op->buf.of->id : t->id);
     sb_printf(&em->out, "%sif ((rc = ein_launched(ctx, \"%s\")) != 0)\n%s    return rc;\n",
               indent, name, indent);
 }

@@ -235,6 +235,12 @@ int emit_dot(const Plan *pl, FILE *out)
             sb_printf(o, "    k%d -> t%d;\n", op->rows->members[op->rows->nmembers - 1]->id, i);
             continue;
         }
+        if (op->stored_by) {
+            /* stored by another operator through a view (plan.h, PlanBuf) */
+            sb_printf(o, "    k%d -> t%d [style=dashed, label=\"view\"];\n",
+                      op->stored_by->id, i);
+            continue;
+        }
         sb_printf(o, "    k%d [shape=box, style=\"rounded,filled\", fillcolor=\"%s\", label=\"",
                   i, op->impl != IMPL_KERNEL ? "#f8e0f0" : "#dde8f8");
         op_label(&em, t, o);

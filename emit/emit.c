@@ -432,9 +432,22 @@ static void check_plan(const Plan *pl)
             ICE_AT(t->loc, "the plan computes '%s' in a fused row group of %d threads a "
                    "row as %s on target %s", t->name, op->rows->threads,
                    cost_impl_name(op->impl), cost_target_name(pl->target));
-        if (op->buf.kind != BUF_OWN)
-            ICE_AT(t->loc, "the plan makes '%s' a view of another buffer, which the "
-                   "emitter does not generate yet", t->name);
+        /* a view: a band operator's output inside the buffer of a copy
+         * that it stores (plan.h, PlanBuf) */
+        const IrTensor *of = op->buf.of;
+        if (op->buf.kind != BUF_OWN &&
+            (op->buf.kind != BUF_VIEW || t->is_output ||
+             (op->impl != IMPL_CUDA_BAND && op->impl != IMPL_CBLAS_BAND) || !of ||
+             of->id < 0 || of->id >= p->ntensors || p->tensors[of->id] != of ||
+             pl->ops[of->id].stored_by != t))
+            ICE_AT(t->loc, "the plan makes '%s' a view of another buffer that %s",
+                   t->name, op->buf.kind == BUF_VIEW ? "does not store it" : "is no view");
+        if (op->stored_by &&
+            (op->stored_by->id < 0 || op->stored_by->id >= p->ntensors ||
+             pl->ops[op->stored_by->id].buf.kind != BUF_VIEW ||
+             pl->ops[op->stored_by->id].buf.of != t))
+            ICE_AT(t->loc, "the plan has '%s' stored by '%s', which is no view of it",
+                   t->name, op->stored_by->name);
         const PlanEpilogue *e = &op->epi;
         if (e->value && (!e->self || e->self->elem != ELEM_F32 ||
                          e->self->rank != t->rank ||

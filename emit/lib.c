@@ -917,7 +917,8 @@ static void write_dnnl_call(Emit *em, const IrTensor *t, const OpMatch *m, const
 }
 
 /* C: a banded product on CBLAS (runtime/cblas.c), each operand a view
- * (ein_band_view: the first row, ld, stride, split, sstride). */
+ * (ein_band_view: the first row, ld, stride, split, sstride), the output
+ * too (ein_band_out). */
 static void write_cblas_band(Emit *em, const IrTensor *t, const OpMatch *m, const char *in)
 {
     Sb *o = &em->out;
@@ -928,8 +929,16 @@ static void write_cblas_band(Emit *em, const IrTensor *t, const OpMatch *m, cons
                   ", %" PRId64 "},\n%s    ", c_operand(em, m, j), v->off, v->ld, v->stride,
                   v->split, v->sstride, in);
     }
-    sb_printf(o, "(float *)p[%d], ctx->col, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
-              ", %" PRId64 ");\n", t->id, m->gb, m->gm, m->gw, m->gk, m->gdil);
+    /* the output: dense, or inside the buffer of the copy it stores
+     * (plan.h, PlanBuf) */
+    const PlanOp *op = emit_op(em, t);
+    BandView v = op->buf.view;
+    if (op->buf.kind != BUF_VIEW)
+        match_band_dense(m, 2, &v);
+    sb_printf(o, "(ein_band_out){(float *)p[%d], %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+              "},\n%s    ctx->col, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+              ");\n", op->buf.kind == BUF_VIEW ? op->buf.of->id : t->id, v.ld, v.stride,
+              v.split, v.sstride, in, m->gb, m->gm, m->gw, m->gk, m->gdil);
 }
 
 void lib_write_call(Emit *em, const IrTensor *t, const char *indent)

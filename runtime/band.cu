@@ -7,7 +7,8 @@
  * j in [0, 2W + 1); rows of k and v outside [0, M) read as zero.  The
  * operands are views (ein_band_view): row r of batch b where constant
  * strides and an offset put it, so that q, k and v can be the heads of
- * one projection's output, read in place.  Each operator is the body of
+ * one projection's output, read in place; so is the output, so that o
+ * can be stored with its heads merged (derive/search/outview.c).  Each operator is the body of
  * one block, a template over its sizes, views and tiles
  * (derive/pricing/libs.c, cost_band_tiles, chooses them): the generated
  * file writes one __global__ kernel per operator (named as the stage's
@@ -207,35 +208,38 @@ static __device__ __forceinline__ void ein_band_stage(float (*dst)[S], F val)
     }
 }
 
-/* out[DIL*i' + r of batch bb][col] = the thread's sums, for col < LD (LD
- * columns a row) */
-template <int DIL, int M, int TX, int PJ, int LD>
+/* Row DIL*i' + r of batch bb of the output, column col < NC, = the
+ * thread's sums; the output is a view VO too (dense, or inside the buffer
+ * of a reordering of it that the operator stores: plan.h, PlanBuf) */
+template <int DIL, int TX, int PJ, int NC, typename VO>
 static __device__ __forceinline__ void
 ein_band_store(float *__restrict__ out, const ein_band_at &w, float (*acc)[PJ][4])
 {
     if (!w.own)
         return;
+    const int64_t ob = VO::batch(w.bb);
 #pragma unroll
     for (int a = 0; a < 8; ++a) {
         const int ip = w.i0 + 8 * w.ty + a;
         if (ip >= w.nr)
             continue;
-        const int64_t row = (int64_t)w.bb * M + (int64_t)DIL * ip + w.r;
+        float *const row = out + ob + ((int64_t)DIL * ip + w.r) * VO::ld;
 #pragma unroll
         for (int c = 0; c < PJ; ++c)
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
                 const int col = w.c0 + 4 * w.tx + 4 * TX * c + e;
-                if (col < LD)
-                    out[row * LD + col] = acc[a][c][e];
+                if (col < NC)
+                    row[col] = acc[a][c][e];
             }
     }
 }
 
 /* NIT tiles of TI rows i' cover the M / DIL rows of a residue, NCOL tiles
- * of TC entries the band; q and k read through the views VQ and VK. */
+ * of TC entries the band; q and k read through the views VQ and VK, s
+ * written through VS. */
 template <int DIL, int M, int K, int W, int TX, int TY, int PJ, int NCOL, int NIT, int DC,
-          typename VQ, typename VK>
+          typename VQ, typename VK, typename VS>
 static __device__ __forceinline__ void
 ein_g2bmm_block(const float *__restrict__ q, const float *__restrict__ k,
                 float *__restrict__ s)
@@ -268,14 +272,14 @@ ein_g2bmm_block(const float *__restrict__ q, const float *__restrict__ k,
             ein_g2bmm_steps<TX, PJ, DC>(qs, ks, w.tx, w.ty, acc);
         __syncthreads();
     }
-    ein_band_store<DIL, M, TX, PJ, 2 * W + 1>(s, w, acc);
+    ein_band_store<DIL, TX, PJ, 2 * W + 1, VS>(s, w, acc);
 }
 
 /* NIT tiles of TI rows i' cover the M / DIL rows of a residue, NCOL tiles
  * of TC features the K features; s and v read through the views VS and
- * VV. */
+ * VV, o written through VO. */
 template <int DIL, int M, int K, int W, int TX, int TY, int PJ, int NCOL, int NIT, int JC,
-          typename VS, typename VV>
+          typename VS, typename VV, typename VO>
 static __device__ __forceinline__ void
 ein_gbmm_block(const float *__restrict__ s, const float *__restrict__ v,
                float *__restrict__ o)
@@ -307,5 +311,5 @@ ein_gbmm_block(const float *__restrict__ s, const float *__restrict__ v,
             ein_gbmm_steps<TX, PJ, JC>(ss, vs, w.tx, w.ty, W2 - j0, acc);
         __syncthreads();
     }
-    ein_band_store<DIL, M, TX, PJ, K>(o, w, acc);
+    ein_band_store<DIL, TX, PJ, K, VO>(o, w, acc);
 }

@@ -175,16 +175,29 @@ static const float *ein_band_row(const ein_band_view *v, int64_t b, int64_t r)
     return v->p + b / v->split * v->stride + b % v->split * v->sstride + r * v->ld;
 }
 
+/* The output, written through a view as well: dense, or inside the
+   buffer of a reordering of it that the product stores (plan.h,
+   PlanBuf); its ld at least a row's length. */
+typedef struct ein_band_out {
+    float *p;
+    int64_t ld, stride, split, sstride;
+} ein_band_out;
+
+static float *ein_band_out_row(const ein_band_out *v, int64_t b, int64_t r)
+{
+    return v->p + b / v->split * v->stride + b % v->split * v->sstride + r * v->ld;
+}
+
 /* s[b, i, j] = sum_c q[b, i, c] k[b, i + d (j - w), c] */
-RT_API void ein_g2bmm(ein_band_view q, ein_band_view k, float *s, float *tmp, int64_t nb,
-                      int64_t m, int64_t w, int64_t kk, int64_t d)
+RT_API void ein_g2bmm(ein_band_view q, ein_band_view k, ein_band_out s, float *tmp,
+                      int64_t nb, int64_t m, int64_t w, int64_t kk, int64_t d)
 {
     int64_t band = 2 * w + 1;
     for (int64_t b = 0; b < nb; b++)
         for (int64_t r = 0; r < d && r < m; r++) {
             int64_t nr = (m - r + d - 1) / d;
             const float *qr = ein_band_row(&q, b, r), *kr = ein_band_row(&k, b, r);
-            float *sr = s + (b * m + r) * band;
+            float *sr = ein_band_out_row(&s, b, r);
             for (int64_t t0 = 0; t0 < nr; t0 += EIN_BAND_ROWS) {
                 int64_t tn = nr - t0 < EIN_BAND_ROWS ? nr - t0 : EIN_BAND_ROWS;
                 int64_t v0 = t0 - w > 0 ? t0 - w : 0;
@@ -197,7 +210,7 @@ RT_API void ein_g2bmm(ein_band_view q, ein_band_view k, float *s, float *tmp, in
 #pragma omp parallel for schedule(static) if (tn * band > 32768)
 #endif
                 for (int64_t t = 0; t < tn; t++) {
-                    float *row = sr + (t0 + t) * d * band;
+                    float *row = sr + (t0 + t) * d * s.ld;
                     for (int64_t j = 0; j < band; j++) {
                         int64_t u = t0 + t + j - w;
                         row[j] = u >= v0 && u < v1 ? tmp[t * len + (u - v0)] : 0.0f;
@@ -208,15 +221,15 @@ RT_API void ein_g2bmm(ein_band_view q, ein_band_view k, float *s, float *tmp, in
 }
 
 /* o[b, i, c] = sum_j s[b, i, j] v[b, i + d (j - w), c] */
-RT_API void ein_gbmm(ein_band_view s, ein_band_view v, float *o, float *tmp, int64_t nb,
-                     int64_t m, int64_t w, int64_t kk, int64_t d)
+RT_API void ein_gbmm(ein_band_view s, ein_band_view v, ein_band_out o, float *tmp,
+                     int64_t nb, int64_t m, int64_t w, int64_t kk, int64_t d)
 {
     int64_t band = 2 * w + 1;
     for (int64_t b = 0; b < nb; b++)
         for (int64_t r = 0; r < d && r < m; r++) {
             int64_t nr = (m - r + d - 1) / d;
             const float *sr = ein_band_row(&s, b, r), *vr = ein_band_row(&v, b, r);
-            float *orow = o + (b * m + r) * kk;
+            float *orow = ein_band_out_row(&o, b, r);
             for (int64_t t0 = 0; t0 < nr; t0 += EIN_BAND_ROWS) {
                 int64_t tn = nr - t0 < EIN_BAND_ROWS ? nr - t0 : EIN_BAND_ROWS;
                 int64_t v0 = t0 - w > 0 ? t0 - w : 0;
@@ -224,7 +237,7 @@ RT_API void ein_gbmm(ein_band_view s, ein_band_view v, float *o, float *tmp, int
                 int64_t len = v1 - v0;
                 if (len <= 0) {
                     for (int64_t t = 0; t < tn; t++)
-                        memset(orow + (t0 + t) * d * kk, 0, sizeof(float) * (size_t)kk);
+                        memset(orow + (t0 + t) * d * o.ld, 0, sizeof(float) * (size_t)kk);
                     continue;
                 }
                 /* the block's band as dense rows over the key rows v0 .. v1 */
@@ -241,7 +254,7 @@ RT_API void ein_gbmm(ein_band_view s, ein_band_view v, float *o, float *tmp, int
                     }
                 }
                 ein_gemm_batch(0, 0, tn, kk, len, tmp, len, 0, vr + v0 * d * v.ld, d * v.ld, 0,
-                               orow + t0 * d * kk, d * kk, 0, 1);
+                               orow + t0 * d * o.ld, d * o.ld, 0, 1);
             }
         }
 }

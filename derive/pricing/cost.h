@@ -213,6 +213,13 @@ bool cost_lt_epilogue(IrCtx *cx, const Stage *s, const IrTensor *self, const IEx
  * epilogues as post-ops (libs.c says where OpenBLAS stays faster). */
 OpImpl cost_impl(const CostModel *cm, const IrTensor *out, const Stage *s, const OpMatch *m);
 
+/* Does the band operator m, run as impl (IMPL_CUDA_BAND or
+ * IMPL_CBLAS_BAND), take v as its output's view inside the tensor `of`
+ * (plan.h, PlanBuf): strides not negative, every element inside `of`,
+ * and for runtime/cblas.c a leading dimension (ld times the dilation)
+ * that is an int and at least a row's length. */
+bool cost_band_out_ok(const OpMatch *m, OpImpl impl, const BandView *v, const IrTensor *of);
+
 /* A short reduction: a sum, max or min with no guards of at most
  * COST_SHORT_TERMS terms (a pooling window, a small filter), which a
  * generated kernel writes out term by term, max and min without a

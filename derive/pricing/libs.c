@@ -162,12 +162,12 @@ static int64_t band_batch_at(const BandView *v, int64_t bb)
     return r;
 }
 
-/* The elements past the first that a band operand's view reaches (the
- * farthest batch: the last, or the last of the group before; its last
- * row and column), or -1 past 2^63.  Strides are not negative. */
-static int64_t band_reach(const OpMatch *m, int x)
+/* The elements past the first that the view v of band operand x (2: the
+ * output) reaches (the farthest batch: the last, or the last of the group
+ * before; its last row and column), or -1 past 2^63.  Strides are not
+ * negative. */
+static int64_t band_reach(const OpMatch *m, const BandView *v, int x)
 {
-    const BandView *v = &m->gv[x];
     int64_t last = m->gb - 1, r = band_batch_at(v, last), c;
     if (last >= v->split) {
         int64_t prev = band_batch_at(v, last - last % v->split - 1);
@@ -189,7 +189,7 @@ static bool band_views_ok(const OpMatch *m)
         const BandView *v = &m->gv[x];
         int64_t r;
         if (v->ld < 0 || v->stride < 0 || v->split < 1 || v->sstride < 0 || v->off < 0 ||
-            m->gb < 1 || m->gm < 1 || (r = band_reach(m, x)) < 0 || v->off > INT64_MAX - r ||
+            m->gb < 1 || m->gm < 1 || (r = band_reach(m, v, x)) < 0 || v->off > INT64_MAX - r ||
             v->off + r >= (int64_t)ir_tensor_numel(m->in[x]))
             return false;
     }
@@ -215,6 +215,20 @@ static bool band_c_ok(const IrTensor *t, const OpMatch *m)
             return false;
     }
     return true;
+}
+
+bool cost_band_out_ok(const OpMatch *m, OpImpl impl, const BandView *v, const IrTensor *of)
+{
+    int64_t r, ld;
+    if ((m->kind != OPK_G2BMM && m->kind != OPK_GBMM) || v->ld < 0 || v->stride < 0 ||
+        v->split < 1 || v->sstride < 0 || v->off < 0 || m->gb < 1 || m->gm < 1 ||
+        (r = band_reach(m, v, 2)) < 0 || v->off > INT64_MAX - r ||
+        v->off + r >= (int64_t)ir_tensor_numel(of) || of->elem != ELEM_F32)
+        return false;
+    if (impl == IMPL_CUDA_BAND)
+        return true;
+    return impl == IMPL_CBLAS_BAND && i64_mul(v->ld, m->gdil, &ld) && fits_int(ld) &&
+           v->ld >= match_band_cols(m, 2);
 }
 
 /* Sizes above this are left to the generic kernel by the tiled band

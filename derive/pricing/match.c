@@ -34,6 +34,8 @@ const char *op_kind_name(OpKind k)
 
 int64_t match_band_cols(const OpMatch *m, int x)
 {
+    if (x == 2)
+        return m->kind == OPK_G2BMM ? 2 * m->gw + 1 : m->gk;
     return m->kind == OPK_GBMM && x == 0 ? 2 * m->gw + 1 : m->gk;
 }
 

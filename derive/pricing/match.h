@@ -57,7 +57,8 @@ typedef struct OpMatch {
 } OpMatch;
 
 /* The columns of operand x (0 or 1) of G2BMM or GBMM m (k, or GBMM's
- * first operand 2w + 1), and its view were it stored dense. */
+ * first operand 2w + 1), or of its output (x = 2: G2BMM's 2w + 1,
+ * GBMM's k), and its view were it stored dense. */
 int64_t match_band_cols(const OpMatch *m, int x);
 void match_band_dense(const OpMatch *m, int x, BandView *v);
 

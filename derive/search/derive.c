@@ -78,6 +78,7 @@ Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o)
         derive_fuse(cx, pl, &cm, so.budget_ms, o->verify != 0);
         derive_epilogues(cx, pl, &cm, o->verify != 0);
         derive_rows(cx, pl, &cm);
+        derive_out_views(pl);
     }
     return d;
 }

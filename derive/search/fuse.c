@@ -133,6 +133,7 @@ typedef struct Info {
 } Info;
 
 typedef struct Walk {
+    const IrProgram *p;             /* reads of its tensors are counted */
     Arena *arena;
     int *count;                     /* by tensor id, zero between walks */
     VEC(int) seen;                  /* the ids counted */
@@ -171,8 +172,11 @@ static int walk_expr(Walk *w, const IExpr *e)
         if ((k = walk_ix(w, ixs[i])) > d)
             d = k;
     if (e->kind == IE_ACCESS && e->access.tensor) {
+        /* a fused row group's members that left the program keep their
+         * stale ids (plan.h, PlanRowGroup): no reads of the program's */
         int x = e->access.tensor->id;
-        if (w->count[x]++ == 0)
+        if (x >= 0 && x < w->p->ntensors && w->p->tensors[x] == e->access.tensor &&
+            w->count[x]++ == 0)
             vec_push(w->arena, &w->seen, x);
     } else if (ir_expr_stage(e) && (k = walk_stage(w, ir_expr_stage(e))) > d) {
         d = k;
@@ -335,7 +339,7 @@ int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm, double budget_ms, bool
     Arena *a = ir_arena(cx);
     Tensors *pro = arena_alloc(a, (size_t)(nt + 1) * sizeof *pro);
     int64_t *lo = xcalloc((size_t)nv + 1, sizeof *lo), *hi = xcalloc((size_t)nv + 1, sizeof *hi);
-    Walk w = {arena_new(), xcalloc((size_t)nt + 1, sizeof *w.count), {0}, 0};
+    Walk w = {p, arena_new(), xcalloc((size_t)nt + 1, sizeof *w.count), {0}, 0};
     Info *info = xcalloc((size_t)nt + 1, sizeof *info);
     Readers rd = {{0}, xcalloc((size_t)nt + 1, sizeof *rd.nreaders),
                   xcalloc((size_t)nt + 1, sizeof *rd.idsum)};
@@ -449,7 +453,7 @@ int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm, double budget_ms, bool
 
 bool derive_fits(const IrProgram *p, const Stage *s, const IExpr *epi)
 {
-    Walk w = {arena_new(), xcalloc((size_t)p->ntensors + 1, sizeof *w.count), {0}, 0};
+    Walk w = {p, arena_new(), xcalloc((size_t)p->ntensors + 1, sizeof *w.count), {0}, 0};
     Info in = stage_info(&w, s);
     free(in.reads);
     w.nodes = 0;
@@ -467,7 +471,7 @@ int *derive_readers(const IrProgram *p)
 {
     int nt = p->ntensors;
     int *n = xcalloc((size_t)nt + 1, sizeof *n);
-    Walk w = {arena_new(), xcalloc((size_t)nt + 1, sizeof *w.count), {0}, 0};
+    Walk w = {p, arena_new(), xcalloc((size_t)nt + 1, sizeof *w.count), {0}, 0};
     for (int i = 0; i < nt; i++)
         if (p->tensors[i]->kind == IT_STAGE) {
             Info in = stage_info(&w, p->tensors[i]->stage);

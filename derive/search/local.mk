@@ -3,7 +3,7 @@
 # the IR (derive/ir), the rules (derive/rules) and pricing (derive/pricing).
 derive_libderive_a_SOURCES += derive/search/plan.h derive/search/plan.c \
 	derive/search/search.h derive/search/search.c derive/search/derive.h \
-	derive/search/derive.c derive/search/epilogue.c derive/search/fuse.c \
+	derive/search/derive.c derive/search/epilogue.c derive/search/fuse.c derive/search/outview.c \
 	derive/search/rows.c derive/search/siblings.c \
 	derive/search/tune.h derive/search/tune.c
 

@@ -13,12 +13,17 @@
 
 bool plan_has_kernel(const PlanOp *op)
 {
-    return (op->impl == IMPL_KERNEL && !plan_in_rows(op)) || op->impl == IMPL_CUDNN_CONV;
+    return (op->impl == IMPL_KERNEL && plan_runs(op)) || op->impl == IMPL_CUDNN_CONV;
 }
 
 bool plan_in_rows(const PlanOp *op)
 {
     return op->rows && op->out != op->rows->members[op->rows->nmembers - 1];
+}
+
+bool plan_runs(const PlanOp *op)
+{
+    return !plan_in_rows(op) && !op->stored_by;
 }
 
 const Stage *plan_epilogue_stage(IrCtx *cx, const PlanOp *op)
@@ -330,7 +335,7 @@ double plan_kernel_bytes(const PlanOp *op)
     RowBytes rb = {op->rows, seen, 0, 64, 0, op->epi.self};
     const PlanRowGroup *g = op->rows;
     double out = (op->out->elem == ELEM_F32 ? 4.0 : 2.0) * (double)ir_tensor_numel(op->out);
-    if (plan_in_rows(op))
+    if (!plan_runs(op))
         return 0;
     for (int i = 0; g && i < g->nmembers; i++) {
         const Stage *s = g->ops[i].stage;
@@ -419,6 +424,10 @@ static bool lt_takes(const CostModel *cm, const PlanOp *op)
 void plan_price(IrCtx *cx, const CostModel *cm, PlanOp *op)
 {
     op->measured = false;
+    if (op->stored_by) {
+        op->cost = 0;           /* the other operator's store does it */
+        return;
+    }
     if (!lt_takes(cm, op) ||
         !cost_lt_epilogue(cx, op->stage, op->epi.self, op->epi.value, &op->op, &op->lt))
         memset(&op->lt, 0, sizeof op->lt);
@@ -1025,6 +1034,17 @@ static void print_names(const char *tag, const IrTensor *const *t, int n, FILE *
         fprintf(fp, "%s%s", i ? "," : "", t[i]->name);
 }
 
+/* "  into=att (ld=512 stride=5120000 split=8 sstride=64)": where a view's
+ * elements land (plan.h, PlanBuf) */
+static void print_view(const PlanOp *o, FILE *fp)
+{
+    const BandView *v = &o->buf.view;
+    fprintf(fp, "  into=%s (ld=%" PRId64 " stride=%" PRId64, o->buf.of->name, v->ld, v->stride);
+    if (v->split > 1)
+        fprintf(fp, " split=%" PRId64 " sstride=%" PRId64, v->split, v->sstride);
+    fputc(')', fp);
+}
+
 static void print_op(const PlanOp *o, FILE *fp)
 {
     const OpMatch *m = &o->op;
@@ -1052,6 +1072,10 @@ static void print_op(const PlanOp *o, FILE *fp)
         fprintf(fp, " (cublasLt: %s)", plan_lt_name(o, lt, sizeof lt));
     if (plan_dnn_fused(o))
         fprintf(fp, " (cudnn graph: %s)", plan_pw_name(o, pw, sizeof pw));
+    if (o->buf.kind == BUF_VIEW)
+        print_view(o, fp);
+    if (o->stored_by)
+        fprintf(fp, "  stored by %s", o->stored_by->name);
     if (plan_in_rows(o))
         fprintf(fp, "  in the rows of %s", o->rows->members[o->rows->nmembers - 1]->name);
     else if (o->rows)
@@ -1134,6 +1158,18 @@ void plan_print_json_op(const PlanOp *o, Precision prec, FILE *fp)
         fputs(", \"cudnn_pointwise\": ", fp);
         plan_json_string(plan_pw_name(o, pw, sizeof pw), fp);
     }
+    if (o->buf.kind == BUF_VIEW) {
+        const BandView *v = &o->buf.view;
+        fputs(", \"view_of\": ", fp);
+        plan_json_string(o->buf.of->name, fp);
+        fprintf(fp, ", \"view\": {\"ld\": %" PRId64 ", \"stride\": %" PRId64
+                ", \"split\": %" PRId64 ", \"sstride\": %" PRId64 "}", v->ld, v->stride,
+                v->split, v->sstride);
+    }
+    if (o->stored_by) {
+        fputs(", \"stored_by\": ", fp);
+        plan_json_string(o->stored_by->name, fp);
+    }
     if (o->rows)
         json_names("rows", o->rows->members, o->rows->nmembers, fp);
     if (o->rows && o->rows->threads > 1)
@@ -1141,7 +1177,7 @@ void plan_print_json_op(const PlanOp *o, Precision prec, FILE *fp)
     /* what runs each time: its launches (a library call's pass counts
      * one more) and the bytes its generated code moves */
     fprintf(fp, ", \"launches\": %d, \"kernel_bytes\": %.0f",
-            plan_in_rows(o) ? 0 : 1 + (o->impl != IMPL_KERNEL && plan_epilogue_pass(o)),
+            !plan_runs(o) ? 0 : 1 + (o->impl != IMPL_KERNEL && plan_epilogue_pass(o)),
             plan_kernel_bytes(o));
     if (o->engine >= 0)
         fprintf(fp, ", \"engine\": %" PRId64, o->engine);

@@ -68,19 +68,26 @@ typedef struct PlanRowGroup {
     int threads;                /* CUDA: threads of the block of a row (32..256); C: 1 */
 } PlanRowGroup;
 
-/* Where an operator's result lives.  Every tensor has a buffer of its own
- * today; a view (a slice or reshape of another tensor's buffer, written in
- * place) is the room left for aliasing, which emit/ refuses until it is
- * made. */
+/* Where an operator's result lives: a buffer of its own, or (BUF_VIEW)
+ * inside the buffer of `of`, another tensor of the program, which is a
+ * reordering of this one that nothing else computes (outview.c).  Only a
+ * banded matmul (IMPL_CUDA_BAND, IMPL_CBLAS_BAND) is written through a
+ * view today: its element (bb, r, c), bb the batch dims flattened, r the
+ * row and c the column, lands at element
+ *   (bb / split) * stride + (bb % split) * sstride + r * ld + c
+ * of `of` (view, match.h's BandView with off 0); `of`'s operator then
+ * has `stored_by` set.  The tensor keeps its place in the program (the
+ * interpreter and the plan's meaning read it as before), but nothing
+ * reads it. */
 typedef enum {
     BUF_OWN,                    /* a buffer of its own (by tensor id) */
-    BUF_VIEW,                   /* `of`'s buffer from element `offset` */
+    BUF_VIEW,                   /* inside `of`'s buffer, through `view` */
 } PlanBufKind;
 
 typedef struct PlanBuf {
     PlanBufKind kind;
     const IrTensor *of;
-    int64_t offset;
+    BandView view;
 } PlanBuf;
 
 struct PlanOp {
@@ -103,6 +110,11 @@ struct PlanOp {
     LibLt lt;
     const PlanRowGroup *rows;   /* NULL: not in a row group */
     PlanBuf buf;
+    /* Every element of out is stored by the operator of this tensor,
+     * written through its view (its buf is BUF_VIEW of out): out's own
+     * operator is a copy that has no code and costs nothing.  NULL: out's
+     * operator runs. */
+    const IrTensor *stored_by;
     bool at_load;               /* depends on weights only: runs at load */
     /* A cuDNN convolution: the engine (its global index) that the tuning
      * database measured fastest for it, which the program tries before
@@ -164,6 +176,11 @@ bool plan_has_kernel(const PlanOp *op);
 /* Is op a stored member of a row group that the group's operator (that
  * of its last member) computes: no code of its own? */
 bool plan_in_rows(const PlanOp *op);
+
+/* Does op run code of its own: neither a stored member of a row group
+ * (plan_in_rows) nor a tensor another operator stores through a view
+ * (stored_by)? */
+bool plan_runs(const PlanOp *op);
 
 /* The price of a row group as one operator (cost_rows). */
 double plan_rows_cost(IrCtx *cx, const CostModel *cm, const PlanRowGroup *g);

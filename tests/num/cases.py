@@ -236,6 +236,23 @@ def band_views(x, p, q2, kf, pb, vb):
                            band(vb[:, 2:n + 2, 3:d + 3], k, 1))}
 
 
+# Band outputs stored through views into the copies that reorder them
+# (derive/search/outview.c): scores position-major, heads merged from a
+# flat batch and from a batch loop of their own; the last a transpose that
+# stays a kernel.
+@case({"q": (6, 150, 6), "kt": (6, 150, 6), "p": (6, 150, 9), "v": (6, 150, 6),
+       "p2": (2, 3, 150, 9), "v2": (2, 3, 150, 6)})
+def band_out(q, kt, p, v, p2, v2):
+    b, h, n, d = 2, 3, 150, 6
+    s = torch.einsum("bid,bijd->bij", q, band(kt, 4, 3))
+    o = torch.einsum("bij,bijd->bid", p, band(v, 4, 2))
+    o2 = torch.einsum("bij,bijd->bid", p2.reshape(b * h, n, 9), band(v2.reshape(b * h, n, d), 4, 1))
+    o3 = torch.einsum("bij,bijd->bid", p, band(kt, 4, 1))
+    merge = lambda t: t.reshape(b, h, n, d).permute(0, 2, 1, 3).reshape(b, n, h * d)
+    return {"st": s.permute(1, 0, 2), "om": merge(o), "om2": merge(o2),
+            "ot": o3.transpose(1, 2)}
+
+
 # ---- convolutions --------------------------------------------------------
 
 @case({"x": (2, 5, 9, 7)}, {"w1": (6, 5, 3, 3), "b1": (6,)})
