@@ -15,7 +15,10 @@
  * -O1 or -O2, evaluates both plans with the IR interpreter (double
  * precision) on the same seeded inputs and weights, and aborts when an
  * output differs by more than 1e-9 of its largest value (the tolerance of
- * einc --verify; the generator keeps NaN and infinity out).
+ * einc --verify; the generator keeps NaN and infinity out).  A copy that
+ * a band operator stores through a view (derive/search/outview.c) is
+ * evaluated as those stores leave it, each of its elements stored once,
+ * so a wrong view is a difference.
  *
  *   make fuzz-compile && make fuzz-compile-run FUZZ_COMPILE_TIME=SECONDS
  *   EINC_FUZZ_PRINT=1 tests/fuzz/replay_compile FILE   # the program, and
@@ -197,11 +200,36 @@ static uint64_t name_hash(const char *s)
     return h;
 }
 
+/* The operator of x stores it inside the buffer `into` of the copy
+ * plan.h's PlanBuf names, through its view: put each element of x (its
+ * dims [batch.., row, column]) where the view says, and die unless every
+ * element of the copy gets exactly one. */
+static void store_view(const PlanOp *op, const double *x, double *into, const char *text)
+{
+    const IrTensor *t = op->out, *of = op->buf.of;
+    const BandView *v = &op->buf.view;
+    int r = t->rank;
+    size_t n = ir_tensor_numel(t), m = ir_tensor_numel(of);
+    int64_t rows = t->shape[r - 2], cols = t->shape[r - 1];
+    unsigned char *hit = calloc(m ? m : 1, 1);
+    if (!hit || n != m)
+        die("a view's tensor and its copy differ in size", text);
+    for (size_t k = 0; k < n; k++) {
+        int64_t e = (int64_t)k, c = e % cols, row = e / cols % rows, bb = e / cols / rows;
+        int64_t at = bb / v->split * v->stride + bb % v->split * v->sstride + row * v->ld + c;
+        if (at < 0 || (size_t)at >= m || hit[at]++)
+            die("a band operator's view leaves its copy or stores an element twice", text);
+        into[at] = x[k];
+    }
+    free(hit);
+}
+
 /* Evaluate the plan pl with every input and weight filled by its name
  * (the same values in both programs): each tensor as its operator stores
- * it (plan_stored_stage: with its epilogue); returns the buffers, by
- * tensor id. */
-static double **evaluate(const Plan *pl)
+ * it (plan_stored_stage: with its epilogue), and a copy that another
+ * operator stores through a view as that operator's stores leave it;
+ * returns the buffers, by tensor id. */
+static double **evaluate(const Plan *pl, const char *text)
 {
     const IrProgram *p = pl->prog;
     double **data = calloc((size_t)p->ntensors + 1, sizeof *data);
@@ -221,8 +249,12 @@ static double **evaluate(const Plan *pl)
     }
     for (int i = 0; i < p->ntensors; i++) {
         const IrTensor *t = p->tensors[i];
-        if (t->kind == IT_STAGE)
-            derive_eval_into(plan_stored_stage(p->cx, &pl->ops[t->id]), t, data, data[i]);
+        const PlanOp *op = &pl->ops[t->id];
+        if (t->kind != IT_STAGE || op->stored_by)
+            continue;
+        derive_eval_into(plan_stored_stage(p->cx, op), t, data, data[i]);
+        if (op->buf.kind == BUF_VIEW)
+            store_view(op, data[i], data[op->buf.of->id], text);
     }
     return data;
 }
@@ -239,7 +271,7 @@ static void compare(const Plan *pa, const Plan *pb, const char *text, int level)
     const IrProgram *a = pa->prog, *b = pb->prog;
     if (a->noutputs != b->noutputs)
         die("-O0 and the other level have different outputs", text);
-    double **da = evaluate(pa), **db = evaluate(pb);
+    double **da = evaluate(pa, text), **db = evaluate(pb, text);
     for (int o = 0; o < a->noutputs; o++) {
         const IrTensor *ta = a->tensors[a->outputs[o]], *tb = b->tensors[b->outputs[o]];
         size_t n = ir_tensor_numel(ta);

@@ -661,10 +661,45 @@ static void stmt_band(G *g)
     put_shape(g, &g->body, sd, 3);
     put(&g->body, " += %s[b, i, d] * %s[b, i + %lld*(j - %lld), d]\n", q->name, kt->name,
         (long long)dil, (long long)kw);
+    Ten *x = s;
     if (chance(&g->r, 50)) {
         Ten *v = declare(g, qd, 3, false), *o = define(g, qd, 3);
         put(&g->body, "%s[b, i, d] += %s[b, i, j] * %s[b, i + %lld*(j - %lld), d]\n",
             o->name, s->name, v->name, (long long)dil, (long long)kw);
+        x = o;
+    }
+    if (!chance(&g->r, 40))
+        return;
+    /* A copy of the last product to another layout, which the product may
+     * store itself through a view (derive/search/outview.c): position
+     * major, heads merged (batch = 2*b1 + h, or b1 + (b/2)*h), and two it
+     * cannot take (the columns to rows, the columns reversed). */
+    int64_t c = x->dim[2], h = b / 2;
+    unsigned kind = pick(&g->r, 5);
+    if ((kind == 1 || kind == 2) && b % 2)
+        kind = 0;
+    int64_t cd[3] = {l, b, c};
+    if (kind == 1 || kind == 2)
+        cd[0] = h, cd[1] = l, cd[2] = 2 * c;
+    else if (kind == 3)
+        cd[0] = b, cd[1] = c, cd[2] = l;
+    else if (kind == 4)
+        cd[0] = b, cd[1] = l;
+    Ten *y = define(g, cd, 3);
+    put(&g->body, "%s[u, v, w] : ", y->name);
+    put_shape(g, &g->body, cd, 3);
+    switch (kind) {
+    case 0: put(&g->body, " = %s[v, u, w]\n", x->name); break;
+    case 1:
+        put(&g->body, " = %s[2*u + w / %lld, v, w %% %lld]\n", x->name, (long long)c,
+            (long long)c);
+        break;
+    case 2:
+        put(&g->body, " = %s[u + %lld*(w / %lld), v, w %% %lld]\n", x->name, (long long)h,
+            (long long)c, (long long)c);
+        break;
+    case 3: put(&g->body, " = %s[u, w, v]\n", x->name); break;
+    default: put(&g->body, " = %s[u, v, %lld - w]\n", x->name, (long long)(c - 1)); break;
     }
 }
 
