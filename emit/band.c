@@ -115,10 +115,9 @@ void band_write_launch(Emit *em, const IrTensor *t, const OpMatch *m, const char
     BandTiles g;
     band_tiles(t, m, &g);
     const char *name = band_name(em, t);
-    const PlanOp *op = emit_op(em, t);
     sb_printf(&em->out, "%s%s<<<%" PRId64 ", %d, 0, stream>>>((const float *)p[%d], "
               "(const float *)p[%d], (float *)p[%d]);\n", indent, name, g.blocks, g.threads,
-              m->in[0]->id, m->in[1]->id, op->buf.kind == BUF_VIEW ? op->buf.of->id : t->id);
+              m->in[0]->id, m->in[1]->id, emit_store_id(em, t));
     sb_printf(&em->out, "%sif ((rc = ein_launched(ctx, \"%s\")) != 0)\n%s    return rc;\n",
               indent, name, indent);
 }

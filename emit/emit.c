@@ -432,12 +432,14 @@ static void check_plan(const Plan *pl)
             ICE_AT(t->loc, "the plan computes '%s' in a fused row group of %d threads a "
                    "row as %s on target %s", t->name, op->rows->threads,
                    cost_impl_name(op->impl), cost_target_name(pl->target));
-        /* a view: a band operator's output inside the buffer of a copy
-         * that it stores (plan.h, PlanBuf) */
+        /* a view: a band operator's or GEMM's output inside the buffer
+         * of a copy that it stores (plan.h, PlanBuf) */
         const IrTensor *of = op->buf.of;
         if (op->buf.kind != BUF_OWN &&
             (op->buf.kind != BUF_VIEW || t->is_output ||
-             (op->impl != IMPL_CUDA_BAND && op->impl != IMPL_CBLAS_BAND) || !of ||
+             (op->impl != IMPL_CUDA_BAND && op->impl != IMPL_CBLAS_BAND &&
+              op->impl != IMPL_CUBLAS_GEMM && op->impl != IMPL_CBLAS_GEMM) ||
+             op->epi.value || op->lt.fused || !of ||
              of->id < 0 || of->id >= p->ntensors || p->tensors[of->id] != of ||
              pl->ops[of->id].stored_by != t))
             ICE_AT(t->loc, "the plan makes '%s' a view of another buffer that %s",

@@ -220,6 +220,14 @@ static inline const PlanOp *emit_op(const Emit *em, const IrTensor *t)
     return &em->plan->ops[t->id];
 }
 
+/* The buffer (tensor id) that t's operator stores into: t's own, or that
+ * of the copy it stores through a view (plan.h, PlanBuf). */
+static inline int emit_store_id(const Emit *em, const IrTensor *t)
+{
+    const PlanOp *op = emit_op(em, t);
+    return op->buf.kind == BUF_VIEW ? op->buf.of->id : t->id;
+}
+
 /* kernel.c: the kernel of op (its stage, the epilogue fused into its
  * store), or (pass) its epilogue pass after a library call, named `name`. */
 int kernel_build(Emit *em, const PlanOp *op, bool pass, const char *name, Kernel *k);

@@ -799,7 +799,7 @@ static void write_gemm(Emit *em, const IrTensor *t, const OpMatch *m, const char
                   in, m->trans_a, m->trans_b, m->out_nm, m->m, m->n, m->k,
                   in, c_operand(em, m, 0), m->off_a, m->lda, m->stride_a,
                   in, c_operand(em, m, 1), m->off_b, m->ldb, m->stride_b,
-                  in, t->id, m->ldc, m->stride_c, batch);
+                  in, emit_store_id(em, t), m->ldc, m->stride_c, batch);
         return;
     }
     size_t es = emit_elem_size(t->elem);
@@ -829,7 +829,7 @@ static void write_gemm(Emit *em, const IrTensor *t, const OpMatch *m, const char
             sb_printf(o, ", %" PRId64, st[j]);
         sb_puts(o, ",\n");
     }
-    sb_printf(o, "%s    &ein_zero, p[%d], %s, %" PRId64, in, t->id, ty, m->ldc);
+    sb_printf(o, "%s    &ein_zero, p[%d], %s, %" PRId64, in, emit_store_id(em, t), ty, m->ldc);
     if (batch > 1)
         sb_printf(o, ", %" PRId64 ", %" PRId64, m->stride_c, batch);
     sb_printf(o, ", %s, CUBLAS_GEMM_DEFAULT));\n", cublas_compute(em, t->elem));
@@ -937,7 +937,7 @@ static void write_cblas_band(Emit *em, const IrTensor *t, const OpMatch *m, cons
         match_band_dense(m, 2, &v);
     sb_printf(o, "(ein_band_out){(float *)p[%d], %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
               "},\n%s    ctx->col, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
-              ");\n", op->buf.kind == BUF_VIEW ? op->buf.of->id : t->id, v.ld, v.stride,
+              ");\n", emit_store_id(em, t), v.ld, v.stride,
               v.split, v.sstride, in, m->gb, m->gm, m->gw, m->gk, m->gdil);
 }
 

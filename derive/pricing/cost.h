@@ -220,6 +220,13 @@ OpImpl cost_impl(const CostModel *cm, const IrTensor *out, const Stage *s, const
  * that is an int and at least a row's length. */
 bool cost_band_out_ok(const OpMatch *m, OpImpl impl, const BandView *v, const IrTensor *of);
 
+/* The same for a GEMM m run as impl (IMPL_CUBLAS_GEMM or
+ * IMPL_CBLAS_GEMM) whose ldc and stride_c place its output inside `of`:
+ * a leading dimension that is an int and at least a row's length, every
+ * element inside `of`, and on cuBLAS batches whose spans (first element
+ * to last) do not overlap, which cuBLAS leaves undefined. */
+bool cost_gemm_out_ok(const OpMatch *m, OpImpl impl, const IrTensor *of);
+
 /* A short reduction: a sum, max or min with no guards of at most
  * COST_SHORT_TERMS terms (a pooling window, a small filter), which a
  * generated kernel writes out term by term, max and min without a

@@ -62,10 +62,10 @@ int derive_epilogues(IrCtx *cx, Plan *pl, const CostModel *cm, bool verify);
  * cheaper than the kernels apart (rows.c).  Returns how many groups. */
 int derive_rows(IrCtx *cx, Plan *pl, const CostModel *cm);
 
-/* Output views: a G2BMM or GBMM whose output only a copy to another
- * layout reads stores into that copy's buffer, through a view, and the
- * copy has no code of its own (outview.c; plan.h, PlanBuf).  Returns how
- * many. */
+/* Output views: a G2BMM, GBMM or GEMM whose output only a copy to
+ * another layout reads stores into that copy's buffer, through a view,
+ * and the copy has no code of its own (outview.c; plan.h, PlanBuf).
+ * Returns how many. */
 int derive_out_views(Plan *pl);
 
 /* Does s with the epilogue epi (NULL: none) stay within fusion's bounds

@@ -1,17 +1,18 @@
-/* outview.c - output views: a banded matmul stores straight into the
- * reordering that follows it.  Where the only reader of a G2BMM's or
- * GBMM's output x is a map y that copies it to another layout (every
- * element of y one element of x and every element of x in one place:
- * Longformer's head merge, att[b, l, e] = o[b*H + e/D, l, e%D]), the
- * band operator writes each element where y would have put it, through
- * a view of y's buffer (plan.h, PlanBuf), and y's copy goes: one kernel
- * and a pass over the tensor less (two with the launch).  The band
- * kernels take the view as they take their operands' (match.h,
- * BandView): a batch index split into two strides, a row stride, columns
- * one apart, so the map's subscripts must say exactly that.  The operator
- * stores as many elements as before, so the cost model prices it the
- * same and the copy at 0: always cheaper.  Runs last, on the plan's
- * program (derive.c). */
+/* outview.c - output views: an operator stores straight into the
+ * reordering that follows it.  Where the only reader of a G2BMM's, a
+ * GBMM's or a GEMM's output x is a map y that copies it to another
+ * layout (every element of y one element of x and every element of x in
+ * one place: Longformer's head merge, att[b, l, e] = o[b*H + e/D, l,
+ * e%D], or a transpose), the operator writes each element where y would
+ * have put it, through a view of y's buffer (plan.h, PlanBuf), and y's
+ * copy goes: one kernel and a pass over the tensor less (two with the
+ * launch).  The band kernels take the view as they take their operands'
+ * (match.h, BandView): a batch index split into two strides, a row
+ * stride, columns one apart; a GEMM as its ldc and stride_c, or stored
+ * transposed where the copy's rows are one apart.  The subscripts of the
+ * map must say exactly that.  The operator stores as many elements as
+ * before, so the cost model prices it the same and the copy at 0: always
+ * cheaper.  Runs last, on the plan's program (derive.c). */
 #include "config.h"
 #include "derive.h"
 
@@ -100,17 +101,44 @@ static int radix(Digit *d, int n, int64_t size)
     return w == size ? m : -1;
 }
 
-/* Where element (bb, r, c) of x, y's stage `s` being a copy of it (a read
- * of x and nothing else, over all of y), lands in y's buffer: *v, when
- * that is a band view (off 0).  Each subscript of x must be a sum of
- * digits of y's element number that covers x's dim once (radix), each
- * digit in one subscript only; then the copy is one-to-one (x and y have
- * as many elements, each of x made of distinct digits). */
-static bool invert(const IrTensor *y, const Stage *s, const IrTensor *x, BandView *v)
+/* Merge the n digits of one group of dims, sorted by their weight in
+ * the group's index, where neighbours flatten (the outer's stride is the
+ * inner's span); returns how many are left. */
+static int merge(Digit *d, int n)
+{
+    qsort(d, (size_t)n, sizeof *d, by_coef);
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        int64_t span, ext;
+        if (m > 0 && i64_mul(d[m - 1].addr, d[m - 1].ext, &span) && span == d[i].addr &&
+            i64_mul(d[m - 1].ext, d[i].ext, &ext)) {
+            d[m - 1].ext = ext;
+            continue;
+        }
+        d[m++] = d[i];
+    }
+    return m;
+}
+
+/* Where x's elements land in y's buffer, y's stage `s` being a copy of x
+ * (a read of x and nothing else, over all of y).  x's dims are in three
+ * groups, consecutive (group[k]: 0 the batch, 1 the rows, 2 the
+ * columns), each flattened row-major; element (bb, r, c) must land at
+ *   (bb / split) * stride + (bb % split) * sstride + r * ld + c,
+ * at most `nbatch` batch strides (1 or 2): *v (off 0); or, where `trans`
+ * is not NULL and the rows are one apart instead, at r + c * ld (*trans
+ * set).  Each subscript
+ * of x must be a sum of digits of y's element number that covers x's dim
+ * once (radix), each digit in one subscript only; then the copy is one
+ * to one (x and y have as many elements, each of x made of distinct
+ * digits).  The digits of a group, merged, must be one of columns one
+ * apart, one of rows, and at most nbatch of the batch. */
+static bool invert(const Stage *s, const IrTensor *x, const int *group, int nbatch,
+                   BandView *v, bool *trans)
 {
     const IExpr *e = s->body;
     int r = x->rank;
-    if (r < 2 || r > MATCH_MAX_DIMS || s->nloops > MATCH_MAX_VARS || e->access.nidx != r)
+    if (r > MATCH_MAX_DIMS || s->nloops > MATCH_MAX_VARS || e->access.nidx != r)
         return false;
     int64_t st[MATCH_MAX_VARS], below = 1;
     for (int l = s->nloops - 1; l >= 0; l--) {
@@ -119,37 +147,29 @@ static bool invert(const IrTensor *y, const Stage *s, const IrTensor *x, BandVie
             return false;
     }
     Use use[MATCH_MAX_VARS] = {{0}};
-    /* the digits of each subscript; the batch's with weights in bb, the
-     * batch dims flattened */
-    Digit bat[OV_MAX_DIGITS], row[OV_MAX_DIGITS], col[OV_MAX_DIGITS];
-    int nbat = 0, nrow = 0, ncol = 0;
-    int64_t inner = 1;          /* elements of the batch dims after dim k */
+    /* the digits of each group, with their weights in its flat index */
+    Digit gd[3][OV_MAX_DIGITS];
+    int ng[3] = {0, 0, 0};
+    int64_t inner[3] = {1, 1, 1};       /* elements of the group's dims after dim k */
     for (int k = r - 1; k >= 0; k--) {
         const Ix *ix = e->access.idx[k];
         Digit d[OV_MAX_DIGITS];
+        int g = group[k];
         if (ix->c != 0 || ix->n > OV_MAX_DIGITS)
             return false;
         for (int t = 0; t < ix->n; t++)
             if (!term_digit(s, st, &ix->t[t], use, &d[t]))
                 return false;
         int n = radix(d, ix->n, x->shape[k]);
-        if (n < 0)
+        if (n < 0 || ng[g] + n > OV_MAX_DIGITS)
             return false;
-        if (k == r - 1) {
-            ncol = n;
-            memcpy(col, d, sizeof *d * (size_t)n);
-        } else if (k == r - 2) {
-            nrow = n;
-            memcpy(row, d, sizeof *d * (size_t)n);
-        } else {
-            for (int t = 0; t < n; t++) {
-                bat[nbat] = d[t];
-                if (!i64_mul(d[t].coef, inner, &bat[nbat++].coef))
-                    return false;
-            }
-            if (!i64_mul(inner, x->shape[k], &inner))
+        for (int t = 0; t < n; t++) {
+            gd[g][ng[g]] = d[t];
+            if (!i64_mul(d[t].coef, inner[g], &gd[g][ng[g]++].coef))
                 return false;
         }
+        if (!i64_mul(inner[g], x->shape[k], &inner[g]))
+            return false;
     }
     /* every variable once, or its quotient and remainder once each */
     for (int l = 0; l < s->nloops; l++) {
@@ -158,29 +178,58 @@ static bool invert(const IrTensor *y, const Stage *s, const IrTensor *x, BandVie
         if (!(u->plain == 1 && !u->quot && !u->rem) && !split && s->loops[l].hi > 1)
             return false;
     }
-    /* columns one apart; one row stride; the batch digits, neighbours that
-     * flatten merged, at most two */
-    if (ncol > 1 || (ncol == 1 && col[0].addr != 1) || nrow > 1)
+    int nb = merge(gd[0], ng[0]), nr = merge(gd[1], ng[1]), nc = merge(gd[2], ng[2]);
+    if (nc > 1 || nr > 1 || nb > nbatch)
         return false;
-    qsort(bat, (size_t)nbat, sizeof *bat, by_coef);
-    int m = 0;
-    for (int i = 0; i < nbat; i++) {
-        int64_t span;
-        if (m > 0 && i64_mul(bat[m - 1].addr, bat[m - 1].ext, &span) && span == bat[i].addr &&
-            i64_mul(bat[m - 1].ext, bat[i].ext, &bat[m - 1].ext))
-            continue;
-        bat[m++] = bat[i];
+    *v = (BandView){.ld = nr ? gd[1][0].addr : 0, .split = 1};
+    if (nc == 1 && gd[2][0].addr != 1) {
+        if (!trans || nr != 1 || gd[1][0].addr != 1)
+            return false;
+        *trans = true;
+        v->ld = gd[2][0].addr;
     }
-    if (m > 2)
+    if (nb == 1)
+        v->stride = gd[0][0].addr;
+    if (nb == 2) {
+        v->split = gd[0][0].ext;
+        v->sstride = gd[0][0].addr;
+        v->stride = gd[0][1].addr;
+    }
+    return true;
+}
+
+/* The groups of x's dims (invert) for the band operator: the batch
+ * dims, the row, the column. */
+static void band_groups(const IrTensor *x, int *group)
+{
+    for (int k = 0; k < x->rank; k++)
+        group[k] = k < x->rank - 2 ? 0 : k - x->rank + 3;
+}
+
+/* The groups of x's dims for the dense output of the GEMM m, in memory
+ * order: the batch, the rows (m, or n where the output is stored
+ * transposed) and the columns, each dims whose extents multiply to its
+ * size; false where the output is not dense or its dims do not split so. */
+static bool gemm_groups(const OpMatch *m, const IrTensor *x, int *group, int64_t *rows,
+                        int64_t *cols)
+{
+    int64_t size[3] = {m->batch > 1 ? m->batch : 1, m->out_nm ? m->n : m->m,
+                       m->out_nm ? m->m : m->n};
+    if (m->ldc != size[2] || (size[0] > 1 && m->stride_c != size[1] * size[2]))
         return false;
-    *v = (BandView){.ld = nrow ? row[0].addr : 0, .split = 1};
-    if (m == 1)
-        v->stride = bat[0].addr;
-    if (m == 2) {
-        v->split = bat[0].ext;
-        v->sstride = bat[0].addr;
-        v->stride = bat[1].addr;
+    int k = x->rank - 1;
+    for (int g = 2; g >= 0; g--) {
+        int64_t p = 1;
+        for (; k >= 0 && (p < size[g] || (g == 0 && k >= 0)); k--) {
+            group[k] = g;
+            if (!i64_mul(p, x->shape[k], &p))
+                return false;
+        }
+        if (p != size[g])
+            return false;
     }
+    *rows = size[1];
+    *cols = size[2];
     return true;
 }
 
@@ -199,6 +248,41 @@ static const IrTensor *copied(const IrTensor *t, const PlanOp *op)
     return s->body->access.tensor;
 }
 
+/* Can x's operator xop store its output through a view into y's buffer
+ * (y's stage ys a copy of x): *b: a band operator, or a cuBLAS or CBLAS
+ * GEMM (whose ldc and stride_c it then sets), with no epilogue, and
+ * libs.c's checks that the library takes the view. */
+static bool view_of(PlanOp *xop, const IrTensor *x, const IrTensor *y, const Stage *ys,
+                    PlanBuf *b)
+{
+    OpMatch *m = &xop->op;
+    int group[MATCH_MAX_DIMS];
+    if (x->rank > MATCH_MAX_DIMS)
+        return false;
+    if (xop->impl == IMPL_CUDA_BAND || xop->impl == IMPL_CBLAS_BAND) {
+        if (x->rank < 2)
+            return false;
+        band_groups(x, group);
+        b->rows = x->shape[x->rank - 2];
+        b->cols = x->shape[x->rank - 1];
+        return invert(ys, x, group, 2, &b->view, NULL) &&
+               cost_band_out_ok(m, xop->impl, &b->view, y);
+    }
+    if ((xop->impl != IMPL_CUBLAS_GEMM && xop->impl != IMPL_CBLAS_GEMM) || xop->lt.fused ||
+        !gemm_groups(m, x, group, &b->rows, &b->cols) ||
+        !invert(ys, x, group, 1, &b->view, &b->trans))
+        return false;
+    /* rows one apart: the product stored the other way round */
+    OpMatch g = *m;
+    g.out_nm ^= b->trans;
+    g.ldc = b->view.ld;
+    g.stride_c = b->view.stride;
+    if (!cost_gemm_out_ok(&g, xop->impl, y))
+        return false;
+    *m = g;
+    return true;
+}
+
 int derive_out_views(Plan *pl)
 {
     IrProgram *p = pl->prog;
@@ -210,13 +294,11 @@ int derive_out_views(Plan *pl)
         if (y->kind != IT_STAGE || !(x = copied(y, yop)) || x->kind != IT_STAGE)
             continue;
         PlanOp *xop = &pl->ops[x->id];
-        BandView v;
-        if ((xop->impl != IMPL_CUDA_BAND && xop->impl != IMPL_CBLAS_BAND) ||
-            x->is_output || readers[x->id] != 1 || x->elem != ELEM_F32 ||
-            xop->epi.value || xop->rows || xop->at_load || xop->buf.kind != BUF_OWN ||
-            !invert(y, yop->stage, x, &v) || !cost_band_out_ok(&xop->op, xop->impl, &v, y))
+        PlanBuf b = {BUF_VIEW, y, {0}, 0, 0, false};
+        if (x->is_output || readers[x->id] != 1 || x->elem != ELEM_F32 || xop->epi.value ||
+            xop->rows || xop->at_load || xop->buf.kind != BUF_OWN || !view_of(xop, x, y, yop->stage, &b))
             continue;
-        xop->buf = (PlanBuf){BUF_VIEW, y, v};
+        xop->buf = b;
         yop->stored_by = x;
         yop->cost = 0;
         made++;

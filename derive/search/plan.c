@@ -1035,14 +1035,15 @@ static void print_names(const char *tag, const IrTensor *const *t, int n, FILE *
 }
 
 /* "  into=att (ld=512 stride=5120000 split=8 sstride=64)": where a view's
- * elements land (plan.h, PlanBuf) */
+ * elements land (plan.h, PlanBuf; "transposed" where the rows are one
+ * apart) */
 static void print_view(const PlanOp *o, FILE *fp)
 {
     const BandView *v = &o->buf.view;
     fprintf(fp, "  into=%s (ld=%" PRId64 " stride=%" PRId64, o->buf.of->name, v->ld, v->stride);
     if (v->split > 1)
         fprintf(fp, " split=%" PRId64 " sstride=%" PRId64, v->split, v->sstride);
-    fputc(')', fp);
+    fputs(o->buf.trans ? " transposed)" : ")", fp);
 }
 
 static void print_op(const PlanOp *o, FILE *fp)
@@ -1163,8 +1164,8 @@ void plan_print_json_op(const PlanOp *o, Precision prec, FILE *fp)
         fputs(", \"view_of\": ", fp);
         plan_json_string(o->buf.of->name, fp);
         fprintf(fp, ", \"view\": {\"ld\": %" PRId64 ", \"stride\": %" PRId64
-                ", \"split\": %" PRId64 ", \"sstride\": %" PRId64 "}", v->ld, v->stride,
-                v->split, v->sstride);
+                ", \"split\": %" PRId64 ", \"sstride\": %" PRId64 ", \"transposed\": %s}",
+                v->ld, v->stride, v->split, v->sstride, o->buf.trans ? "true" : "false");
     }
     if (o->stored_by) {
         fputs(", \"stored_by\": ", fp);

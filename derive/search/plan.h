@@ -70,13 +70,17 @@ typedef struct PlanRowGroup {
 
 /* Where an operator's result lives: a buffer of its own, or (BUF_VIEW)
  * inside the buffer of `of`, another tensor of the program, which is a
- * reordering of this one that nothing else computes (outview.c).  Only a
- * banded matmul (IMPL_CUDA_BAND, IMPL_CBLAS_BAND) is written through a
- * view today: its element (bb, r, c), bb the batch dims flattened, r the
- * row and c the column, lands at element
+ * reordering of this one that nothing else computes (outview.c).  A
+ * banded matmul (IMPL_CUDA_BAND, IMPL_CBLAS_BAND) or a cuBLAS or CBLAS
+ * GEMM is written through a view: element e of the tensor in row-major
+ * order, as (bb, r, c) = (e / (rows cols), e / cols % rows, e % cols),
+ * lands at element
  *   (bb / split) * stride + (bb % split) * sstride + r * ld + c
- * of `of` (view, match.h's BandView with off 0); `of`'s operator then
- * has `stored_by` set.  The tensor keeps its place in the program (the
+ * of `of` (view, match.h's BandView with off 0), or with `trans` (a
+ * GEMM's only) at (bb / split) * stride + r + c * ld: a GEMM's match then
+ * has ldc = ld, stride_c = stride (split 1) and out_nm flipped with
+ * trans; `of`'s operator has
+ * `stored_by` set.  The tensor keeps its place in the program (the
  * interpreter and the plan's meaning read it as before), but nothing
  * reads it. */
 typedef enum {
@@ -88,6 +92,8 @@ typedef struct PlanBuf {
     PlanBufKind kind;
     const IrTensor *of;
     BandView view;
+    int64_t rows, cols;
+    bool trans;
 } PlanBuf;
 
 struct PlanOp {

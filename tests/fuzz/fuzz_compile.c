@@ -16,7 +16,7 @@
  * precision) on the same seeded inputs and weights, and aborts when an
  * output differs by more than 1e-9 of its largest value (the tolerance of
  * einc --verify; the generator keeps NaN and infinity out).  A copy that
- * a band operator stores through a view (derive/search/outview.c) is
+ * a band operator or a GEMM stores through a view (derive/search/outview.c) is
  * evaluated as those stores leave it, each of its elements stored once,
  * so a wrong view is a difference.
  *
@@ -201,24 +201,26 @@ static uint64_t name_hash(const char *s)
 }
 
 /* The operator of x stores it inside the buffer `into` of the copy
- * plan.h's PlanBuf names, through its view: put each element of x (its
- * dims [batch.., row, column]) where the view says, and die unless every
- * element of the copy gets exactly one. */
+ * plan.h's PlanBuf names, through its view: put each element of x where
+ * the view says, and die unless every element of the copy gets exactly
+ * one. */
 static void store_view(const PlanOp *op, const double *x, double *into, const char *text)
 {
     const IrTensor *t = op->out, *of = op->buf.of;
     const BandView *v = &op->buf.view;
-    int r = t->rank;
     size_t n = ir_tensor_numel(t), m = ir_tensor_numel(of);
-    int64_t rows = t->shape[r - 2], cols = t->shape[r - 1];
+    int64_t rows = op->buf.rows, cols = op->buf.cols;
+    if (rows < 1 || cols < 1)
+        die("a view without rows or columns", text);
     unsigned char *hit = calloc(m ? m : 1, 1);
     if (!hit || n != m)
         die("a view's tensor and its copy differ in size", text);
     for (size_t k = 0; k < n; k++) {
         int64_t e = (int64_t)k, c = e % cols, row = e / cols % rows, bb = e / cols / rows;
-        int64_t at = bb / v->split * v->stride + bb % v->split * v->sstride + row * v->ld + c;
+        int64_t at = bb / v->split * v->stride + bb % v->split * v->sstride +
+                     (op->buf.trans ? row + c * v->ld : row * v->ld + c);
         if (at < 0 || (size_t)at >= m || hit[at]++)
-            die("a band operator's view leaves its copy or stores an element twice", text);
+            die("an operator's view leaves its copy or stores an element twice", text);
         into[at] = x[k];
     }
     free(hit);

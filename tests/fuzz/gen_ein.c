@@ -647,6 +647,27 @@ static void stmt_matmul(G *g)
     const char *bi = batch ? "b, " : "";
     put(&g->body, "%s[%si, j] += %s[%s%s] * %s[%s%s]\n", C->name, bi, A->name, bi,
         ta ? "kk, i" : "i, kk", B->name, bi, tb ? "j, kk" : "kk, j");
+    if (!chance(&g->r, 30))
+        return;
+    /* A copy of the product to another layout, which the product may store
+     * itself through a view (derive/search/outview.c): transposed, the
+     * batches side by side in each row, or the columns reversed (none). */
+    unsigned kind = pick(&g->r, 3);
+    int64_t td[3] = {b, n, m}, sd[2] = {m, b * n};
+    const int64_t *yd = kind == 0 ? (batch ? td : td + 1) : kind == 1 ? sd : cd;
+    int yr = kind == 1 ? 2 : r + 2;
+    Ten *y = define(g, yd, yr);
+    put(&g->body, "%s[%s] : ", y->name,
+        kind == 1 ? "i, e" : batch ? (kind == 0 ? "b, j, i" : "b, i, j") : kind == 0 ? "j, i" : "i, j");
+    put_shape(g, &g->body, yd, yr);
+    if (kind == 0)
+        put(&g->body, " = %s[%si, j]\n", C->name, bi);
+    else if (kind == 1 && batch)
+        put(&g->body, " = %s[e / %lld, i, e %% %lld]\n", C->name, (long long)n, (long long)n);
+    else if (kind == 1)
+        put(&g->body, " = %s[i, e]\n", C->name);
+    else
+        put(&g->body, " = %s[%si, %lld - j]\n", C->name, bi, (long long)(n - 1));
 }
 
 /* Banded products (Longformer's G2BMM and GBMM), with a dilation. */

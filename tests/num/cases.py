@@ -253,6 +253,16 @@ def band_out(q, kt, p, v, p2, v2):
             "ot": o3.transpose(1, 2)}
 
 
+# Products stored through views (derive/search/outview.c): heads merged
+# after a batched product, a product stored transposed; the heads of two
+# batch loops stay a copy.
+@case({"p1": (3, 40, 40), "v1": (3, 40, 8), "x": (40, 40), "p": (6, 40, 40),
+       "v": (6, 40, 8)}, {"w": (40, 8)})
+def gemm_out(p1, v1, x, p, v, w):
+    merge = lambda t, b: t.reshape(b, 3, 40, 8).permute(0, 2, 1, 3).reshape(b, 40, 24)
+    return {"m1": merge(p1 @ v1, 1)[0], "mt": (x @ w).t(), "om": merge(p @ v, 2)}
+
+
 # ---- convolutions --------------------------------------------------------
 
 @case({"x": (2, 5, 9, 7)}, {"w1": (6, 5, 3, 3), "b1": (6,)})
