@@ -220,7 +220,7 @@ static bool gemm_groups(const OpMatch *m, const IrTensor *x, int *group, int64_t
     int k = x->rank - 1;
     for (int g = 2; g >= 0; g--) {
         int64_t p = 1;
-        for (; k >= 0 && (p < size[g] || (g == 0 && k >= 0)); k--) {
+        for (; k >= 0 && (g == 0 || p < size[g]); k--) {
             group[k] = g;
             if (!i64_mul(p, x->shape[k], &p))
                 return false;
@@ -249,9 +249,11 @@ static const IrTensor *copied(const IrTensor *t, const PlanOp *op)
 }
 
 /* Can x's operator xop store its output through a view into y's buffer
- * (y's stage ys a copy of x): *b: a band operator, or a cuBLAS or CBLAS
- * GEMM (whose ldc and stride_c it then sets), with no epilogue, and
- * libs.c's checks that the library takes the view. */
+ * (y's stage ys a copy of x): *b.  A band operator, or a cuBLAS or CBLAS
+ * GEMM not fused with cuBLASLt's epilogue, whose ldc, stride_c and
+ * out_nm it then sets (a copy whose rows are one apart is the product
+ * stored the other way round); libs.c checks that the library takes the
+ * view. */
 static bool view_of(PlanOp *xop, const IrTensor *x, const IrTensor *y, const Stage *ys,
                     PlanBuf *b)
 {
@@ -296,7 +298,8 @@ int derive_out_views(Plan *pl)
         PlanOp *xop = &pl->ops[x->id];
         PlanBuf b = {BUF_VIEW, y, {0}, 0, 0, false};
         if (x->is_output || readers[x->id] != 1 || x->elem != ELEM_F32 || xop->epi.value ||
-            xop->rows || xop->at_load || xop->buf.kind != BUF_OWN || !view_of(xop, x, y, yop->stage, &b))
+            xop->rows || xop->at_load || xop->buf.kind != BUF_OWN ||
+            !view_of(xop, x, y, yop->stage, &b))
             continue;
         xop->buf = b;
         yop->stored_by = x;

@@ -657,8 +657,8 @@ static void stmt_matmul(G *g)
     const int64_t *yd = kind == 0 ? (batch ? td : td + 1) : kind == 1 ? sd : cd;
     int yr = kind == 1 ? 2 : r + 2;
     Ten *y = define(g, yd, yr);
-    put(&g->body, "%s[%s] : ", y->name,
-        kind == 1 ? "i, e" : batch ? (kind == 0 ? "b, j, i" : "b, i, j") : kind == 0 ? "j, i" : "i, j");
+    static const char *const lhs[2][3] = {{"j, i", "i, e", "i, j"}, {"b, j, i", "i, e", "b, i, j"}};
+    put(&g->body, "%s[%s] : ", y->name, lhs[batch][kind]);
     put_shape(g, &g->body, yd, yr);
     if (kind == 0)
         put(&g->body, " = %s[%si, j]\n", C->name, bi);
