@@ -285,6 +285,11 @@ void ir_eval_program(const IrProgram *p, double *const *data);
 
 /* ---- lowering and printing -------------------------------------------- */
 IrProgram *ir_lower(IrCtx *cx, const CProgram *cp);
+/* How many index expressions ir_lower refused because their canonical
+ * form computes a value past 64 bits where the source's does not (the
+ * operand of a division or modulo with its constant folded, a difference
+ * compared with 0): a refusal sema cannot foresee (lower.c). */
+int ir_lower_inexact(const IrCtx *cx);
 /* Stable text form used by `einc --emit=ir` and golden tests. */
 void ir_print_program(const IrProgram *p, FILE *fp);
 void ir_print_stage(const IrCtx *cx, const Stage *s, FILE *fp); /* L<..> Σ<..> { .. } */

@@ -19,6 +19,7 @@ struct IrCtx {
                                        cached pointer to freed memory */
     const Ix *small[IR_SMALL_HI - IR_SMALL_LO];  /* ix_const cache */
     bool overflow;                  /* an int64 operation overflowed */
+    int inexact;                    /* ir_lower_inexact */
 };
 
 /* ---- hashing ----------------------------------------------------------

@@ -101,6 +101,53 @@ static const Ix *lower_ix_rec(Lower *L, const CExpr *e)
     return fail_ix(L, e, "expression is not an integer index expression");
 }
 
+/* Does x compute exactly in 64 bits over the statement's ranges (lo, hi
+ * by variable id): its value where `whole`, and the operand of each
+ * division and modulo in it?  Sema checked the source's values, but the
+ * canonical form (ix.c) folds constants into the operands of / and %
+ * ((x - 2^31) % 3 is (x + 1) % 3) and compares a - b with 0, which can
+ * leave the 64-bit range where the source did not; the interpreter and
+ * the generated code compute those in 64 bits.  ix_bounds gives a bound
+ * past 64 bits as INT64_MIN or INT64_MAX, read here as overflow; a
+ * gather's value has no range and is not checked. */
+static bool exact(const Ix *x, bool whole, const int64_t *lo, const int64_t *hi)
+{
+    if (ix_has_read(x))
+        return true;
+    int64_t mn, mx;
+    if (whole && (ix_bounds(x, lo, hi, &mn, &mx), mn == INT64_MIN || mx == INT64_MAX))
+        return false;
+    for (int i = 0; i < x->n; i++)
+        if ((x->t[i].kind == IX_DIV || x->t[i].kind == IX_MOD) && !exact(x->t[i].arg, true, lo, hi))
+            return false;
+    return true;
+}
+
+/* exact() over this statement's variables; reported at e where not. */
+static void check_exact(Lower *L, const CExpr *e, const Ix *x, bool whole)
+{
+    int nv = ir_var_count(L->cx);
+    int64_t *lo = xcalloc((size_t)nv + 1, sizeof *lo);
+    int64_t *hi = xcalloc((size_t)nv + 1, sizeof *hi);
+    for (int i = 0; i < L->nvars; i++) {
+        lo[L->vars[i].id] = L->vars[i].lo;
+        hi[L->vars[i].id] = L->vars[i].hi;
+    }
+    if (!exact(x, whole, lo, hi)) {
+        if (whole)
+            diag_error(e->loc, "index comparison overflows 64-bit integers once its sides "
+                       "are subtracted, for some values of its indices");
+        else
+            diag_error(e->loc, "index expression overflows 64-bit integers once its "
+                       "constants are folded: the operand of a division or modulo leaves "
+                       "the 64-bit range for some values of its indices");
+        L->failed = true;
+        L->cx->inexact++;
+    }
+    free(lo);
+    free(hi);
+}
+
 static const Ix *lower_ix(Lower *L, const CExpr *e)
 {
     ir_ctx_overflowed(L->cx);
@@ -108,6 +155,8 @@ static const Ix *lower_ix(Lower *L, const CExpr *e)
     if (ir_ctx_overflowed(L->cx)) {
         diag_error(e->loc, "index expression overflows 64-bit integers");
         L->failed = true;
+    } else {
+        check_exact(L, e, x, false);
     }
     return x;
 }
@@ -264,8 +313,23 @@ static const IExpr *lower_bool(Lower *L, const CExpr *e)
         return ir_binary(cx, op == OP_AND ? IE_AND : IE_OR, a, lower_bool(L, r));
     }
     if (l->is_int && !l->is_bool && r->is_int && !r->is_bool) {
-        const Ix *a = lower_ix(L, l);
-        return ir_icmp(cx, op, a, lower_ix(L, r));
+        bool before = L->failed;
+        L->failed = false;
+        const Ix *a = lower_ix(L, l), *b = lower_ix(L, r);
+        bool failed = L->failed;        /* the sides' own errors */
+        L->failed |= before;
+        ir_ctx_overflowed(cx);
+        const IExpr *c = ir_icmp(cx, op, a, b);
+        if (ir_ctx_overflowed(cx)) {
+            /* a - b's coefficients past 64 bits: the comparison is moot */
+            diag_error(e->loc, "index comparison overflows 64-bit integers once its sides "
+                       "are subtracted");
+            L->failed = true;
+            cx->inexact++;
+        } else if (!failed && c->kind == IE_ICMP) {
+            check_exact(L, e, c->icmp.ix, true);
+        }
+        return c;
     }
     const IExpr *a = lower_real(L, l);
     return ir_cmp(cx, op, a, lower_real(L, r));
@@ -357,6 +421,11 @@ static IrTensor *new_tensor(Lower *L, const CTensor *ct, int id)
     t->is_output = ct->is_output;
     t->ext = ct->ext ? arena_strdup(a, ct->ext) : NULL;
     return t;
+}
+
+int ir_lower_inexact(const IrCtx *cx)
+{
+    return cx->inexact;
 }
 
 IrProgram *ir_lower(IrCtx *cx, const CProgram *cp)

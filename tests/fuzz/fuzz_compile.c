@@ -102,6 +102,10 @@ static Derived *compile(Arena *arena, const char *text, size_t len, const Choice
         return NULL;
     IrCtx *cx = ir_ctx_new(arena);
     IrProgram *p = ir_lower(cx, cp);
+    /* an index expression whose canonical form leaves 64 bits where the
+     * source's does not is lowering's to refuse (lower.c, exact) */
+    if (ir_lower_inexact(cx) > 0 && diag_error_count() == ir_lower_inexact(cx))
+        return NULL;
     if (!p || diag_error_count())
         die("sema accepted a program that lowering refused", text);
     DeriveOptions dopt = {ch->level, ch->search, 0};

@@ -256,7 +256,11 @@ static void put_affine(G *g, Out *o)
          * compiler (sema refuses what overflows) */
         static const char *const big[] = {"1048576", "2147483648", "1099511627776",
                                           "2305843009213693952", "9223372036854775807"};
-        put(o, "%s*%s - %s", big[pick(&g->r, 5)], g->v[a].name, big[pick(&g->r, 5)]);
+        /* the coefficient's pick first, then the constant's: as two
+         * arguments of one call their order would be the compiler's (gcc
+         * and clang differ), and a corpus input another program */
+        unsigned coef = pick(&g->r, 5), off = pick(&g->r, 5);
+        put(o, "%s*%s - %s", big[coef], g->v[a].name, big[off]);
         return;
     }
     switch (pick(&g->r, 4)) {
