@@ -275,6 +275,9 @@ static bool view_of(PlanOp *xop, const IrTensor *x, const IrTensor *y, const Sta
         !invert(ys, x, group, 1, &b->view, &b->trans))
         return false;
     /* rows one apart: the product stored the other way round */
+    b->own_ldc = m->ldc;
+    b->own_stride_c = m->stride_c;
+    b->own_out_nm = m->out_nm;
     OpMatch g = *m;
     g.out_nm ^= b->trans;
     g.ldc = b->view.ld;
@@ -296,7 +299,7 @@ int derive_out_views(Plan *pl)
         if (y->kind != IT_STAGE || !(x = copied(y, yop)) || x->kind != IT_STAGE)
             continue;
         PlanOp *xop = &pl->ops[x->id];
-        PlanBuf b = {BUF_VIEW, y, {0}, 0, 0, false};
+        PlanBuf b = {.kind = BUF_VIEW, .of = y};
         if (x->is_output || readers[x->id] != 1 || x->elem != ELEM_F32 || xop->epi.value ||
             xop->rows || xop->at_load || xop->buf.kind != BUF_OWN ||
             !view_of(xop, x, y, yop->stage, &b))

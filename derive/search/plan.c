@@ -26,6 +26,19 @@ bool plan_runs(const PlanOp *op)
     return !plan_in_rows(op) && !op->stored_by;
 }
 
+PlanOp plan_op_alone(const PlanOp *op)
+{
+    PlanOp o = *op;
+    if (o.buf.kind == BUF_VIEW && (o.impl == IMPL_CUBLAS_GEMM || o.impl == IMPL_CBLAS_GEMM)) {
+        o.op.ldc = o.buf.own_ldc;
+        o.op.stride_c = o.buf.own_stride_c;
+        o.op.out_nm = o.buf.own_out_nm;
+    }
+    o.buf = (PlanBuf){.kind = BUF_OWN};
+    o.stored_by = NULL;
+    return o;
+}
+
 const Stage *plan_epilogue_stage(IrCtx *cx, const PlanOp *op)
 {
     if (!op->epi.value)

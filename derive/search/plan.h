@@ -94,6 +94,10 @@ typedef struct PlanBuf {
     BandView view;
     int64_t rows, cols;
     bool trans;
+    /* a GEMM's own output layout, before the view set its match's
+     * (plan_op_alone) */
+    int64_t own_ldc, own_stride_c;
+    bool own_out_nm;
 } PlanBuf;
 
 struct PlanOp {
@@ -182,6 +186,12 @@ bool plan_has_kernel(const PlanOp *op);
 /* Is op a stored member of a row group that the group's operator (that
  * of its last member) computes: no code of its own? */
 bool plan_in_rows(const PlanOp *op);
+
+/* op as it runs on its own (the tuner's program times each operator
+ * apart): storing into a buffer of its own, its match's output layout
+ * restored where a view set it, and a copy another operator stores
+ * through a view run as the copy. */
+PlanOp plan_op_alone(const PlanOp *op);
 
 /* Does op run code of its own: neither a stored member of a row group
  * (plan_in_rows) nor a tensor another operator stores through a view

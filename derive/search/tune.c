@@ -81,11 +81,14 @@ static const IExpr *retarget(Retarget *r, const IExpr *e)
     return e ? ir_map_access(r->cx, e, retarget_access, r) : NULL;
 }
 
-static void add_op(Retarget *r, TuneOps *ops, const PlanOp *op, const CostModel *cm)
+static void add_op(Retarget *r, TuneOps *ops, const PlanOp *planned, const CostModel *cm)
 {
     Arena *a = ir_arena(r->cx);
-    if (op->at_load || op->out->kind != IT_STAGE)
+    if (planned->at_load || planned->out->kind != IT_STAGE)
         return;
+    /* on its own: no view into another tensor, none stored into it */
+    PlanOp *op = arena_alloc(a, sizeof *op);
+    *op = plan_op_alone(planned);
     const char *key = cost_op_key(a, op->stage, &op->op, cm->precision);
     for (int i = 0; i < ops->len; i++)
         if (strcmp(ops->data[i].key, key) == 0)
