@@ -119,7 +119,7 @@ void api_write_header_comment(Emit *em)
 " * what went wrong):\n"
 " *\n"
 " *   int model_create(model_ctx **ctx);\n"
-" *       Allocate a context and a buffer for every tensor");
+" *       Allocate a context and the tensors' buffers");
     sb_puts(o, cuda ? " on the current\n *       CUDA device.  On failure *ctx is still a context to read\n"
                     : ".\n *       On failure *ctx is still a context to read\n");
     emit_api_text(em,
@@ -145,7 +145,8 @@ void api_write_header_comment(Emit *em)
 " *   int model_get_tensor(model_ctx *ctx, const char *name, void *data,\n"
 " *                     size_t nbytes);\n"
 " *       Copy a tensor that holds a value (set, loaded or computed) to\n"
-" *       host memory.");
+" *       host memory (not an operator's output that it stores straight into\n"
+" *       the copy that reorders it: einc --emit=plan's into=).");
     emit_api_text(em, cuda ? "  model_load_weights, model_set_tensor and model_get_tensor\n"
                              " *       wait for the runs queued before them and return when their\n"
                              " *       copy is done." : "");
@@ -351,7 +352,14 @@ static void write_tables(Emit *em)
     bool cuda = emit_is_cuda(em);
     int nt = p->ntensors;
     sb_printf(o, "/* ---- tensors and context ---------------------------------------------- */\n"
-              "#define EIN_NT %d\n\n", nt > 0 ? nt : 1);
+              "#define EIN_NT %d\n", nt > 0 ? nt : 1);
+    /* the tensors stored inside another's buffer (plan.h, PlanBuf): no
+     * buffer of their own, never a value */
+    sb_puts(o, "#define EIN_VIEW(i) (0");
+    for (int i = 0; i < nt; i++)
+        if (p->tensors[i]->kind == IT_STAGE && emit_op(em, p->tensors[i])->buf.kind == BUF_VIEW)
+            sb_printf(o, " || (i) == %d", i);
+    sb_puts(o, ")\n\n");
     for (int i = 0; i < nt; i++) {
         const IrTensor *t = p->tensors[i];
         if (t->rank == 0)
@@ -591,11 +599,6 @@ static void write_run(Emit *em)
         if (t->kind == IT_INPUT)
             sb_printf(o, "    ein_p[%d] = (void *)%s;\n", i, em->cname[t->id]);
     }
-    /* A tensor stored inside another's buffer (plan.h, PlanBuf) holds no
-     * value of its own after the run. */
-    for (int i = 0; i < p->ntensors; i++)
-        if (p->tensors[i]->kind == IT_STAGE && emit_op(em, p->tensors[i])->buf.kind == BUF_VIEW)
-            sb_printf(o, "    ein_p[%d] = NULL;\n", i);
     /* Outputs the run-time kernels compute are written in place. */
     for (int i = 0; i < p->noutputs; i++) {
         const IrTensor *t = p->tensors[p->outputs[i]];
@@ -648,13 +651,7 @@ static void write_run(Emit *em)
     stream_arg(em);
     emit_api_text(em, ")) != 0)\n"
 "        return rc;\n"
-"    for (int i = 0; i < EIN_NT; i++)\n"
-"        if (ein_tensors[i].kind == MODEL_COMPUTED)\n"
-"            ctx->valid[i] = 1;\n");
-    for (int i = 0; i < p->ntensors; i++)
-        if (p->tensors[i]->kind == IT_STAGE && emit_op(em, p->tensors[i])->buf.kind == BUF_VIEW)
-            sb_printf(o, "    ctx->valid[%d] = 0;  /* stored inside '%s' */\n", i,
-                      emit_op(em, p->tensors[i])->buf.of->name);
+"    ein_run_done(ctx, ctx->buf);\n");
     if (cuda)
         emit_api_text(em, "    EIN_CUDA(cudaEventRecord(ctx->done, stream));\n");
     emit_api_text(em,

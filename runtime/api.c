@@ -36,12 +36,13 @@ static int ein_check_data(model_ctx *ctx, int i, const void *data, size_t nbytes
     return MODEL_OK;
 }
 
-/* After model_run: the computed tensors it left in the context's own
-   buffers hold values (the outputs went to the caller's). */
+/* After a run: the computed tensors it left in the context's own
+   buffers hold values (model_run's outputs went to the caller's; a view
+   has no buffer of its own). */
 RT_API void ein_run_done(model_ctx *ctx, void *const *p)
 {
     for (int i = 0; i < EIN_NT; i++)
-        if (p[i] == ctx->buf[i] && ein_tensors[i].kind == MODEL_COMPUTED)
+        if (p[i] == ctx->buf[i] && ein_tensors[i].kind == MODEL_COMPUTED && !EIN_VIEW(i))
             ctx->valid[i] = 1;
 }
 
@@ -58,7 +59,7 @@ int model_create(model_ctx **out)
     if ((rc = ein_ctx_open(ctx)) != MODEL_OK)
         return rc;
     for (int i = 0; i < EIN_NT; i++)
-        if ((rc = ein_buf_alloc(ctx, i)) != MODEL_OK)
+        if (!EIN_VIEW(i) && (rc = ein_buf_alloc(ctx, i)) != MODEL_OK)
             return rc;
     return ein_lib_create(ctx);
 }
@@ -175,6 +176,10 @@ int model_get_tensor(model_ctx *ctx, const char *name, void *data, size_t nbytes
         return MODEL_EINVAL;
     if ((rc = ein_check_data(ctx, i, data, nbytes, 1)) != MODEL_OK)
         return rc;
+    if (EIN_VIEW(i))
+        return ein_fail(ctx, MODEL_EMISSING, "tensor '%s' holds no value: its operator "
+                        "stores it straight into the buffer of the copy that reorders it "
+                        "(einc --emit=plan: into=)", name);
     if (!ctx->valid[i])
         return ein_fail(ctx, MODEL_EMISSING, "tensor '%s' holds no value: it was not "
                         "set, loaded or computed (outputs of model_run go to the "

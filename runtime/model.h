@@ -68,6 +68,10 @@ const model_tensor_info *model_output_at(int k);
 
 /* ---- the tensors and the context (emit/api.c) ---------------------------- */
 #define EIN_NT 2
+/* Is tensor i stored inside another's buffer (a band operator's or a
+ * GEMM's output view, derive/search/plan.h's PlanBuf): no buffer, never a
+ * value of its own. */
+#define EIN_VIEW(i) ((i) < 0)
 extern const model_tensor_info ein_tensors[EIN_NT];
 
 struct model_ctx {
