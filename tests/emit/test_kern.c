@@ -138,6 +138,17 @@ static void put_file(const char *path, const char *text)
 }
 
 static uint64_t rng = 88172645463325252ULL;
+
+/* Each program's inputs from a seed of its own (its name's FNV-1a hash),
+ * so that a program's data does not depend on which ran before it. */
+static void seed(const char *name)
+{
+    uint64_t h = 14695981039346656037ULL;
+    for (; *name; name++)
+        h = (h ^ (unsigned char)*name) * 1099511628211ULL;
+    rng = h ? h : 88172645463325252ULL;
+}
+
 static float uniform(void)
 {
     rng ^= rng << 13;
@@ -296,6 +307,7 @@ static void run_program(const char *name, const IrProgram *p, bool with_nvcc)
     put_file(path, sb_str(&src));
 
     /* inputs; the interpreter's reference */
+    seed(name);
     double **ref = calloc((size_t)p->ntensors, sizeof *ref);
     snprintf(path, sizeof path, "%s/%s.in", workdir, name);
     FILE *fp = big ? NULL : fopen(path, "wb");
