@@ -97,10 +97,7 @@ void band_write_kernel(Emit *em, const IrTensor *t, const OpMatch *m)
               g.ncol, g.nit, g.chunk);
     /* the operands' views, then the output's: dense, or inside the
      * buffer of the copy it stores (plan.h, PlanBuf) */
-    const PlanOp *op = emit_op(em, t);
-    BandView vo = op->buf.view;
-    if (op->buf.kind != BUF_VIEW)
-        match_band_dense(m, 2, &vo);
+    BandView vo = emit_store_view(em, t);
     for (int x = 0; x < 3; x++) {
         const BandView *v = x < 2 ? &m->gv[x] : &vo;
         sb_printf(o, "        ein_band_view<%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64

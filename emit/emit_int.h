@@ -228,6 +228,17 @@ static inline int emit_store_id(const Emit *em, const IrTensor *t)
     return op->buf.kind == BUF_VIEW ? op->buf.of->id : t->id;
 }
 
+/* Where band operator t stores its elements in that buffer: the plan's
+ * view, or its dense output's (match.h, BandView). */
+static inline BandView emit_store_view(const Emit *em, const IrTensor *t)
+{
+    const PlanOp *op = emit_op(em, t);
+    BandView v = op->buf.view;
+    if (op->buf.kind != BUF_VIEW)
+        match_band_dense(&op->op, 2, &v);
+    return v;
+}
+
 /* kernel.c: the kernel of op (its stage, the epilogue fused into its
  * store), or (pass) its epilogue pass after a library call, named `name`. */
 int kernel_build(Emit *em, const PlanOp *op, bool pass, const char *name, Kernel *k);

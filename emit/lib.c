@@ -931,10 +931,7 @@ static void write_cblas_band(Emit *em, const IrTensor *t, const OpMatch *m, cons
     }
     /* the output: dense, or inside the buffer of the copy it stores
      * (plan.h, PlanBuf) */
-    const PlanOp *op = emit_op(em, t);
-    BandView v = op->buf.view;
-    if (op->buf.kind != BUF_VIEW)
-        match_band_dense(m, 2, &v);
+    BandView v = emit_store_view(em, t);
     sb_printf(o, "(ein_band_out){(float *)p[%d], %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
               "},\n%s    ctx->col, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
               ");\n", emit_store_id(em, t), v.ld, v.stride,

@@ -169,10 +169,17 @@ typedef struct ein_band_view {
     int64_t ld, stride, split, sstride;
 } ein_band_view;
 
+/* The offset of row r of batch b in a view of these strides. */
+static int64_t ein_band_at(int64_t ld, int64_t stride, int64_t split, int64_t sstride,
+                           int64_t b, int64_t r)
+{
+    return b / split * stride + b % split * sstride + r * ld;
+}
+
 /* Row r of batch b. */
 static const float *ein_band_row(const ein_band_view *v, int64_t b, int64_t r)
 {
-    return v->p + b / v->split * v->stride + b % v->split * v->sstride + r * v->ld;
+    return v->p + ein_band_at(v->ld, v->stride, v->split, v->sstride, b, r);
 }
 
 /* The output, written through a view as well: dense, or inside the
@@ -185,7 +192,7 @@ typedef struct ein_band_out {
 
 static float *ein_band_out_row(const ein_band_out *v, int64_t b, int64_t r)
 {
-    return v->p + b / v->split * v->stride + b % v->split * v->sstride + r * v->ld;
+    return v->p + ein_band_at(v->ld, v->stride, v->split, v->sstride, b, r);
 }
 
 /* s[b, i, j] = sum_c q[b, i, c] k[b, i + d (j - w), c] */
