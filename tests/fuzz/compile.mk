@@ -28,6 +28,15 @@ tests_fuzz_replay_compile_diff_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_COMPILE_DIFF
 tests_fuzz_replay_compile_diff_LDADD = $(fuzz_compile_libs)
 TESTS += tests/fuzz/replay-compile.test
 EXTRA_DIST += tests/fuzz/replay-compile.test tests/fuzz/corpus-compile
+# The run mode: generated programs compiled by einc, built (under ASan
+# and UBSan) and run, against the interpreter (run-generated.test).
+check_PROGRAMS += tests/fuzz/gen_run
+tests_fuzz_gen_run_SOURCES = tests/fuzz/gen_run.c tests/fuzz/fuzz_compile.c \
+	tests/fuzz/gen_ein.c tests/fuzz/gen_ein.h
+tests_fuzz_gen_run_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_COMPILE_RUN
+tests_fuzz_gen_run_LDADD = $(fuzz_compile_libs) runtime/libst.a
+TESTS += tests/fuzz/run-generated.test
+EXTRA_DIST += tests/fuzz/run-generated.test
 
 FUZZ_COMPILE_CC = clang
 FUZZ_COMPILE_CFLAGS = -g -O2 -fsanitize=fuzzer,address,undefined \

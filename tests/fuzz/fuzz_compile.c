@@ -24,8 +24,21 @@
  *   EINC_FUZZ_PRINT=1 tests/fuzz/replay_compile FILE   # the program, and
  *                                                      # its diagnostics
  *
+ * The run mode (FUZZ_COMPILE_RUN, gen_run.c's driver) generates the same
+ * small programs and checks the code einc writes, end to end: the
+ * program goes to a file, the einc binary ($EINC) compiles it to C with
+ * --main (its level, oneDNN or not and SLEEF or not drawn from the
+ * input), the C file is built by its own line-1 command under ASan and
+ * UBSan ($EINC_FUZZ_RUN_CFLAGS), and run on the inputs and weights the
+ * differential mode uses (rounded to their element types, written as
+ * safetensors); each output must match the -O0 plan under the
+ * interpreter within a tolerance of the element types (1e-4 of the
+ * output's largest value for f32 programs, 2e-2 where f16 or bf16 meet).
+ * A failure keeps its folder and names it.
+ *
  * `make check` replays tests/fuzz/corpus-compile/ through replay.c in both
- * modes (replay-compile.test). */
+ * the compile and the differential mode (replay-compile.test), and runs
+ * a few seeds in the run mode (run-generated.test). */
 #include "config.h"
 #include "lang/lang.h"
 #include "parser/parser.h"
@@ -37,6 +50,7 @@
 #include "gen_ein.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +61,14 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 static const bool diff_mode = true;
 #else
 static const bool diff_mode = false;
+#endif
+#ifdef FUZZ_COMPILE_RUN
+#include "runtime/st.h"
+#include <sys/wait.h>
+#include <unistd.h>
+static const bool run_mode = true;
+#else
+static const bool run_mode = false;
 #endif
 
 /* The compile options one byte chooses. */
@@ -234,8 +256,9 @@ static void store_view(const PlanOp *op, const double *x, double *into, const ch
  * (the same values in both programs): each tensor as its operator stores
  * it (plan_stored_stage: with its epilogue), and a copy that another
  * operator stores through a view as that operator's stores leave it;
- * returns the buffers, by tensor id. */
-static double **evaluate(const Plan *pl, const char *text)
+ * returns the buffers, by tensor id.  With `round`, every tensor is
+ * rounded to its element type, as a generated program holds it. */
+static double **evaluate(const Plan *pl, const char *text, bool round)
 {
     const IrProgram *p = pl->prog;
     double **data = calloc((size_t)p->ntensors + 1, sizeof *data);
@@ -252,6 +275,8 @@ static double **evaluate(const Plan *pl, const char *text)
             for (size_t k = 0; k < n; k++)
                 data[i][k] = (double)(mix(h + k) >> 11) / 9007199254740992.0 * 2 - 1;
         }
+        for (size_t k = 0; round && k < n; k++)
+            data[i][k] = ir_convert(t->elem, data[i][k]);
     }
     for (int i = 0; i < p->ntensors; i++) {
         const IrTensor *t = p->tensors[i];
@@ -259,6 +284,8 @@ static double **evaluate(const Plan *pl, const char *text)
         if (t->kind != IT_STAGE || op->stored_by)
             continue;
         derive_eval_into(plan_stored_stage(p->cx, op), t, data, data[i]);
+        for (size_t k = 0; round && k < ir_tensor_numel(t); k++)
+            data[i][k] = ir_convert(t->elem, data[i][k]);
         if (op->buf.kind == BUF_VIEW)
             store_view(op, data[i], data[op->buf.of->id], text);
     }
@@ -277,7 +304,7 @@ static void compare(const Plan *pa, const Plan *pb, const char *text, int level)
     const IrProgram *a = pa->prog, *b = pb->prog;
     if (a->noutputs != b->noutputs)
         die("-O0 and the other level have different outputs", text);
-    double **da = evaluate(pa, text), **db = evaluate(pb, text);
+    double **da = evaluate(pa, text, false), **db = evaluate(pb, text, false);
     for (int o = 0; o < a->noutputs; o++) {
         const IrTensor *ta = a->tensors[a->outputs[o]], *tb = b->tensors[b->outputs[o]];
         size_t n = ir_tensor_numel(ta);
@@ -303,6 +330,205 @@ static void compare(const Plan *pa, const Plan *pb, const char *text, int level)
     free_data(b, db);
 }
 
+/* ---- the run mode ---------------------------------------------------------------- */
+
+#ifdef FUZZ_COMPILE_RUN
+/* Where a failing input's files stay: set before die() is called. */
+static char run_dir[4096];
+
+static void run_die(const char *what, const char *text)
+{
+    fprintf(stderr, "fuzz_compile: the files are in %s\n", run_dir);
+    die(what, text);
+}
+
+/* The command's exit status (a shell's), or -1. */
+static int shell(const char *fmt, ...)
+{
+    char cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof cmd)
+        return -1;
+    int st = system(cmd);
+    return st == -1 || !WIFEXITED(st) ? -1 : WEXITSTATUS(st);
+}
+
+static StDtype st_dtype_of(ElemType e)
+{
+    return e == ELEM_F16 ? ST_F16 : e == ELEM_BF16 ? ST_BF16 : ST_F32;
+}
+
+/* The tensors of one kind, their values in their element types, as a
+ * safetensors file (none: no file, false). */
+static bool write_tensors(const IrProgram *p, double **data, IrTensorKind kind,
+                          const char *path, const char *text)
+{
+    StOut *ts = calloc((size_t)p->ntensors + 1, sizeof *ts);
+    void **bufs = calloc((size_t)p->ntensors + 1, sizeof *bufs);
+    int n = 0;
+    if (!ts || !bufs)
+        abort();
+    for (int i = 0; i < p->ntensors; i++) {
+        const IrTensor *t = p->tensors[i];
+        if (t->kind != kind)
+            continue;
+        size_t m = ir_tensor_numel(t);
+        StDtype dt = st_dtype_of(t->elem);
+        unsigned char *b = malloc((m ? m : 1) * 4);
+        if (!b)
+            abort();
+        for (size_t k = 0; k < m; k++) {
+            float f = (float)data[i][k];
+            if (dt == ST_F32) {
+                memcpy(b + 4 * k, &f, 4);
+            } else {
+                uint16_t h = dt == ST_F16 ? st_f32_to_f16(f) : st_f32_to_bf16(f);
+                memcpy(b + 2 * k, &h, 2);
+            }
+        }
+        bufs[n] = b;
+        ts[n++] = (StOut){t->name, dt, t->rank, t->shape, b};
+    }
+    char err[ST_ERRLEN];
+    if (n && st_write(path, ts, n, NULL, 0, 0, err, sizeof err) != ST_OK)
+        run_die(err, text);
+    for (int i = 0; i < n; i++)
+        free(bufs[i]);
+    free(bufs);
+    free(ts);
+    return n > 0;
+}
+
+/* The command on line 1 of the C file ("/" "* build: ... *" "/"). */
+static void build_line(const char *path, char *out, size_t size, const char *text)
+{
+    FILE *fp = fopen(path, "r");
+    char line[4096];
+    if (!fp || !fgets(line, sizeof line, fp))
+        run_die("no C file, or an empty one", text);
+    fclose(fp);
+    char *b = strstr(line, "build:"), *e = strstr(line, "*/");
+    if (!b || !e || e < b)
+        run_die("no build command on line 1 of the C file", text);
+    b += 6;
+    while (*b == ' ')
+        b++;
+    while (e > b && e[-1] == ' ')
+        e--;
+    if ((size_t)(e - b) >= size)
+        run_die("a build command too long", text);
+    memcpy(out, b, (size_t)(e - b));
+    out[e - b] = 0;
+}
+
+/* Compare what the program wrote with the interpreter's values. */
+static void compare_outputs(const Plan *pl, double **data, const char *path, double tol,
+                            const char *text)
+{
+    const IrProgram *p = pl->prog;
+    StFile *f;
+    char err[ST_ERRLEN];
+    if (st_open(path, &f, err, sizeof err) != ST_OK)
+        run_die(err, text);
+    for (int o = 0; o < p->noutputs; o++) {
+        const IrTensor *t = p->tensors[p->outputs[o]];
+        const StTensor *st;
+        StDtype dt = st_dtype_of(t->elem);
+        if (st_get(f, t->name, dt, t->rank, t->shape, &st, err, sizeof err) != ST_OK)
+            run_die(err, text);
+        size_t n = ir_tensor_numel(t), es = dt == ST_F32 ? 4 : 2;
+        unsigned char *b = malloc(n * es + 1);
+        if (!b)
+            abort();
+        st_copy(st, b);
+        double scale = 0, err_max = 0;
+        const double *want = data[t->id];
+        for (size_t k = 0; k < n; k++) {
+            float f32;
+            uint16_t h;
+            if (dt == ST_F32) {
+                memcpy(&f32, b + 4 * k, 4);
+            } else {
+                memcpy(&h, b + 2 * k, 2);
+                f32 = dt == ST_F16 ? st_f16_to_f32(h) : st_bf16_to_f32(h);
+            }
+            if (isnan(f32) != isnan(want[k]) || (isinf(want[k]) && f32 != want[k]) ||
+                (isinf(f32) && !isinf(want[k]))) {
+                fprintf(stderr, "fuzz_compile: output '%s' element %zu is %g, the "
+                        "interpreter's %g\n", t->name, k, f32, want[k]);
+                run_die("the generated program computes something else", text);
+            }
+            if (!isfinite(want[k]))
+                continue;
+            scale = fmax(scale, fabs(want[k]));
+            err_max = fmax(err_max, fabs(want[k] - f32));
+        }
+        free(b);
+        if (err_max > tol * fmax(scale, 1e-6)) {
+            fprintf(stderr, "fuzz_compile: output '%s' of the generated program differs "
+                    "from the interpreter's: max error %g, max value %g\n", t->name,
+                    err_max, scale);
+            run_die("the generated program computes something else", text);
+        }
+    }
+    st_close(f);
+}
+
+/* Write the program, compile it with the einc binary, build and run
+ * what it wrote, and compare its outputs with the -O0 plan pl0. */
+static void run_generated(const Plan *pl0, const char *text, size_t len, unsigned c)
+{
+    const char *einc = getenv("EINC");
+    const char *cflags = getenv("EINC_FUZZ_RUN_CFLAGS");
+    const char *tmp = getenv("TMPDIR");
+    if (!einc)
+        die("the run mode needs EINC, the einc binary to run", "");
+    if (!cflags)
+        cflags = "-g -fsanitize=address,undefined -fno-sanitize-recover=all";
+    snprintf(run_dir, sizeof run_dir, "%s/einc-run.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(run_dir))
+        die("cannot make a folder for the run mode", "");
+    char path[4300], build[4096];
+    snprintf(path, sizeof path, "%s/p.ein", run_dir);
+    FILE *fp = fopen(path, "w");
+    if (!fp || fwrite(text, 1, len, fp) != len || fclose(fp) != 0)
+        run_die("cannot write the program", text);
+    const IrProgram *p = pl0->prog;
+    double **data = evaluate(pl0, text, true);
+    double tol = 1e-4;
+    for (int i = 0; i < p->ntensors; i++)
+        if (p->tensors[i]->elem != ELEM_F32)
+            tol = 2e-2;
+    snprintf(path, sizeof path, "%s/inputs.safetensors", run_dir);
+    bool ins = write_tensors(p, data, IT_INPUT, path, text);
+    snprintf(path, sizeof path, "%s/weights.safetensors", run_dir);
+    bool wts = write_tensors(p, data, IT_WEIGHT, path, text);
+    /* einc's choices: -O0 to -O2, oneDNN or not, SLEEF or not */
+    int level = (int)(c % 3);
+    const char *dnnl = c >> 2 & 1 ? "--no-dnnl" : "", *sleef = c >> 3 & 1 ? "--no-sleef" : "";
+    if (shell("cd '%s' && '%s' -O%d %s %s --main -o p.c p.ein > einc.log 2>&1", run_dir, einc,
+              level, dnnl, sleef) != 0)
+        run_die("the einc binary refused a program the compile accepted (einc.log)", text);
+    snprintf(path, sizeof path, "%s/p.c", run_dir);
+    build_line(path, build, sizeof build, text);
+    if (shell("cd '%s' && %s %s > build.log 2>&1", run_dir, build, cflags) != 0)
+        run_die("the generated C file did not build (build.log)", text);
+    if (shell("cd '%s' && ASAN_OPTIONS=detect_leaks=1 timeout 300 ./p %s %s --outputs "
+              "out.safetensors > run.log 2>&1", run_dir,
+              ins ? "--inputs inputs.safetensors" : "",
+              wts ? "--weights weights.safetensors" : "") != 0)
+        run_die("the generated program failed (run.log)", text);
+    snprintf(path, sizeof path, "%s/out.safetensors", run_dir);
+    compare_outputs(pl0, data, path, tol, text);
+    free_data(p, data);
+    if (!getenv("EINC_FUZZ_KEEP"))
+        shell("rm -rf '%s'", run_dir);
+}
+#endif
+
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {
     static FILE *devnull;
@@ -310,7 +536,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
         devnull = fopen("/dev/null", "w");
         diag_set_stream(getenv("EINC_FUZZ_PRINT") ? stderr : devnull);
     }
-    GenOptions go = {diff_mode};
+    GenOptions go = {diff_mode || run_mode};
     size_t len;
     unsigned c;
     char *text = gen_ein(data, size, &go, &len, &c);
@@ -321,7 +547,17 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
     diag_reset();
     Arena *arena = arena_new();
     IrCtx *cx;
-    if (!diff_mode) {
+    if (run_mode) {
+        Choice c0 = ch;
+        c0.level = 0;
+        Derived *d0 = compile(arena, text, len, &c0, &cx);
+#ifdef FUZZ_COMPILE_RUN
+        if (d0)
+            run_generated(d0->plan, text, len, c);
+#else
+        (void)d0;
+#endif
+    } else if (!diff_mode) {
         Derived *d = compile(arena, text, len, &ch, &cx);
         if (d)
             write_all(cx, d, &ch);
