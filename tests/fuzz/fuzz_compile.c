@@ -481,6 +481,16 @@ static void compare_outputs(const Plan *pl, double **data, const char *path, dou
  * what it wrote, and compare its outputs with the -O0 plan pl0. */
 static void run_generated(const Plan *pl0, const char *text, size_t len, unsigned c)
 {
+    /* gen_run --write: the program only, for another harness */
+    const char *wdir = getenv("EINC_FUZZ_WRITE"), *seed = getenv("EINC_FUZZ_SEED");
+    if (wdir) {
+        char path[4300];
+        snprintf(path, sizeof path, "%s/g%s.ein", wdir, seed ? seed : "");
+        FILE *fp = fopen(path, "w");
+        if (!fp || fwrite(text, 1, len, fp) != len || fclose(fp) != 0)
+            die("cannot write the program", text);
+        return;
+    }
     const char *einc = getenv("EINC");
     const char *cflags = getenv("EINC_FUZZ_RUN_CFLAGS");
     const char *tmp = getenv("TMPDIR");

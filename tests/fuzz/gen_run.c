@@ -6,12 +6,17 @@
  * does not stop the others.
  *
  *   EINC=./einc tests/fuzz/gen_run FIRST LAST
+ *   tests/fuzz/gen_run --write DIR FIRST LAST
  *
  * Prints a line per failing seed and "N seeds, M failed"; exits 1 if any
- * failed.  POSIX (fork), like the test machines. */
+ * failed.  With --write, each program that einc's front end accepts goes
+ * to DIR/gSEED.ein instead, for another harness (the host CUDA build:
+ * HOSTCUDA_EXTRA in tests/emit/hostcuda.test).  POSIX (fork, setenv), like
+ * the test machines. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,6 +44,9 @@ static int run_seed(uint64_t seed)
         exit(99);
     }
     if (pid == 0) {
+        char name[32];
+        snprintf(name, sizeof name, "%llu", (unsigned long long)seed);
+        setenv("EINC_FUZZ_SEED", name, 1);
         LLVMFuzzerTestOneInput(buf, n);
         _exit(0);
     }
@@ -50,14 +58,21 @@ static int run_seed(uint64_t seed)
 
 int main(int argc, char **argv)
 {
+    const char *prog = argv[0];
+    if (argc == 5 && strcmp(argv[1], "--write") == 0) {
+        setenv("EINC_FUZZ_WRITE", argv[2], 1);
+        argv += 2;
+        argc -= 2;
+    }
     if (argc != 3) {
-        fprintf(stderr, "usage: EINC=einc %s FIRST LAST\n", argv[0]);
+        fprintf(stderr, "usage: EINC=einc %s FIRST LAST\n"
+                "       %s --write DIR FIRST LAST\n", prog, prog);
         return 99;
     }
     char *end1, *end2;
     unsigned long long a = strtoull(argv[1], &end1, 10), b = strtoull(argv[2], &end2, 10);
     if (*end1 || *end2 || a > b) {
-        fprintf(stderr, "%s: bad seed range '%s' '%s'\n", argv[0], argv[1], argv[2]);
+        fprintf(stderr, "%s: bad seed range '%s' '%s'\n", prog, argv[1], argv[2]);
         return 99;
     }
     unsigned long long failed = 0;
