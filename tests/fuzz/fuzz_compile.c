@@ -477,6 +477,16 @@ static void compare_outputs(const Plan *pl, double **data, const char *path, dou
     st_close(f);
 }
 
+/* The program text as the file at path. */
+static bool write_text(const char *path, const char *text, size_t len)
+{
+    FILE *fp = fopen(path, "w");
+    if (!fp)
+        return false;
+    bool ok = fwrite(text, 1, len, fp) == len;
+    return fclose(fp) == 0 && ok;
+}
+
 /* Write the program, compile it with the einc binary, build and run
  * what it wrote, and compare its outputs with the -O0 plan pl0. */
 static void run_generated(const Plan *pl0, const char *text, size_t len, unsigned c)
@@ -486,8 +496,7 @@ static void run_generated(const Plan *pl0, const char *text, size_t len, unsigne
     if (wdir) {
         char path[4300];
         snprintf(path, sizeof path, "%s/g%s.ein", wdir, seed ? seed : "");
-        FILE *fp = fopen(path, "w");
-        if (!fp || fwrite(text, 1, len, fp) != len || fclose(fp) != 0)
+        if (!write_text(path, text, len))
             die("cannot write the program", text);
         return;
     }
@@ -503,8 +512,7 @@ static void run_generated(const Plan *pl0, const char *text, size_t len, unsigne
         die("cannot make a folder for the run mode", "");
     char path[4300], build[4096];
     snprintf(path, sizeof path, "%s/p.ein", run_dir);
-    FILE *fp = fopen(path, "w");
-    if (!fp || fwrite(text, 1, len, fp) != len || fclose(fp) != 0)
+    if (!write_text(path, text, len))
         run_die("cannot write the program", text);
     const IrProgram *p = pl0->prog;
     double **data = evaluate(pl0, text, true);
