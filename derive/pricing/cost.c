@@ -147,34 +147,43 @@ static int64_t lane_ix(const Lanes *w, int lane, const Ix *x)
     return v;
 }
 
+/* Where variable `id` is among the lanes' variables, or -1. */
+static int var_at(const Lanes *w, int id)
+{
+    for (int k = 0; k < w->nvars; k++)
+        if (w->ids[k] == id)
+            return k;
+    return -1;
+}
+
 /* Lanes stepping the variables `step` (row-major, the last fastest), the
  * others of the stage at their first value. */
 static void lanes_init(Lanes *w, const Stage *s, const IrVar *step, int nstep)
 {
+    int64_t first[MAX_WARP_VARS];
     w->nvars = 0;
     const IrVar *lists[2] = {s->loops, s->sums};
     int counts[2] = {s->nloops, s->nsums};
     for (int l = 0; l < 2; l++)
-        for (int i = 0; i < counts[l] && w->nvars < MAX_WARP_VARS; i++)
+        for (int i = 0; i < counts[l] && w->nvars < MAX_WARP_VARS; i++) {
+            first[w->nvars] = lists[l][i].lo;
             w->ids[w->nvars++] = lists[l][i].id;
+        }
+    int at[MAX_WARP_VARS];      /* where each of the first stepped variables is, or -1 */
     double total = 1;
     for (int i = 0; i < nstep; i++)
         total *= (double)(step[i].hi - step[i].lo);
+    for (int i = 0; i < nstep && i < MAX_WARP_VARS; i++)
+        at[i] = var_at(w, step[i].id);
     w->nlanes = total < WARP ? (int)total : WARP;
     for (int lane = 0; lane < w->nlanes; lane++) {
-        for (int k = 0; k < w->nvars; k++) {
-            w->val[lane][k] = 0;
-            for (int l = 0; l < 2; l++)
-                for (int i = 0; i < counts[l]; i++)
-                    if (lists[l][i].id == w->ids[k])
-                        w->val[lane][k] = lists[l][i].lo;
-        }
+        memcpy(w->val[lane], first, (size_t)w->nvars * sizeof *first);
         int64_t rem = lane;
         for (int i = nstep - 1; i >= 0; i--) {
             int64_t ext = step[i].hi - step[i].lo;
-            for (int k = 0; k < w->nvars; k++)
-                if (w->ids[k] == step[i].id)
-                    w->val[lane][k] = step[i].lo + rem % ext;
+            int k = i < MAX_WARP_VARS ? at[i] : var_at(w, step[i].id);
+            if (k >= 0)
+                w->val[lane][k] = step[i].lo + rem % ext;
             rem /= ext;
         }
     }
