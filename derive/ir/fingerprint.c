@@ -33,7 +33,21 @@ typedef struct Fp {
     int n, cap;
     int depth;
     int self;                       /* signature pass: the variable marked */
+    bool form;                      /* tensors by what they are (ir_fingerprint_form) */
 } Fp;
+
+/* A tensor: which one it is, or with `form` what it is: its kind, element
+ * type and shape, and whether it depends on weights only. */
+static uint64_t fp_tensor(const Fp *f, const IrTensor *t)
+{
+    if (!f->form)
+        return ir_hcomb(H_TENSOR, (uint64_t)t->id);
+    uint64_t h = ir_hcomb(ir_hcomb(H_TENSOR, (uint64_t)t->kind), (uint64_t)t->elem);
+    h = ir_hcomb(ir_hcomb(h, (uint64_t)t->weight_only), (uint64_t)t->rank);
+    for (int d = 0; d < t->rank; d++)
+        h = ir_hcomb(h, (uint64_t)t->shape[d]);
+    return h;
+}
 
 static void bind(Fp *f, int var, uint64_t token)
 {
@@ -70,7 +84,7 @@ static uint64_t fp_ix(const Fp *f, const Ix *x, int64_t sign)
         if (t->kind == IX_READ) {
             /* a gather: the tensor and its subscripts, renaming-invariant */
             const IExpr *r = t->read;
-            uint64_t rh = ir_hcomb(H_TENSOR, (uint64_t)r->access.tensor->id);
+            uint64_t rh = fp_tensor(f, r->access.tensor);
             for (int k = 0; k < r->access.nidx; k++)
                 rh = ir_hcomb(rh, fp_ix(f, r->access.idx[k], 1));
             h = ir_hcomb(h, rh);
@@ -142,7 +156,7 @@ static void sig_expr(Fp *f, Sig *g, const IExpr *e)
     case IE_ACCESS: {
         const Stage *s = e->access.stage;
         uint64_t target = s ? ir_hcomb(ir_hcomb(H_STAGE, (uint64_t)s->red), (uint64_t)s->nsums)
-                            : ir_hcomb(H_TENSOR, (uint64_t)e->access.tensor->id);
+                            : fp_tensor(f, e->access.tensor);
         for (int k = 0; k < e->access.nidx; k++)
             sig_ix(f, g, e->access.idx[k], ir_hcomb(target, (uint64_t)k), false);
         if (s) {
@@ -186,7 +200,7 @@ static uint64_t fp_expr(Fp *f, const IExpr *e)
         return ir_hcomb(h, fp_ix(f, e->ix, 1));
     case IE_ACCESS:
         h = ir_hcomb(h, e->access.stage ? fp_stage(f, e->access.stage)
-                                        : ir_hcomb(H_TENSOR, (uint64_t)e->access.tensor->id));
+                                        : fp_tensor(f, e->access.tensor));
         for (int k = 0; k < e->access.nidx; k++)
             h = ir_hcomb(h, fp_ix(f, e->access.idx[k], 1));
         return h;
@@ -264,10 +278,20 @@ static uint64_t fp_stage(Fp *f, const Stage *s)
     return h;
 }
 
-uint64_t ir_fingerprint(const Stage *s)
+static uint64_t fingerprint(const Stage *s, bool form)
 {
-    Fp f = {.self = -1};
+    Fp f = {.self = -1, .form = form};
     uint64_t h = fp_stage(&f, s);
     free(f.b);
     return h;
+}
+
+uint64_t ir_fingerprint(const Stage *s)
+{
+    return fingerprint(s, false);
+}
+
+uint64_t ir_fingerprint_form(const Stage *s)
+{
+    return fingerprint(s, true);
 }

@@ -272,6 +272,10 @@ bool ir_stage_equal(const Stage *a, const Stage *b);
  * and range, sum vars by range only) and under the order of commutative
  * operands; changes when an index, range, tensor or operator changes. */
 uint64_t ir_fingerprint(const Stage *s);
+/* The same with each tensor hashed by what it is (kind, element type,
+ * shape, weight_only) rather than which it is: equal for two statements
+ * of one form over different tensors (a layer repeated). */
+uint64_t ir_fingerprint_form(const Stage *s);
 
 /* ---- the interpreter ---------------------------------------------------
  * Double precision.  data[t->id] holds tensor t row-major over its shape.
@@ -316,6 +320,17 @@ const Ix *ix_simplify(IrCtx *cx, const Ix *a, const int64_t *range_lo,
                       const int64_t *range_hi);
 /* ir_subst on a stage (its free variables; a bound `var` is left alone). */
 const Stage *ir_stage_subst(IrCtx *cx, const Stage *s, int var, const Ix *by);
+/* A copy of the closed stage s in which every bound variable (s's and
+ * those of the stages nested in it) is a new one of the same name and
+ * range, and every read of from[i] reads to[i] (n pairs): the same
+ * computation for another statement of its form.  NULL if s reads a
+ * tensor that is none of from[]. */
+const Stage *ir_stage_copy(IrCtx *cx, const Stage *s, const IrTensor *const *from,
+                           const IrTensor *const *to, int n);
+/* The distinct tensors s reads (in nested stages and gathers too), in the
+ * order of a walk of its guards and body, up to max of them into out;
+ * returns how many there are. */
+int ir_stage_tensors(const Stage *s, const IrTensor **out, int max);
 /* A total order on expressions consistent with ir_expr_equal (the order
  * the constructors put commutative operands in). */
 int ir_expr_compare(const IExpr *a, const IExpr *b);

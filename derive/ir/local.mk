@@ -25,3 +25,8 @@ TESTS += tests/derive/test_lower
 tests_derive_test_lower_SOURCES = tests/derive/test_lower.c tests/check.h
 tests_derive_test_lower_LDADD = derive/libderive.a sema/libsema.a \
 	parser/libparser.a lang/liblang.a $(LIBS)
+check_PROGRAMS += tests/derive/test_copy
+TESTS += tests/derive/test_copy
+tests_derive_test_copy_SOURCES = tests/derive/test_copy.c tests/derive/gen.c \
+	tests/derive/gen.h tests/check.h
+tests_derive_test_copy_LDADD = $(derive_test_libs)

@@ -183,3 +183,177 @@ const Stage *ir_stage_subst(IrCtx *cx, const Stage *s, int var, const Ix *by)
         free(g);
     return r;
 }
+
+/* ---- copies for another statement of the same form -------------------------- */
+
+typedef struct Copy {
+    IrCtx *cx;
+    const IrTensor *const *from, *const *to;
+    int n;
+    int *old, *new;                 /* bound variables, innermost last */
+    int nv, cap;
+    bool unmapped;                  /* a read of a tensor none of from[] */
+} Copy;
+
+static const Stage *copy_stage(Copy *c, const Stage *s);
+static const IExpr *copy_expr(Copy *c, const IExpr *e);
+
+static int copy_var(const Copy *c, int var)
+{
+    for (int i = c->nv - 1; i >= 0; i--)
+        if (c->old[i] == var)
+            return c->new[i];
+    return var;                     /* free: not s's to rename */
+}
+
+static const IrTensor *copy_tensor(Copy *c, const IrTensor *t)
+{
+    for (int i = 0; i < c->n; i++)
+        if (c->from[i] == t)
+            return c->to[i];
+    c->unmapped = true;
+    return t;
+}
+
+static const Ix *copy_ix(Copy *c, const Ix *x)
+{
+    const Ix *r = ix_const(c->cx, x->c);
+    for (int i = 0; i < x->n; i++) {
+        const IxTerm *t = &x->t[i];
+        const Ix *atom;
+        switch (t->kind) {
+        case IX_VAR:
+            atom = ix_var(c->cx, copy_var(c, t->var));
+            break;
+        case IX_DIV:
+            atom = ix_div(c->cx, copy_ix(c, t->arg), t->d);
+            break;
+        case IX_MOD:
+            atom = ix_mod(c->cx, copy_ix(c, t->arg), t->d);
+            break;
+        default:
+            atom = ix_read(c->cx, copy_expr(c, t->read));
+            break;
+        }
+        r = ix_add(c->cx, r, ix_scale(c->cx, atom, t->coef));
+    }
+    return r;
+}
+
+static const IExpr *copy_expr(Copy *c, const IExpr *e)
+{
+    const IExpr *kids[IR_MAX_CHILDREN];
+    const Ix *const *ixs;
+    int nk = ir_expr_children(e, kids), nx = ir_expr_ixs(e, &ixs);
+    const Ix *small[16], **nix = nx <= 16 ? small : xmalloc((size_t)nx * sizeof *nix);
+    for (int i = 0; i < nx; i++)
+        nix[i] = copy_ix(c, ixs[i]);
+    for (int i = 0; i < nk; i++)
+        kids[i] = copy_expr(c, kids[i]);
+    const IExpr *r;
+    if (e->kind == IE_ACCESS && e->access.tensor)
+        r = ir_access_tensor(c->cx, copy_tensor(c, e->access.tensor), nix, nx);
+    else if (e->kind == IE_ACCESS)
+        r = ir_access_stage(c->cx, copy_stage(c, e->access.stage), nix, nx);
+    else
+        r = ir_expr_rebuild(c->cx, e, kids, nix, NULL);
+    if (nix != small)
+        free(nix);
+    return r;
+}
+
+static IrVar *copy_bind(Copy *c, const IrVar *v, int n)
+{
+    IrVar *nv = xmalloc((size_t)(n + 1) * sizeof *nv);
+    for (int i = 0; i < n; i++) {
+        nv[i] = ir_var_new(c->cx, v[i].name, v[i].lo, v[i].hi);
+        if (c->nv == c->cap) {
+            c->cap = c->cap ? 2 * c->cap : 32;
+            c->old = xrealloc(c->old, (size_t)c->cap * sizeof *c->old);
+            c->new = xrealloc(c->new, (size_t)c->cap * sizeof *c->new);
+        }
+        c->old[c->nv] = v[i].id;
+        c->new[c->nv++] = nv[i].id;
+    }
+    return nv;
+}
+
+static const Stage *copy_stage(Copy *c, const Stage *s)
+{
+    int base = c->nv;
+    IrVar *loops = copy_bind(c, s->loops, s->nloops);
+    IrVar *sums = copy_bind(c, s->sums, s->nsums);
+    const IExpr **g = xmalloc((size_t)(s->nguards + 1) * sizeof *g);
+    for (int i = 0; i < s->nguards; i++)
+        g[i] = copy_expr(c, s->guards[i]);
+    const Stage *r = ir_stage(c->cx, s->red, loops, s->nloops, sums, s->nsums, g,
+                              s->nguards, copy_expr(c, s->body));
+    c->nv = base;
+    free(loops);
+    free(sums);
+    free(g);
+    return r;
+}
+
+const Stage *ir_stage_copy(IrCtx *cx, const Stage *s, const IrTensor *const *from,
+                           const IrTensor *const *to, int n)
+{
+    Copy c = {cx, from, to, n, NULL, NULL, 0, 0, false};
+    const Stage *r = copy_stage(&c, s);
+    free(c.old);
+    free(c.new);
+    return c.unmapped ? NULL : r;
+}
+
+/* ---- the tensors a stage reads ------------------------------------------------ */
+
+typedef struct Reads {
+    const IrTensor **out;
+    int n, max;
+} Reads;
+
+static void reads_stage(Reads *r, const Stage *s);
+
+static void reads_expr(Reads *r, const IExpr *e)
+{
+    if (e->kind == IE_ACCESS && e->access.tensor) {
+        int i = 0;
+        while (i < r->n && i < r->max && r->out[i] != e->access.tensor)
+            i++;
+        if (i == r->n) {
+            if (r->n < r->max)
+                r->out[r->n] = e->access.tensor;
+            r->n++;
+        }
+    } else if (e->kind == IE_ACCESS) {
+        reads_stage(r, e->access.stage);
+    }
+    const Ix *const *ixs;
+    int nx = ir_expr_ixs(e, &ixs);
+    for (int i = 0; i < nx; i++) {
+        const IExpr *g[16];
+        int ng = ix_gathers(ixs[i], g, 16);
+        if (ng > 16)
+            ICE("ir_stage_tensors: %d gathers in one index", ng);
+        for (int k = 0; k < ng; k++)
+            reads_expr(r, g[k]);
+    }
+    const IExpr *kids[IR_MAX_CHILDREN];
+    int nk = ir_expr_children(e, kids);
+    for (int i = 0; i < nk; i++)
+        reads_expr(r, kids[i]);
+}
+
+static void reads_stage(Reads *r, const Stage *s)
+{
+    for (int i = 0; i < s->nguards; i++)
+        reads_expr(r, s->guards[i]);
+    reads_expr(r, s->body);
+}
+
+int ir_stage_tensors(const Stage *s, const IrTensor **out, int max)
+{
+    Reads r = {out, 0, max};
+    reads_stage(&r, s);
+    return r.n;
+}

@@ -14,6 +14,14 @@ static bool searchable(const IrTensor *t)
     return t->kind == IT_STAGE && t->stage->nsums > 0;
 }
 
+/* EINC_SEARCH_REUSE=0: every reduction searched on its own (search_reuse
+ * off), to check that reuse changes no plan. */
+static bool reuse_on(void)
+{
+    const char *v = getenv("EINC_SEARCH_REUSE");
+    return !v || strcmp(v, "0") != 0;
+}
+
 Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o)
 {
     Arena *a = ir_arena(cx);
@@ -26,6 +34,7 @@ Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o)
     SearchOptions so = o->search;
     CostModel cm = {so.dev, so.precision, so.tune_db, so.target, so.dnnl};
     d->precision = so.precision;
+    bool reuse = reuse_on();
     if (o->level < 2)
         so.depth = 0;
     else
@@ -41,8 +50,19 @@ Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o)
         Derivation *dv = &d->ds[d->nds++];
         dv->tensor = t;
         dv->original = t->stage;
-        search_tensor(rc, t, &so, &next_id, &dv->res);
-        d->states += dv->res.nodes.len;
+        dv->form = ir_fingerprint_form(t->stage);
+        dv->from = -1;
+        for (int k = 0; reuse && k < d->nds - 1 && dv->from < 0; k++) {
+            const Derivation *e = &d->ds[k];
+            if (e->from < 0 && e->form == dv->form
+                && search_reuse(rc, t, e->tensor, e->original, &e->res, &so, &next_id,
+                                &dv->res))
+                dv->from = k;
+        }
+        if (dv->from < 0) {
+            search_tensor(rc, t, &so, &next_id, &dv->res);
+            d->states += dv->res.nodes.len;
+        }
         d->ms += dv->res.ms;
         const Pieces *pc = &dv->res.cands.data[dv->res.chosen].pieces;
         for (int k = 0; k < pc->ops.len; k++) {
@@ -295,9 +315,14 @@ void derive_print_json(const IrCtx *cx, const Derived *d, FILE *fp)
         fprintf(fp, "%s\n    {\"tensor\": ", k ? "," : "");
         plan_json_string(d->ds[k].tensor->name, fp);
         fprintf(fp, ", \"states\": %d, \"ms\": %.3f, \"candidates\": %d, "
-                    "\"out_of_budget\": %s}", d->ds[k].res.nodes.len,
+                    "\"out_of_budget\": %s, \"reused_from\": ", d->ds[k].res.nodes.len,
                 d->ds[k].res.ms, d->ds[k].res.cands.len,
                 d->ds[k].res.out_of_budget ? "true" : "false");
+        if (d->ds[k].from >= 0)
+            plan_json_string(d->ds[d->ds[k].from].tensor->name, fp);
+        else
+            fputs("null", fp);
+        fputc('}', fp);
     }
     fputs("]}}\n", fp);
 }
@@ -324,8 +349,10 @@ void derive_explain(const IrCtx *cx, const Derived *d, FILE *fp)
         const SearchResult *r = &dv->res;
         int path[64];
         int n = chosen_path(dv, path, 64);
-        fprintf(fp, "%s: %d states, %.1f ms, %d candidates; chosen: %d step%s, "
-                    "estimated %.2f us\n", dv->tensor->name, r->nodes.len, r->ms,
+        fprintf(fp, "%s: %d states", dv->tensor->name, r->nodes.len);
+        if (dv->from >= 0)
+            fprintf(fp, " (the search of %s, reused)", d->ds[dv->from].tensor->name);
+        fprintf(fp, ", %.1f ms, %d candidates; chosen: %d step%s, estimated %.2f us\n", r->ms,
                 r->cands.len, n - 1, n == 2 ? "" : "s",
                 r->cands.data[r->chosen].pieces.cost * 1e6);
         fputs("  start:  ", fp);
@@ -459,8 +486,14 @@ void derive_dot(const IrCtx *cx, const Derived *d, FILE *fp)
         }
         fprintf(fp, "  subgraph cluster_%d {\n    label=\"", k);
         dot_str(fp, dv->tensor->name);
-        fprintf(fp, ": %d states, %d candidates, chosen in %d step%s\";\n", n, r->cands.len,
-                np - 1, np == 2 ? "" : "s");
+        fprintf(fp, ": %d states", n);
+        if (dv->from >= 0) {
+            fputs(" (the search of ", fp);
+            dot_str(fp, d->ds[dv->from].tensor->name);
+            fputs(", reused)", fp);
+        }
+        fprintf(fp, ", %d candidates, chosen in %d step%s\";\n", r->cands.len, np - 1,
+                np == 2 ? "" : "s");
         for (int s = 0; s < np; s++) {
             int at = path[s];
             if (s == 0)

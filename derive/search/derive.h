@@ -20,6 +20,8 @@ typedef struct Derivation {
     const Stage *original;      /* its stage before derivation */
     SearchResult res;
     int max_id;                 /* largest tensor id any candidate uses (verify) */
+    uint64_t form;              /* ir_fingerprint_form of original */
+    int from;                   /* the derivation whose search res reuses, or -1 */
 } Derivation;
 
 typedef struct Derived {

@@ -453,3 +453,106 @@ void search_tensor(RuleCtx *rc, const IrTensor *result, const SearchOptions *opt
     free(s.seen.slots);
     rule_sites_free(&s.sites);
 }
+
+/* ---- reuse: a search done for another statement of the same form -------------
+ * Models repeat their layers: ResNet's blocks, a transformer's heads and
+ * layers.  Two statements of one form (the same expression up to the names
+ * of its variables and which tensors of one kind, element type and shape
+ * it reads) are searched once: the second takes the first's states and
+ * candidates, copied over its own tensors with new variables, and
+ * instantiates each candidate again (its own intermediates). */
+
+/* What ir_fingerprint_form hashes of a tensor. */
+static bool same_form(const IrTensor *a, const IrTensor *b)
+{
+    if (a->kind != b->kind || a->elem != b->elem || a->weight_only != b->weight_only
+        || a->rank != b->rank)
+        return false;
+    for (int d = 0; d < a->rank; d++)
+        if (a->shape[d] != b->shape[d])
+            return false;
+    return true;
+}
+
+/* Pairs was[k..n) with the tensors of now[] not yet taken (taken[]), each
+ * with one of its form, in turn, until from_stage over the pairs
+ * (ir_stage_copy into to[]) is the same computation as `want` (equal
+ * fingerprints); that copy, or NULL. */
+static const Stage *pair_reads(IrCtx *cx, const Stage *from_stage, const Stage *want,
+                               const IrTensor **was, const IrTensor **now, bool *taken,
+                               const IrTensor **to, int k, int n)
+{
+    if (k == n) {
+        const Stage *same = ir_stage_copy(cx, from_stage, was, to, n);
+        return same && ir_fingerprint(same) == ir_fingerprint(want) ? same : NULL;
+    }
+    /* now[k] first: the walks of the two expressions mostly agree */
+    for (int t = 0; t < n; t++) {
+        int j = (k + t) % n;
+        if (taken[j] || !same_form(was[k], now[j]))
+            continue;
+        taken[j] = true;
+        to[k] = now[j];
+        const Stage *same = pair_reads(cx, from_stage, want, was, now, taken, to, k + 1, n);
+        taken[j] = false;
+        if (same)
+            return same;
+    }
+    return NULL;
+}
+
+/* Pairings tried at most: n! for the n tensors an expression reads. */
+#define MAX_PAIRED 5
+
+bool search_reuse(RuleCtx *rc, const IrTensor *result, const IrTensor *from,
+                  const Stage *from_stage, const SearchResult *done,
+                  const SearchOptions *opt, int *next_id, SearchResult *out)
+{
+    IrCtx *cx = rule_ir(rc);
+    const IrTensor *was[MAX_PAIRED], *now[MAX_PAIRED], *to[MAX_PAIRED];
+    bool taken[MAX_PAIRED] = {false};
+    int n = ir_stage_tensors(from_stage, was, MAX_PAIRED);
+    if (done->out_of_budget || n > MAX_PAIRED
+        || ir_stage_tensors(result->stage, now, MAX_PAIRED) != n
+        || !same_form(from, result))
+        return false;
+    double t0 = now_ms();
+    IrMark mark = ir_ctx_mark(cx);
+    int first_id = *next_id;
+    /* the same computation: `from`'s expression over result's tensors */
+    if (!pair_reads(cx, from_stage, result->stage, was, now, taken, to, 0, n))
+        goto differ;
+    SearchResult r = {0};
+    Arena *a = ir_arena(cx);
+    for (int i = 0; i < done->nodes.len; i++) {
+        SearchNode node = done->nodes.data[i];
+        node.expr = ir_stage_copy(cx, node.expr, was, to, n);
+        if (!node.expr)
+            goto differ;
+        /* what the rule was applied to is the other statement's */
+        node.via.focus = node.via.target = NULL;
+        node.via.tensor = NULL;
+        vec_push(a, &r.nodes, node);
+    }
+    CostModel cm = {opt->dev, opt->precision, opt->tune_db, opt->target, opt->dnnl};
+    for (int i = 0; i < done->cands.len; i++) {
+        Candidate c = done->cands.data[i];
+        memset(&c.pieces, 0, sizeof c.pieces);
+        plan_instantiate(cx, &cm, result, r.nodes.data[c.node].expr, next_id, &c.pieces);
+        c.key = search_plan_key(&c.pieces, opt->precision);
+        vec_push(a, &r.cands, c);
+    }
+    /* The order of commutative operands follows the tensors' ids, so a
+     * candidate may price a little otherwise here (a GEMM's operands
+     * swapped): the cheapest for result is chosen again. */
+    qsort(r.cands.data, (size_t)r.cands.len, sizeof *r.cands.data, cand_cmp);
+    r.chosen = 0;
+    r.expanded = done->expanded;
+    r.ms = now_ms() - t0;
+    *out = r;
+    return true;
+differ:
+    ir_ctx_release(cx, mark);
+    *next_id = first_id;
+    return false;
+}

@@ -12,7 +12,9 @@
  * instantiation (plan.c).  Fingerprints keep any state from being
  * expanded twice.  Every state is instantiated and priced; the distinct
  * plans are the candidates.  The search is deterministic: the limits are
- * counts of states; the time budget is a safety net.  Prefix: search_. */
+ * counts of states; the time budget is a safety net.  A statement of the
+ * same form as one searched before takes that search (search_reuse).
+ * Prefix: search_. */
 #ifndef EINC_SEARCH_H
 #define EINC_SEARCH_H
 
@@ -67,6 +69,18 @@ typedef struct SearchResult {
  * (result->stage).  Intermediate tensors get ids from *next_id. */
 void search_tensor(RuleCtx *rc, const IrTensor *result, const SearchOptions *opt,
                    int *next_id, SearchResult *out);
+
+/* Reuse (search.c): the search of `from`, whose expression was from_stage
+ * and whose search gave `done`, for `result`, where the two are the same
+ * computation over different tensors of one kind, element type and shape
+ * each (a repeated layer; ir_fingerprint_form is equal for them): its
+ * states and candidates copied over result's tensors (ir_stage_copy), each
+ * candidate instantiated again (intermediates get ids from *next_id) and
+ * priced, the cheapest for result chosen.  False, with nothing made, where
+ * the two are not the same computation; then result needs a search. */
+bool search_reuse(RuleCtx *rc, const IrTensor *result, const IrTensor *from,
+                  const Stage *from_stage, const SearchResult *done,
+                  const SearchOptions *opt, int *next_id, SearchResult *out);
 
 /* Mismatches between the product stages of `s` and plain operands
  * (search.c says what counts); 0 for a dense GEMM. */

@@ -4,8 +4,10 @@
 # examples/ (at B=1), and how long the C compiler takes on what it writes.
 # Not part of `make check`: it prints a Markdown table and asserts nothing.
 #
-# Columns: the states the search visited and its wall ms in all (the
-# "search" field of `einc --emit=plan-json`), the wall ms of a whole
+# Columns: the tensors searched (and of them, those whose search was that
+# of an earlier statement of the same form, reused: einc(1), --explain),
+# the states the search visited and its wall ms in all (the "search" field
+# of `einc --emit=plan-json`), the wall ms of a whole
 # `einc FILE -o x.c` (median of 3 runs, process start and writing
 # included), the part of it outside the search, the size of x.c, and the
 # wall seconds of building x.c with the command on its first line (once).
@@ -77,8 +79,9 @@ path, label, ems, lines, ccs = sys.argv[1:6]
 s = json.load(open(path))["search"]
 ts = s["tensors"]
 oob = sum(1 for t in ts if t["out_of_budget"])
-print("| %s | %d | %d%s | %.1f | %s | %.0f | %s | %s |" % (
-    label, len(ts), s["states"], " (%d out of budget)" % oob if oob else "",
+reused = sum(1 for t in ts if t.get("reused_from"))
+print("| %s | %d%s | %d%s | %.1f | %s | %.0f | %s | %s |" % (
+    label, len(ts), " (%d reused)" % reused if reused else "", s["states"], " (%d out of budget)" % oob if oob else "",
     s["ms"], ems, max(0.0, float(ems) - s["ms"]), lines, ccs))
 PYEOF
 }
@@ -86,7 +89,7 @@ PYEOF
 echo "einc: $("$EINC" --version 2>/dev/null | head -1)  options: ${*:-(defaults)}"
 echo "host: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -1), $(nproc 2>/dev/null || echo '?') cores, load average $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
 echo
-echo "| program | tensors searched | states | search ms | \`einc -o x.c\` ms (median of 3) | outside the search, ms | x.c lines | cc x.c, s |"
+echo "| program | tensors searched (a search of the same form reused) | states | search ms | \`einc -o x.c\` ms (median of 3) | outside the search, ms | x.c lines | cc x.c, s |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|"
 for name in conv3x3 convtranspose conv5x5 g2bmm; do
     row "$name" "$top_srcdir/tests/derive/showcase/$name.ein" "$@"

@@ -7,7 +7,8 @@
 #   - the search's states and wall milliseconds in all, and those of its
 #     largest search, as `einc --emit=plan-json` reports them, whether any
 #     search stopped at its limits ("out_of_budget"), and the number of
-#     tensors searched;
+#     tensors searched (and of them, those that took the search of an
+#     earlier statement of the same form: "reused_from");
 #   - the wall time of a whole compile, `einc --emit=c` (median of 3 runs,
 #     measured with date +%s%N, so it includes process start and writing);
 #   - for the showcases, EinNet's search time at depth 7 with fingerprints
@@ -68,6 +69,7 @@ s = d["search"]
 ts = s["tensors"]
 big = max(ts, key=lambda t: t["ms"]) if ts else None
 oob = sum(1 for t in ts if t["out_of_budget"])
+reused = sum(1 for t in ts if t.get("reused_from"))
 first = d["candidates"][0]["ops"] if d["candidates"] else []
 # EinNet's derivation for the showcases: (predicate, what): where it is
 # among the candidates (0: chosen).
@@ -82,8 +84,8 @@ if label in WANT:
     at = [i for i, c in enumerate(d["candidates"]) if any(WANT[label](o) for o in c["ops"])]
     found = ("chosen" if at[0] == 0 else "candidate %d of %d" % (at[0], len(d["candidates"]))) if at else "not found"
 ops = sorted({o["kind"] for o in first if o["kind"] != "kernel"})
-print("| %s | %d | %d | %.1f | %s | %s | %s | %s | %s | %s |" % (
-    label, len(ts), s["states"], s["ms"],
+print("| %s | %d%s | %d | %.1f | %s | %s | %s | %s | %s | %s |" % (
+    label, len(ts), " (%d reused)" % reused if reused else "", s["states"], s["ms"],
     "%s: %d, %.1f" % (big["tensor"], big["states"], big["ms"]) if big else "-",
     oob if oob else "no", cms, ref or "-", found, ", ".join(ops) or "kernels only"))
 PYEOF
@@ -91,7 +93,7 @@ PYEOF
 
 echo "einc: $("$EINC" --version 2>/dev/null)  options: ${*:-(defaults)}  host: $(uname -m), $(nproc 2>/dev/null || echo '?') cores"
 echo
-echo "| program | tensors searched | states | search ms | largest search (tensor: states, ms) | out of budget | \`--emit=c\` ms (median of 3) | EinNet depth 7, ms (states) | EinNet's derivation | library ops chosen |"
+echo "| program | tensors searched (reused: einc(1), --explain) | states | search ms | largest search (tensor: states, ms) | out of budget | \`--emit=c\` ms (median of 3) | EinNet depth 7, ms (states) | EinNet's derivation | library ops chosen |"
 echo "|---|---:|---:|---:|---|---|---:|---:|---|---|"
 for name in conv3x3 convtranspose conv5x5 g2bmm; do
     row "$name" "$top_srcdir/tests/derive/showcase/$name.ein" "$@"
