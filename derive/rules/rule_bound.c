@@ -174,18 +174,25 @@ const Stage *tighten_apply(RuleCtx *rc, const RuleFocus *f, const RuleSite *st)
     for (int i = 0; i < ns; i++)
         v[nl + i] = s->sums[i];
     /* A few rounds: a tighter range of one variable tightens another. */
+    bool any = false;
     for (int round = 0; round < 4; round++) {
         bool changed = false;
         for (int i = 0; i < nl + ns; i++)
             changed |= tighten_var(rc, s, &v[i], i < nl || s->red == RED_SUM);
+        any |= changed;
         if (!changed)
             break;
     }
     const IExpr **g = xmalloc((size_t)(s->nguards + 1) * sizeof *g);
-    for (int i = 0; i < s->nguards; i++)
+    for (int i = 0; i < s->nguards; i++) {
         g[i] = simp_expr(rc, s->guards[i]);
-    const Stage *to = ir_stage(rc->cx, s->red, v, nl, v + nl, ns, g, s->nguards,
-                               simp_expr(rc, s->body));
+        any |= g[i] != s->guards[i];
+    }
+    const IExpr *body = simp_expr(rc, s->body);
+    any |= body != s->body;
+    /* mostly nothing changes: then s would be built again as it is */
+    const Stage *to = any ? ir_stage(rc->cx, s->red, v, nl, v + nl, ns, g, s->nguards, body)
+                          : s;
     free(v);
     free(g);
     return ir_stage_equal(to, s) ? NULL : rc_replace(rc, f, to);
