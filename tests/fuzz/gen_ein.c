@@ -833,6 +833,47 @@ static void stmt_chain(G *g)
     }
 }
 
+/* Layers of one form over their own weights (a model's repeated blocks),
+ * each reading a map of the last: every layer after the first is the
+ * same computation as the first over other tensors, and takes its search
+ * (search_reuse); at times a weight is shared, or the product's operands
+ * are written the other way round. */
+static void stmt_layers(G *g)
+{
+    bool conv = chance(&g->r, 50), f32 = chance(&g->r, 70);
+    int64_t c = small_or(g, 3, 32), h = small_or(g, 4, 14);
+    int64_t r = 1 + pick(&g->r, 3), pad = pick(&g->r, 3);
+    int64_t xd[4] = {1, c, h, h}, kd[4] = {c, c, r, r}, md[2] = {c, h}, wd[2] = {h, h};
+    int count = 2 + (int)pick(&g->r, 3);
+    Ten *x = conv ? declare(g, xd, 4, false) : declare(g, md, 2, false), *k = NULL;
+    for (int i = 0; i < count; i++) {
+        const char *fn = chance(&g->r, 50) ? "tanh" : "relu";
+        Ten *a = define(g, x->dim, x->rank);
+        if (conv)
+            put(&g->body, "%s[n, c, h, w] = %s(%s[n, c, h, w])\n", a->name, fn, x->name);
+        else
+            put(&g->body, "%s[i, j] = %s(%s[i, j])\n", a->name, fn, x->name);
+        if (!k || !chance(&g->r, 25))
+            k = conv ? declare_as(g, kd, 4, true, f32) : declare_as(g, wd, 2, true, f32);
+        Ten *y = define(g, x->dim, x->rank);
+        bool swap = chance(&g->r, 30);
+        char ra[96], rk[48];
+        if (conv) {
+            snprintf(ra, sizeof ra, "%s[n, c, h + r - %lld, w + s - %lld]", a->name,
+                     (long long)pad, (long long)pad);
+            snprintf(rk, sizeof rk, "%s[f, c, r, s]", k->name);
+            put(&g->body, "%s[n, f, h, w] : ", y->name);
+            put_shape(g, &g->body, xd, 4);
+            put(&g->body, " += %s * %s\n", swap ? rk : ra, swap ? ra : rk);
+        } else {
+            snprintf(ra, sizeof ra, "%s[i, kk]", a->name);
+            snprintf(rk, sizeof rk, "%s[kk, j]", k->name);
+            put(&g->body, "%s[i, j] += %s * %s\n", y->name, swap ? rk : ra, swap ? ra : rk);
+        }
+        x = y;
+    }
+}
+
 /* ---- defs ------------------------------------------------------------------------- */
 
 static const char *const def_text[] = {
@@ -949,6 +990,11 @@ char *gen_ein(const uint8_t *data, size_t size, const GenOptions *opt, size_t *l
         default: stmt_general(g); break;
         }
     }
+    /* then, where bytes are left, at times repeated layers (drawn here, after
+     * the statements, so that the inputs found before this template keep
+     * their programs unless bytes were left over) */
+    if (g->nt < MAXT - 16 && chance(&g->r, 12))
+        stmt_layers(g);
     /* outputs: the last tensor defined, and some others */
     int last = -1;
     for (int i = 0; i < g->nt; i++)

@@ -9,7 +9,8 @@
  * mod in subscripts, strided, dilated, padded and transposed
  * convolutions, pooling, (batched) matrix products, banded products
  * (G2BMM/GBMM), full reductions of high rank, reshapes, defs with shape
- * variables (called and nested), several outputs.  Names come from a
+ * variables (called and nested), layers of one form repeated over their
+ * own weights (whose searches are reused), several outputs.  Names come from a
  * fixed set, so interned symbols stay bounded over millions of inputs.
  * Most programs are correct; a few choices deliberately make mistakes
  * (a conflicting extent, a wrong rank), which sema must report. */
