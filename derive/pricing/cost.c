@@ -128,25 +128,6 @@ static int64_t wrap_mul_add(int64_t a, int64_t b, int64_t c)
     return (int64_t)((uint64_t)a * (uint64_t)b + (uint64_t)c);
 }
 
-static int64_t lane_ix(const Lanes *w, int lane, const Ix *x)
-{
-    int64_t v = x->c;
-    for (int i = 0; i < x->n; i++) {
-        const IxTerm *t = &x->t[i];
-        int64_t a = 0;
-        if (t->kind == IX_VAR) {
-            for (int k = 0; k < w->nvars; k++)
-                if (w->ids[k] == t->var)
-                    a = w->val[lane][k];
-        } else {
-            int64_t arg = lane_ix(w, lane, t->arg);
-            a = t->kind == IX_DIV ? i64_floordiv(arg, t->d) : i64_floormod(arg, t->d);
-        }
-        v = wrap_mul_add(t->coef, a, v);
-    }
-    return v;
-}
-
 /* Where variable `id` is among the lanes' variables, or -1. */
 static int var_at(const Lanes *w, int id)
 {
@@ -189,6 +170,29 @@ static void lanes_init(Lanes *w, const Stage *s, const IrVar *step, int nstep)
     }
 }
 
+/* The value of x at every lane, into v[0 .. nlanes). */
+static void lane_ix(const Lanes *w, const Ix *x, int64_t *v)
+{
+    for (int lane = 0; lane < w->nlanes; lane++)
+        v[lane] = x->c;
+    for (int i = 0; i < x->n; i++) {
+        const IxTerm *t = &x->t[i];
+        int64_t a[WARP];
+        if (t->kind == IX_VAR) {
+            int k = var_at(w, t->var);
+            for (int lane = 0; lane < w->nlanes; lane++)
+                a[lane] = k >= 0 ? w->val[lane][k] : 0;
+        } else {
+            lane_ix(w, t->arg, a);
+            for (int lane = 0; lane < w->nlanes; lane++)
+                a[lane] = t->kind == IX_DIV ? i64_floordiv(a[lane], t->d)
+                                            : i64_floormod(a[lane], t->d);
+        }
+        for (int lane = 0; lane < w->nlanes; lane++)
+            v[lane] = wrap_mul_add(t->coef, a[lane], v[lane]);
+    }
+}
+
 /* How many distinct blocks of `block` bytes the lanes' reads of the tensor
  * access e fall in; *off0 and *off1: the offsets lanes 0 and 1 read
  * (where there are such lanes). */
@@ -197,12 +201,15 @@ static int lane_blocks(const Lanes *w, const IExpr *e, double block, int64_t *of
 {
     const IrTensor *t = e->access.tensor;
     double b = elem_bytes(t);
-    int64_t seen[WARP];
+    int64_t seen[WARP], offs[WARP] = {0}, ix[WARP];
+    for (int d = 0; d < e->access.nidx && d < t->rank; d++) {
+        lane_ix(w, e->access.idx[d], ix);
+        for (int lane = 0; lane < w->nlanes; lane++)
+            offs[lane] = wrap_mul_add(offs[lane], t->shape[d], ix[lane]);
+    }
     int n = 0;
     for (int lane = 0; lane < w->nlanes; lane++) {
-        int64_t off = 0;
-        for (int d = 0; d < e->access.nidx && d < t->rank; d++)
-            off = wrap_mul_add(off, t->shape[d], lane_ix(w, lane, e->access.idx[d]));
+        int64_t off = offs[lane];
         if (lane == 0)
             *off0 = off;
         if (lane == 1)
