@@ -150,23 +150,33 @@ static void lanes_init(Lanes *w, const Stage *s, const IrVar *step, int nstep)
             first[w->nvars] = lists[l][i].lo;
             w->ids[w->nvars++] = lists[l][i].id;
         }
-    int at[MAX_WARP_VARS];      /* where each of the first stepped variables is, or -1 */
     double total = 1;
     for (int i = 0; i < nstep; i++)
         total *= (double)(step[i].hi - step[i].lo);
-    for (int i = 0; i < nstep && i < MAX_WARP_VARS; i++)
-        at[i] = var_at(w, step[i].id);
     w->nlanes = total < WARP ? (int)total : WARP;
+    /* Lane l has the stepped variables at their first values plus l's
+     * digits, row-major, the last fastest: an odometer over the last ones
+     * longer than 1 (32 lanes turn at most 5 of them; the others stay at
+     * their first values).  `step` is some of s's variables. */
+    int at[6];
+    int64_t len[6], digit[6];
+    int m = 0;
+    double turned = 1;
+    for (int i = nstep - 1; i >= 0 && turned < WARP && m < 6; i--)
+        if (step[i].hi - step[i].lo >= 2) {
+            at[m] = var_at(w, step[i].id);
+            len[m] = step[i].hi - step[i].lo;
+            digit[m] = 0;
+            turned *= (double)len[m];
+            m++;
+        }
     for (int lane = 0; lane < w->nlanes; lane++) {
         memcpy(w->val[lane], first, (size_t)w->nvars * sizeof *first);
-        int64_t rem = lane;
-        for (int i = nstep - 1; i >= 0; i--) {
-            int64_t ext = step[i].hi - step[i].lo;
-            int k = i < MAX_WARP_VARS ? at[i] : var_at(w, step[i].id);
-            if (k >= 0)
-                w->val[lane][k] = step[i].lo + rem % ext;
-            rem /= ext;
-        }
+        for (int j = 0; j < m; j++)
+            if (at[j] >= 0)
+                w->val[lane][at[j]] += digit[j];
+        for (int j = 0; j < m && ++digit[j] == len[j]; j++)
+            digit[j] = 0;
     }
 }
 

@@ -439,7 +439,7 @@ int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm, double budget_ms, bool
     /* The merged stages' operators, then the fused tensors dropped */
     for (int i = 0; i < p->ntensors; i++) {
         IrTensor *t = p->tensors[i];
-        if (dead[i] || t->kind != IT_STAGE)
+        if (dead[i] || t->kind != IT_STAGE || pl->ops[t->id].stage == t->stage)
             continue;
         PlanOp op = plan_choose(cx, cm, t, t->stage);
         op.prologue = pro[i].data;
