@@ -22,6 +22,189 @@ static bool reuse_on(void)
     return !v || strcmp(v, "0") != 0;
 }
 
+/* EINC_RERANK=0: each searched tensor keeps the candidate cheapest alone
+ * (rerank off), to see what reranking changed. */
+static bool rerank_on(void)
+{
+    const char *v = getenv("EINC_RERANK");
+    return !v || strcmp(v, "0") != 0;
+}
+
+/* A tensor of the program as the plan will hold it: a plain operator
+ * (dv < 0; op, for a computed one) or derivation dv's pieces. */
+typedef struct Item {
+    IrTensor *t;
+    int dv;
+    PlanOp op;
+} Item;
+
+/* The plan of the chosen candidates (choice[k] for derivation k): the
+ * program's tensors, intermediates before their users, ids = positions. */
+static Plan *assemble(IrCtx *cx, Derived *d, const IrProgram *p, const Item *it, int n,
+                      const int *choice, const SearchOptions *so)
+{
+    Arena *a = ir_arena(cx);
+    VEC(IrTensor *) order = {0};
+    VEC(PlanOp) ops = {0};
+    for (int i = 0; i < n; i++) {
+        if (it[i].dv < 0) {
+            vec_push(a, &order, it[i].t);
+            if (it[i].t->kind == IT_STAGE)
+                vec_push(a, &ops, it[i].op);
+            continue;
+        }
+        const Pieces *pc = &d->ds[it[i].dv].res.cands.data[choice[it[i].dv]].pieces;
+        for (int k = 0; k < pc->ops.len; k++) {
+            PlanOp op = pc->ops.data[k];
+            if (k + 1 == pc->ops.len)
+                it[i].t->stage = op.stage;  /* the result, flattened */
+            vec_push(a, &order, (IrTensor *)op.out);
+            vec_push(a, &ops, op);
+        }
+    }
+    IrProgram *np = arena_dup(a, p, sizeof *p);
+    np->outputs = arena_alloc(a, (size_t)(p->noutputs + 1) * sizeof *np->outputs);
+    for (int i = 0; i < p->noutputs; i++)
+        np->outputs[i] = p->outputs[i];
+    ir_program_reorder(np, order.data, order.len);
+    Plan *pl = arena_alloc(a, sizeof *pl);
+    pl->prog = np;
+    pl->target = so->target;
+    pl->precision = so->precision;
+    pl->ops = arena_alloc(a, (size_t)(np->ntensors + 1) * sizeof *pl->ops);
+    for (int i = 0; i < ops.len; i++)
+        pl->ops[ops.data[i].out->id] = ops.data[i];
+    pl->cost = plan_total(pl);
+    return pl;
+}
+
+/* The passes after the search, which change what runs. */
+static void post_passes(IrCtx *cx, Plan *pl, const CostModel *cm, const SearchOptions *so,
+                        bool verify)
+{
+    derive_fuse(cx, pl, cm, so->budget_ms, verify);
+    derive_epilogues(cx, pl, cm, verify);
+    derive_rows(cx, pl, cm);
+    derive_out_views(pl);
+}
+
+/* What assembling and the passes change in the tensors (ids, stages). */
+typedef struct Saved {
+    IrTensor *t;
+    int id;
+    const Stage *stage;
+} Saved;
+
+static int save_tensors(const Derived *d, const IrProgram *p, Saved **out)
+{
+    int n = p->ntensors;
+    for (int k = 0; k < d->nds; k++)
+        for (int c = 0; c < d->ds[k].res.cands.len; c++)
+            n += d->ds[k].res.cands.data[c].pieces.ops.len;
+    Saved *s = xmalloc((size_t)(n + 1) * sizeof *s);
+    int m = 0;
+    for (int i = 0; i < p->ntensors; i++)
+        s[m++] = (Saved){p->tensors[i], p->tensors[i]->id, p->tensors[i]->stage};
+    for (int k = 0; k < d->nds; k++)
+        for (int c = 0; c < d->ds[k].res.cands.len; c++) {
+            const Pieces *pc = &d->ds[k].res.cands.data[c].pieces;
+            for (int j = 0; j < pc->ops.len; j++) {
+                IrTensor *t = (IrTensor *)pc->ops.data[j].out;
+                s[m++] = (Saved){t, t->id, t->stage};
+            }
+        }
+    *out = s;
+    return m;
+}
+
+static void restore_tensors(const Saved *s, int n)
+{
+    for (int i = 0; i < n; i++) {
+        s[i].t->id = s[i].id;
+        s[i].t->stage = s[i].stage;
+    }
+}
+
+/* The estimated time of the plan of `choice` as it will run: assembled
+ * and through the passes, then everything put back. */
+static double final_cost(IrCtx *cx, Derived *d, const IrProgram *p, const Item *it, int n,
+                         const int *choice, const CostModel *cm, const SearchOptions *so,
+                         const Saved *saved, int nsaved)
+{
+    IrMark mark = ir_ctx_mark(cx);
+    Plan *pl = assemble(cx, d, p, it, n, choice, so);
+    post_passes(cx, pl, cm, so, false);
+    double cost = plan_total(pl);
+    restore_tensors(saved, nsaved);
+    ir_ctx_release(cx, mark);
+    return cost;
+}
+
+/* A trial of rerank: derivation k at its candidate c, whose own price is
+ * `gap` (relative) above that of the one the search chose. */
+typedef struct Trial {
+    int k, c;
+    double gap;
+} Trial;
+
+static int trial_cmp(const void *a, const void *b)
+{
+    const Trial *x = a, *y = b;
+    if (x->gap != y->gap)
+        return x->gap < y->gap ? -1 : 1;
+    return x->k != y->k ? x->k - y->k : x->c - y->c;
+}
+
+/* The search prices each expression's candidates alone; the passes after
+ * it (fusion, epilogues, row groups, output views) then change what runs
+ * around them, and a candidate a little dearer alone can leave a cheaper
+ * program (a product whose output layout takes the bias and activation
+ * as its epilogue).  So each other candidate of each searched tensor is
+ * tried in the whole plan as the passes leave it, the others as chosen so
+ * far, and kept where that is cheaper: the closest in price first, until
+ * RERANK_WORK tensor-trials (trials x the plan's tensors: the passes cost
+ * that) or --search-budget is spent.  Returns how many trials ran; *from
+ * and *to: the plan's estimate before and after. */
+#define RERANK_WORK 65536
+
+static int rerank(IrCtx *cx, Derived *d, const IrProgram *p, const Item *it, int n, int *choice,
+                  const CostModel *cm, const SearchOptions *so, double *from, double *to)
+{
+    VEC(Trial) trials = {0};
+    Arena *a = ir_arena(cx);
+    for (int k = 0; k < d->nds; k++) {
+        const SearchResult *r = &d->ds[k].res;
+        double base = r->cands.data[choice[k]].pieces.cost;
+        for (int c = 0; c < r->cands.len; c++)
+            if (c != choice[k])
+                vec_push(a, &trials, ((Trial){k, c, (r->cands.data[c].pieces.cost - base) /
+                                                        fmax(base, 1e-12)}));
+    }
+    qsort(trials.data, (size_t)trials.len, sizeof *trials.data, trial_cmp);
+    Saved *saved;
+    int nsaved = save_tensors(d, p, &saved);
+    double best = final_cost(cx, d, p, it, n, choice, cm, so, saved, nsaved);
+    *from = best;
+    long work = 0;
+    int ran = 0;
+    for (int i = 0; i < trials.len; i++) {
+        work += n;
+        if (work > RERANK_WORK || search_budget_spent(so->budget_ms))
+            break;
+        int k = trials.data[i].k, was = choice[k];
+        choice[k] = trials.data[i].c;
+        double cost = final_cost(cx, d, p, it, n, choice, cm, so, saved, nsaved);
+        ran++;
+        if (cost < best * (1 - 1e-9))
+            best = cost;
+        else
+            choice[k] = was;
+    }
+    *to = best;
+    free(saved);
+    return ran;
+}
+
 Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o)
 {
     Arena *a = ir_arena(cx);
@@ -29,8 +212,7 @@ Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o)
     d->ds = arena_alloc(a, (size_t)(p->ntensors + 1) * sizeof *d->ds);
     RuleCtx *rc = rule_ctx_new(cx);
     int next_id = p->ntensors;
-    VEC(IrTensor *) order = {0};
-    VEC(PlanOp) ops = {0};
+    VEC(Item) items = {0};
     SearchOptions so = o->search;
     CostModel cm = {so.dev, so.precision, so.tune_db, so.target, so.dnnl};
     d->precision = so.precision;
@@ -42,9 +224,10 @@ Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o)
     for (int i = 0; i < p->ntensors; i++) {
         IrTensor *t = p->tensors[i];
         if (o->level == 0 || !searchable(t)) {
-            vec_push(a, &order, t);
+            Item it = {t, -1, {0}};
             if (t->kind == IT_STAGE)
-                vec_push(a, &ops, plan_choose(cx, &cm, t, t->stage));
+                it.op = plan_choose(cx, &cm, t, t->stage);
+            vec_push(a, &items, it);
             continue;
         }
         Derivation *dv = &d->ds[d->nds++];
@@ -64,42 +247,33 @@ Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o)
             d->states += dv->res.nodes.len;
         }
         d->ms += dv->res.ms;
-        const Pieces *pc = &dv->res.cands.data[dv->res.chosen].pieces;
-        for (int k = 0; k < pc->ops.len; k++) {
-            PlanOp op = pc->ops.data[k];
-            if (k + 1 == pc->ops.len)
-                t->stage = op.stage;        /* the result, flattened */
-            vec_push(a, &order, (IrTensor *)op.out);
-            vec_push(a, &ops, op);
-        }
+        vec_push(a, &items, ((Item){t, d->nds - 1, {0}}));
     }
     rule_ctx_free(rc);
 
-    /* The plan's program: intermediates before their users, ids = positions. */
-    IrProgram *np = arena_dup(a, p, sizeof *p);
-    np->outputs = arena_alloc(a, (size_t)(p->noutputs + 1) * sizeof *np->outputs);
-    for (int i = 0; i < p->noutputs; i++)
-        np->outputs[i] = p->outputs[i];
-    ir_program_reorder(np, order.data, order.len);
-    Plan *pl = arena_alloc(a, sizeof *pl);
-    pl->prog = np;
-    pl->target = so.target;
-    pl->precision = so.precision;
-    pl->ops = arena_alloc(a, (size_t)(np->ntensors + 1) * sizeof *pl->ops);
-    for (int i = 0; i < ops.len; i++)
-        pl->ops[ops.data[i].out->id] = ops.data[i];
-    pl->cost = plan_total(pl);
+    int *choice = arena_alloc(a, (size_t)(d->nds + 1) * sizeof *choice);
+    for (int k = 0; k < d->nds; k++)
+        choice[k] = d->ds[k].res.chosen;
+    if (o->level >= 1 && rerank_on())
+        d->reranked = rerank(cx, d, p, items.data, items.len, choice, &cm, &so,
+                             &d->rerank_from, &d->rerank_to);
+    /* the chosen candidate first: candidate 0 of --emit=plan-json */
+    for (int k = 0; k < d->nds; k++) {
+        SearchResult *r = &d->ds[k].res;
+        Candidate c = r->cands.data[choice[k]];
+        memmove(r->cands.data + 1, r->cands.data, (size_t)choice[k] * sizeof c);
+        r->cands.data[0] = c;
+        d->ds[k].alone = choice[k];
+        r->chosen = choice[k] = 0;
+    }
+    Plan *pl = assemble(cx, d, p, items.data, items.len, choice, &so);
     d->plan = pl;
     /* The originals and candidates read tensors fusion may drop, by ids
      * it changes: they are verified first. */
     if (o->verify)
         derive_verify(cx, d, o->verify == 2);
-    if (o->level >= 1) {
-        derive_fuse(cx, pl, &cm, so.budget_ms, o->verify != 0);
-        derive_epilogues(cx, pl, &cm, o->verify != 0);
-        derive_rows(cx, pl, &cm);
-        derive_out_views(pl);
-    }
+    if (o->level >= 1)
+        post_passes(cx, pl, &cm, &so, o->verify != 0);
     return d;
 }
 
@@ -309,8 +483,10 @@ void derive_print_json(const IrCtx *cx, const Derived *d, FILE *fp)
         fputs(j ? ",\n" : "", fp);
         json_candidate(d, j, fp);
     }
-    fprintf(fp, "\n  ],\n  \"search\": {\"states\": %ld, \"ms\": %.3f, \"tensors\": [",
-            d->states, d->ms);
+    fprintf(fp, "\n  ],\n  \"search\": {\"states\": %ld, \"ms\": %.3f, "
+                "\"rerank\": {\"trials\": %d, \"from_us\": %.3f, \"to_us\": %.3f}, "
+                "\"tensors\": [", d->states, d->ms, d->reranked, d->rerank_from * 1e6,
+            d->rerank_to * 1e6);
     for (int k = 0; k < d->nds; k++) {
         fprintf(fp, "%s\n    {\"tensor\": ", k ? "," : "");
         plan_json_string(d->ds[k].tensor->name, fp);
@@ -322,7 +498,7 @@ void derive_print_json(const IrCtx *cx, const Derived *d, FILE *fp)
             plan_json_string(d->ds[d->ds[k].from].tensor->name, fp);
         else
             fputs("null", fp);
-        fputc('}', fp);
+        fprintf(fp, ", \"alone\": %d}", d->ds[k].alone);
     }
     fputs("]}}\n", fp);
 }
@@ -352,9 +528,13 @@ void derive_explain(const IrCtx *cx, const Derived *d, FILE *fp)
         fprintf(fp, "%s: %d states", dv->tensor->name, r->nodes.len);
         if (dv->from >= 0)
             fprintf(fp, " (the search of %s, reused)", d->ds[dv->from].tensor->name);
-        fprintf(fp, ", %.1f ms, %d candidates; chosen: %d step%s, estimated %.2f us\n", r->ms,
+        fprintf(fp, ", %.1f ms, %d candidates; chosen: %d step%s, estimated %.2f us", r->ms,
                 r->cands.len, n - 1, n == 2 ? "" : "s",
                 r->cands.data[r->chosen].pieces.cost * 1e6);
+        if (dv->alone > 0)
+            fprintf(fp, " (number %d by its own price, the cheapest in the whole plan)",
+                    dv->alone + 1);
+        fputc('\n', fp);
         fputs("  start:  ", fp);
         ir_print_stage(cx, dv->original, fp);
         fputc('\n', fp);

@@ -21,6 +21,8 @@ typedef struct Derivation {
     SearchResult res;
     int max_id;                 /* largest tensor id any candidate uses (verify) */
     uint64_t form;              /* ir_fingerprint_form of original */
+    int alone;                  /* where the chosen candidate (now res.cands[0])
+                                   stood by its own price: 0 the cheapest */
     int from;                   /* the derivation whose search res reuses, or -1 */
 } Derivation;
 
@@ -31,6 +33,8 @@ typedef struct Derived {
     long states;                /* in all searches */
     double ms;
     Precision precision;        /* of the search: operator keys (cost.h) */
+    int reranked;               /* candidates tried in the whole plan (rerank) */
+    double rerank_from, rerank_to;  /* the plan's estimate before and after, s */
 } Derived;
 
 /* Derive `p` (whose tensors it takes over: their stages and ids change).

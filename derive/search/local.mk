@@ -11,9 +11,10 @@ derive_libderive_a_SOURCES += derive/search/plan.h derive/search/plan.c \
 # example; tests/bench/ holds benchmarks that do not run in make check.
 TESTS += tests/derive/showcase.test tests/derive/verify.test tests/derive/scale.test \
 	tests/derive/limits.test tests/derive/factor.test tests/derive/views.test \
-	tests/derive/epilogue.test tests/derive/rows.test tests/derive/reuse.test
+	tests/derive/epilogue.test tests/derive/rows.test tests/derive/reuse.test \
+	tests/derive/rerank.test
 EXTRA_DIST += tests/derive/showcase.test tests/derive/verify.test tests/derive/scale.test \
 	tests/derive/limits.test tests/derive/factor.test tests/derive/views.test \
 	tests/derive/rows.test tests/derive/showcase tests/derive/factor tests/derive/views tests/derive/epilogue.test \
-	tests/derive/epilogue tests/derive/reuse.test tests/derive/reuse \
+	tests/derive/epilogue tests/derive/reuse.test tests/derive/reuse tests/derive/rerank.test \
 	tests/bench/search.sh tests/bench/README.md

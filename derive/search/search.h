@@ -58,7 +58,9 @@ typedef struct Candidate {
 
 typedef struct SearchResult {
     VEC(SearchNode) nodes;
-    VEC(Candidate) cands;       /* the cheapest distinct plans, cheapest first */
+    VEC(Candidate) cands;       /* the cheapest distinct plans, cheapest first
+                                   (derive_program then moves the one it
+                                   chooses in the whole plan to the front) */
     int chosen;                 /* index in cands */
     long expanded;              /* states whose successors were generated */
     double ms;                  /* wall time of the search */

@@ -33,7 +33,7 @@
 #include "driver.h"
 
 
-static const int n = 96;
+static const int n = 256;  /* graph.ein's N */
 static const size_t bytes = sizeof(float) * n * n;
 
 static std::vector<float> seeded(size_t count, unsigned seed)
