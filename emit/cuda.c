@@ -248,11 +248,14 @@ static void write_rows(Emit *em, const Kernel *ks)
             write_row_store(em, o, k, j, "ein_i", 16);
             sb_puts(o, "            }\n");
         } else if (nt == 32) {
+            /* its one element of the row: dims past the row's of extent 1 */
+            write_loopvars_of(o, k, ity, "0", g->nrow, k->out->rank, 12);
             sb_indent(o, k->part, 12);
             write_combine(o, k, 12, 16);
             sb_puts(o, "            if (ein_lane == 0)\n");
             write_row_store(em, o, k, j, "0", 16);
         } else {
+            write_loopvars_of(o, k, ity, "0", g->nrow, k->out->rank, 12);
             sb_indent(o, k->part, 12);
             write_combine(o, k, 12, 16);
             write_warps_combine(o, k, 12, nt / 32);
