@@ -180,6 +180,8 @@ static int rerank(IrCtx *cx, Derived *d, const IrProgram *p, const Item *it, int
                 vec_push(a, &trials, ((Trial){k, c, (r->cands.data[c].pieces.cost - base) /
                                                         fmax(base, 1e-12)}));
     }
+    if (trials.len == 0)
+        return 0;
     qsort(trials.data, (size_t)trials.len, sizeof *trials.data, trial_cmp);
     Saved *saved;
     int nsaved = save_tensors(d, p, &saved);
