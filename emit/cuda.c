@@ -247,20 +247,19 @@ static void write_rows(Emit *em, const Kernel *ks)
             sb_indent(o, k->body, 16);
             write_row_store(em, o, k, j, "ein_i", 16);
             sb_puts(o, "            }\n");
-        } else if (nt == 32) {
+        } else {
             /* its one element of the row: dims past the row's of extent 1 */
             write_loopvars_of(o, k, ity, "0", g->nrow, k->out->rank, 12);
             sb_indent(o, k->part, 12);
             write_combine(o, k, 12, 16);
-            sb_puts(o, "            if (ein_lane == 0)\n");
-            write_row_store(em, o, k, j, "0", 16);
-        } else {
-            write_loopvars_of(o, k, ity, "0", g->nrow, k->out->rank, 12);
-            sb_indent(o, k->part, 12);
-            write_combine(o, k, 12, 16);
-            write_warps_combine(o, k, 12, nt / 32);
-            write_row_store(em, o, k, j, "0", 20);
-            sb_puts(o, "            }\n");
+            if (nt == 32) {
+                sb_puts(o, "            if (ein_lane == 0)\n");
+                write_row_store(em, o, k, j, "0", 16);
+            } else {
+                write_warps_combine(o, k, 12, nt / 32);
+                write_row_store(em, o, k, j, "0", 20);
+                sb_puts(o, "            }\n");
+            }
         }
         /* the member is whole before the next reads it (and, after the
          * last, before the next row overwrites the shared rows) */

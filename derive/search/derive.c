@@ -158,8 +158,9 @@ static int trial_cmp(const void *a, const void *b)
 /* The search prices each expression's candidates alone; the passes after
  * it (fusion, epilogues, row groups, output views) then change what runs
  * around them, and a candidate a little dearer alone can leave a cheaper
- * program (a product whose output layout takes the bias and activation
- * as its epilogue).  So each other candidate of each searched tensor is
+ * program (a 1x1 convolution that cuDNN runs with the bias and ReLU after
+ * it as pointwise nodes, where the cheapest alone was a GEMM and a pass).
+ * So each other candidate of each searched tensor is
  * tried in the whole plan as the passes leave it, the others as chosen so
  * far, and kept where that is cheaper: the closest in price first, until
  * RERANK_WORK tensor-trials (trials x the plan's tensors: the passes cost
@@ -276,6 +277,8 @@ Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o)
         derive_verify(cx, d, o->verify == 2);
     if (o->level >= 1)
         post_passes(cx, pl, &cm, &so, o->verify != 0);
+    if (d->reranked == 0)           /* nothing tried: the plan as it is */
+        d->rerank_from = d->rerank_to = plan_total(pl);
     return d;
 }
 

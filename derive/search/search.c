@@ -476,15 +476,15 @@ static bool same_form(const IrTensor *a, const IrTensor *b)
 
 /* Pairs was[k..n) with the tensors of now[] not yet taken (taken[]), each
  * with one of its form, in turn, until from_stage over the pairs
- * (ir_stage_copy into to[]) is the same computation as `want` (equal
- * fingerprints); that copy, or NULL. */
-static const Stage *pair_reads(IrCtx *cx, const Stage *from_stage, const Stage *want,
-                               const IrTensor **was, const IrTensor **now, bool *taken,
-                               const IrTensor **to, int k, int n)
+ * (ir_stage_copy into to[]) is the same computation as the stage whose
+ * fingerprint is `want`. */
+static bool pair_reads(IrCtx *cx, const Stage *from_stage, uint64_t want,
+                       const IrTensor **was, const IrTensor **now, bool *taken,
+                       const IrTensor **to, int k, int n)
 {
     if (k == n) {
         const Stage *same = ir_stage_copy(cx, from_stage, was, to, n);
-        return same && ir_fingerprint(same) == ir_fingerprint(want) ? same : NULL;
+        return same && ir_fingerprint(same) == want;
     }
     /* now[k] first: the walks of the two expressions mostly agree */
     for (int t = 0; t < n; t++) {
@@ -493,12 +493,12 @@ static const Stage *pair_reads(IrCtx *cx, const Stage *from_stage, const Stage *
             continue;
         taken[j] = true;
         to[k] = now[j];
-        const Stage *same = pair_reads(cx, from_stage, want, was, now, taken, to, k + 1, n);
+        bool same = pair_reads(cx, from_stage, want, was, now, taken, to, k + 1, n);
         taken[j] = false;
         if (same)
-            return same;
+            return true;
     }
-    return NULL;
+    return false;
 }
 
 /* Pairings tried at most: n! for the n tensors an expression reads. */
@@ -520,7 +520,7 @@ bool search_reuse(RuleCtx *rc, const IrTensor *result, const IrTensor *from,
     IrMark mark = ir_ctx_mark(cx);
     int first_id = *next_id;
     /* the same computation: `from`'s expression over result's tensors */
-    if (!pair_reads(cx, from_stage, result->stage, was, now, taken, to, 0, n))
+    if (!pair_reads(cx, from_stage, ir_fingerprint(result->stage), was, now, taken, to, 0, n))
         goto differ;
     SearchResult r = {0};
     Arena *a = ir_arena(cx);
@@ -545,7 +545,8 @@ bool search_reuse(RuleCtx *rc, const IrTensor *result, const IrTensor *from,
     /* The order of commutative operands follows the tensors' ids, so a
      * candidate may price a little otherwise here (a GEMM's operands
      * swapped): the cheapest for result is chosen again. */
-    qsort(r.cands.data, (size_t)r.cands.len, sizeof *r.cands.data, cand_cmp);
+    if (r.cands.len > 1)
+        qsort(r.cands.data, (size_t)r.cands.len, sizeof *r.cands.data, cand_cmp);
     r.chosen = 0;
     r.expanded = done->expanded;
     r.ms = now_ms() - t0;
