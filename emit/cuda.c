@@ -21,7 +21,12 @@
  *   rows    a fused row group of the plan (softmax, layer norm): a block
  *           per row, its members one after the other, each a block
  *           reduction or the block's threads sharing its elements, the
- *           members nothing else reads in shared memory (write_rows).
+ *           members nothing else reads in shared memory (write_rows);
+ *           where a member's map allows, a NAME_v4 kernel too, whose
+ *           threads take four elements of it with float4 loads and
+ *           store (write_row_v4), and four terms of a reduction with
+ *           float4 loads (kernel.c's vpart), launched where its buffers
+ *           are aligned.
  *
  * The order in which a layout adds terms is fixed by the generated code,
  * so every run gives the same bits.  max= and min= combine partials with
@@ -180,6 +185,67 @@ static void write_row_store(Emit *em, Sb *o, const Kernel *k, int j, const char 
     sb_puts(o, ";\n");
 }
 
+/* The four elements of a _v4 body from `flat`, the index of their
+ * float4 in the row (map) or the member's row (row group), at indent
+ * `ind`: the first's innermost index ein_c0, the float4 loads, and the
+ * unrolled body, ein_o[ein_j] the four results. */
+static void write_four(Emit *em, Sb *o, const Kernel *k, const char *flat, int ind)
+{
+    const char *t = k->ity;
+    int r = k->out->rank;
+    if (k->vinner || k->vloads[0])
+        sb_printf(o, "%*sconst %s ein_c0 = %s %% %" PRId64 " * 4;\n", ind, "", t, flat,
+                  k->out->shape[r - 1] / 4);
+    sb_indent(o, k->vloads, ind);
+    sb_printf(o, "%*sfloat ein_o[4];\n"
+              "#pragma unroll\n"
+              "%*sfor (int ein_j = 0; ein_j < 4; ein_j++) {\n", ind, "", ind, "");
+    if (k->vinner)
+        sb_printf(o, "%*s    const %s %s = ein_c0 + ein_j;\n", ind, "", t, k->loopvar[r - 1]);
+    sb_indent(o, k->vbody, ind + 4);
+    sb_printf(o, "%*s    ein_o[ein_j] = ", ind, "");
+    emit_store_value(em, o, ELEM_F32, k->vstore);
+    sb_printf(o, ";\n%*s}\n", ind, "");
+}
+
+/* Member k (index j) of a row group, in the group's _v4 kernel: thread
+ * i of the block computes elements 4i to 4i + 3 of the row, which share
+ * all but its innermost index, from the float4 loads of its vloads, and
+ * stores them as one float4. */
+static void write_row_v4(Emit *em, Sb *o, const Kernel *k, int j)
+{
+    const PlanRowGroup *g = k->rows;
+    const char *t = k->ity;
+    int r = k->out->rank;
+    int64_t w4 = k->out->shape[r - 1] / 4;
+    sb_printf(o, "            for (%s ein_i = ein_lane; ein_i < %" PRId64 "; "
+              "ein_i += ein_nlanes) {\n", t, row_len(k) / 4);
+    bool outer = false;
+    for (int d = g->nrow; d < r - 1; d++)
+        outer |= k->loopused[d];
+    if (outer) {
+        sb_printf(o, "                const %s ein_row = ein_i / %" PRId64 ";\n", t, w4);
+        write_loopvars_of(o, k, t, "ein_row", g->nrow, r - 1, 16);
+    }
+    write_four(em, o, k, "ein_i", 16);
+    if (g->stored[j])
+        sb_printf(o, "                *(float4 *)&t_%s[ein_e * %" PRId64 " + ein_i * 4]",
+                  em->cname[k->out->id], row_len(k));
+    else
+        sb_printf(o, "                *(float4 *)&ein_row%d[ein_i * 4]", j);
+    sb_puts(o, " = make_float4(ein_o[0], ein_o[1], ein_o[2], ein_o[3]);\n"
+               "            }\n");
+}
+
+/* Does some member of the row group ks have a _v4 loop or part? */
+static bool rows_v4(const Kernel *ks)
+{
+    for (int j = 0; j < ks->rows->nmembers; j++)
+        if (ks[j].vbody || ks[j].vpart)
+            return true;
+    return false;
+}
+
 /* A fused row group (plan.h): one kernel named after its last member, a
  * block of g->threads threads per row (a grid-stride loop over the rows),
  * which runs the members one after the other on its row with a barrier
@@ -189,8 +255,11 @@ static void write_row_store(Emit *em, Sb *o, const Kernel *k, int j, const char 
  * threads-th of them.  Members that live only in the group are one row in
  * shared memory (ein_rowN); the others are stored, and later members read
  * them back from global memory, which the barrier makes visible to the
- * block. */
-static void write_rows(Emit *em, const Kernel *ks)
+ * block.  `v4`: the group's _v4 kernel, where the members with a _v4 body
+ * take four elements a thread (write_row_v4) and those with a vpart four
+ * terms a lane, launched where the buffers they load as float4 and store
+ * are 16-byte aligned. */
+static void write_rows(Emit *em, const Kernel *ks, bool v4)
 {
     const PlanRowGroup *g = ks->rows;
     int n = g->nmembers, nt = g->threads;
@@ -210,14 +279,21 @@ static void write_rows(Emit *em, const Kernel *ks)
         rows *= last->out->shape[d];
     const IrTensor **reads, **writes;
     int nwrites, nreads = kernel_row_params(em, ks, &reads, &writes, &nwrites);
-    sb_puts(o, "/* A fused row group: ");
-    for (int j = 0; j < n; j++)
-        sb_printf(o, "%s%s", j ? ", " : "", g->members[j]->name);
-    sb_printf(o, ", one after the other on each of the rows that their first %d\n"
-              "   dims index, a block of %d threads per row. */\n", g->nrow, nt);
-    for (int j = 0; j < n; j++)
-        emit_block_comment(o, ks[j].comment, 0);
-    sb_printf(o, "static __global__ void __launch_bounds__(%d)\n%s(", nt, last->name);
+    if (v4) {
+        sb_puts(o, "/* the same, four consecutive elements or terms a thread where a\n"
+                   "   member allows: 128-bit loads and stores (launched where its buffers\n"
+                   "   are 16-byte aligned) */\n");
+    } else {
+        sb_puts(o, "/* A fused row group: ");
+        for (int j = 0; j < n; j++)
+            sb_printf(o, "%s%s", j ? ", " : "", g->members[j]->name);
+        sb_printf(o, ", one after the other on each of the rows that their first %d\n"
+                  "   dims index, a block of %d threads per row. */\n", g->nrow, nt);
+        for (int j = 0; j < n; j++)
+            emit_block_comment(o, ks[j].comment, 0);
+    }
+    sb_printf(o, "static __global__ void __launch_bounds__(%d)\n%s%s(", nt, last->name,
+              v4 ? "_v4" : "");
     for (int i = 0; i < nreads; i++)
         sb_printf(o, "const %s *__restrict__ t_%s, ", emit_ctype(reads[i]->elem),
                   em->cname[reads[i]->id]);
@@ -226,7 +302,8 @@ static void write_rows(Emit *em, const Kernel *ks)
                   em->cname[writes[i]->id], i + 1 < nwrites ? ", " : ")\n{\n");
     for (int j = 0; j < n; j++)
         if (!g->stored[j])
-            sb_printf(o, "    __shared__ float ein_row%d[%" PRId64 "];\n", j, row_len(&ks[j]));
+            sb_printf(o, "    __shared__ %sfloat ein_row%d[%" PRId64 "];\n",
+                      v4 ? "__align__(16) " : "", j, row_len(&ks[j]));
     if (lanes_used && nt > 32) {
         sb_printf(o, "    __shared__ float ein_red[%d];\n", nt / 32);
         if (maxmin)
@@ -240,7 +317,9 @@ static void write_rows(Emit *em, const Kernel *ks)
         const Kernel *k = &ks[j];
         sb_printf(o, "        {   /* %s */\n", g->members[j]->name);
         write_loopvars_of(o, k, ity, "ein_e", 0, g->nrow, 12);
-        if (!row_by_lanes(k)) {
+        if (v4 && k->vbody) {
+            write_row_v4(em, o, k, j);
+        } else if (!row_by_lanes(k)) {
             sb_printf(o, "            for (%s ein_i = ein_lane; ein_i < %" PRId64 "; "
                       "ein_i += ein_nlanes) {\n", ity, row_len(k));
             write_loopvars_of(o, k, ity, "ein_i", g->nrow, k->out->rank, 16);
@@ -250,7 +329,7 @@ static void write_rows(Emit *em, const Kernel *ks)
         } else {
             /* its one element of the row: dims past the row's of extent 1 */
             write_loopvars_of(o, k, ity, "0", g->nrow, k->out->rank, 12);
-            sb_indent(o, k->part, 12);
+            sb_indent(o, v4 && k->vpart ? k->vpart : k->part, 12);
             write_combine(o, k, 12, 16);
             if (nt == 32) {
                 sb_puts(o, "            if (ein_lane == 0)\n");
@@ -311,18 +390,7 @@ static void write_v4(Emit *em, const Kernel *k)
         sb_printf(o, "        const %s ein_row = e / %" PRId64 ";\n", t, w4);
         write_loopvars_of(o, k, t, "ein_row", 0, r - 1, 8);
     }
-    if (k->vinner || k->vloads[0])
-        sb_printf(o, "        const %s ein_c0 = e %% %" PRId64 " * 4;\n", t, w4);
-    sb_indent(o, k->vloads, 8);
-    sb_puts(o, "        float ein_o[4];\n"
-               "#pragma unroll\n"
-               "        for (int ein_j = 0; ein_j < 4; ein_j++) {\n");
-    if (k->vinner)
-        sb_printf(o, "            const %s %s = ein_c0 + ein_j;\n", t, k->loopvar[r - 1]);
-    sb_indent(o, k->vbody, 12);
-    sb_puts(o, "            ein_o[ein_j] = ");
-    emit_store_value(em, o, ELEM_F32, k->vstore);
-    sb_puts(o, ";\n        }\n");
+    write_four(em, o, k, "e", 8);
     sb_printf(o, "        *(float4 *)&t_%s[e * 4] = make_float4(ein_o[0], ein_o[1], ein_o[2], "
               "ein_o[3]);\n    }\n}\n\n", em->cname[k->out->id]);
 }
@@ -330,8 +398,11 @@ static void write_v4(Emit *em, const Kernel *k)
 void cuda_write_kernel(Emit *em, const Kernel *k)
 {
     if (k->rows) {
-        if (k->row_member == 0)
-            write_rows(em, k);
+        if (k->row_member == 0) {
+            write_rows(em, k, false);
+            if (rows_v4(k))
+                write_rows(em, k, true);
+        }
         return;
     }
     Sb *o = &em->out;
@@ -402,44 +473,83 @@ static void write_launch_of(Emit *em, const Kernel *k, const char *suffix, int64
     sb_printf(o, "(%s *)p[%d]);\n", emit_ctype(k->out->elem), k->out->id);
 }
 
+/* The launch of row group k's kernel (NAME plus `suffix`). */
+static void write_rows_launch(Emit *em, const Kernel *k, const char *suffix, const char *indent)
+{
+    Sb *o = &em->out;
+    const PlanRowGroup *g = k->rows;
+    const Kernel *last = &k[g->nmembers - 1];
+    const IrTensor **reads, **writes;
+    int nw, nr = kernel_row_params(em, k, &reads, &writes, &nw);
+    int64_t rows = 1;
+    for (int d = 0; d < g->nrow; d++)
+        rows *= last->out->shape[d];
+    sb_printf(o, "%s%s%s<<<%" PRId64 ", %d, 0, stream>>>(", indent, last->name, suffix,
+              rows < CUDA_MAX_BLOCKS ? rows : CUDA_MAX_BLOCKS, g->threads);
+    for (int i = 0; i < nr; i++)
+        sb_printf(o, "(const %s *)p[%d], ", emit_ctype(reads[i]->elem), reads[i]->id);
+    for (int i = 0; i < nw; i++)
+        sb_printf(o, "(%s *)p[%d]%s", emit_ctype(writes[i]->elem), writes[i]->id,
+                  i + 1 < nw ? ", " : ");\n");
+}
+
+/* Does kernel k (of a row group: member j of it) store its output as
+ * float4s to its buffer? */
+static bool v4_stores(const Kernel *k, const bool *stored, int j)
+{
+    return k->vbody && (!stored || stored[j]);
+}
+
+/* The buffers the _v4 kernel of k[0..n) (a map, or a row group's
+ * members) needs 16-byte aligned, ORed for the launch's test: each
+ * output stored as float4s, then what the float4s load, each once. */
+static void align_operands(Sb *o, const Kernel *k, int n, const bool *stored)
+{
+    int first = 1;
+    for (int j = 0; j < n; j++) {
+        for (int i = -1; i < k[j].nvtensors; i++) {
+            const IrTensor *t = i < 0 ? k[j].out : k[j].vtensors[i];
+            if (i < 0 && !v4_stores(&k[j], stored, j))
+                continue;
+            bool seen = i >= 0 && t == k[j].out && v4_stores(&k[j], stored, j);
+            for (int m = 0; m < j && !seen; m++) {
+                seen = k[m].out == t && v4_stores(&k[m], stored, m);
+                for (int q = 0; q < k[m].nvtensors && !seen; q++)
+                    seen = k[m].vtensors[q] == t;
+            }
+            if (seen)
+                continue;
+            sb_printf(o, "%s(uintptr_t)p[%d]", first ? "" : " | ", t->id);
+            first = 0;
+        }
+    }
+}
+
 void cuda_write_launch(Emit *em, const Kernel *k, const char *indent)
 {
     Sb *o = &em->out;
-    if (k->rows) {
-        const PlanRowGroup *g = k->rows;
-        const Kernel *last = &k[g->nmembers - 1];
-        const IrTensor **reads, **writes;
-        int nw, nr = kernel_row_params(em, k, &reads, &writes, &nw);
-        int64_t rows = 1;
-        for (int d = 0; d < g->nrow; d++)
-            rows *= last->out->shape[d];
-        sb_printf(o, "%s%s<<<%" PRId64 ", %d, 0, stream>>>(", indent, last->name,
-                  rows < CUDA_MAX_BLOCKS ? rows : CUDA_MAX_BLOCKS, g->threads);
-        for (int i = 0; i < nr; i++)
-            sb_printf(o, "(const %s *)p[%d], ", emit_ctype(reads[i]->elem), reads[i]->id);
-        for (int i = 0; i < nw; i++)
-            sb_printf(o, "(%s *)p[%d]%s", emit_ctype(writes[i]->elem), writes[i]->id,
-                      i + 1 < nw ? ", " : ");\n");
-        sb_printf(o, "%sif ((rc = ein_launched(ctx, \"%s\")) != 0)\n%s    return rc;\n",
-                  indent, last->name, indent);
-        return;
-    }
-    if (k->vbody) {
+    const PlanRowGroup *g = k->rows;
+    bool v4 = g ? rows_v4(k) : k->vbody != NULL;
+    const char *name = g ? k[g->nmembers - 1].name : k->name;
+    const char *in = v4 ? arena_printf(em->arena, "%s    ", indent) : indent;
+    if (v4) {
         /* the _v4 kernel where its float4s are 16-byte aligned (the
          * caller's buffers need only be float-aligned) */
-        sb_printf(o, "%sif (((uintptr_t)p[%d]", indent, k->out->id);
-        for (int i = 0; i < k->nvtensors; i++)
-            if (k->vtensors[i] != k->out)
-                sb_printf(o, " | (uintptr_t)p[%d]", k->vtensors[i]->id);
+        sb_printf(o, "%sif ((", indent);
+        align_operands(o, k, g ? g->nmembers : 1, g ? g->stored : NULL);
         sb_printf(o, ") %% 16 == 0) {\n");
-        write_launch_of(em, k, "_v4", (k->total / 4 + CUDA_BLOCK - 1) / CUDA_BLOCK,
-                        arena_printf(em->arena, "%s    ", indent));
+        if (g)
+            write_rows_launch(em, k, "_v4", in);
+        else
+            write_launch_of(em, k, "_v4", (k->total / 4 + CUDA_BLOCK - 1) / CUDA_BLOCK, in);
         sb_printf(o, "%s} else {\n", indent);
-        write_launch_of(em, k, "", blocks(k), arena_printf(em->arena, "%s    ", indent));
-        sb_printf(o, "%s}\n", indent);
-    } else {
-        write_launch_of(em, k, "", blocks(k), indent);
     }
+    if (g)
+        write_rows_launch(em, k, "", in);
+    else
+        write_launch_of(em, k, "", blocks(k), in);
+    if (v4)
+        sb_printf(o, "%s}\n", indent);
     sb_printf(o, "%sif ((rc = ein_launched(ctx, \"%s\")) != 0)\n%s    return rc;\n",
-              indent, k->name, indent);
+              indent, name, indent);
 }

@@ -43,8 +43,12 @@ typedef struct Kernel {
      * the body of one lane, which binds the sum variables from a flat
      * term counter `ein_t` running from `ein_lane` by `ein_nlanes` (ints
      * the dialect declares) and leaves its partial in acc (and any, for
-     * max= and min=); NULL when the stage has no reduction. */
-    char *part;
+     * max= and min=); NULL when the stage has no reduction.  vpart: of
+     * a row group's member, the same in the group's _v4 kernel, four
+     * consecutive terms of the last sum variable a lane (ein_t4, ein_j)
+     * with float4 loads (kernel.c's part_v4); part then takes the same
+     * terms in the same order one read at a time. */
+    char *part, *vpart;
     int64_t terms;                  /* terms of one element (part != NULL) */
     /* Reads that scatter when the innermost output loop / the innermost
      * sum variable steps by one (coalescing of the two CUDA layouts). */
@@ -74,17 +78,20 @@ typedef struct Kernel {
     /* CUDA, a plain f32 map whose innermost output dimension is a
      * multiple of 4 (kernel.c's v4_kernel): the same element computed for
      * four consecutive elements a thread, written as a second kernel
-     * (NAME_v4) that the launch takes where every buffer it reads so and
-     * the output are 16-byte aligned.  vloads: lines loading each read
-     * that steps by one element along the innermost dimension as a float4
-     * at the first of the four (ein_c0 is that first index) into
-     * ein_vN[4]; vbody and vstore: the body and the store reading those as
-     * ein_vN[ein_j], element ein_j of the four; vinner: they use the
-     * innermost loop variable itself.  vbody NULL: no such kernel. */
+     * (NAME_v4; of a row group's member, the group's NAME_v4 kernel, the
+     * member's innermost dim past the row's) that the launch takes where
+     * every buffer it reads so and the output are 16-byte aligned.
+     * vloads: lines loading each read that steps by one element along
+     * the innermost dimension as a float4 at the first of the four
+     * (ein_c0 is that first index) into ein_vN[4]; vbody and vstore: the
+     * body and the store reading those as ein_vN[ein_j], element ein_j of
+     * the four; vinner: they use the innermost loop variable itself (of
+     * a vpart: the last sum variable).  vbody NULL: no such kernel. */
     char *vloads, *vbody;
     const char *vstore;
     bool vinner;
-    const IrTensor **vtensors;      /* what vloads reads, each once */
+    const IrTensor **vtensors;      /* what vloads or vpart reads, each once
+                                       (not a row group's shared rows) */
     int nvtensors;
 } Kernel;
 

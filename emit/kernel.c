@@ -325,16 +325,23 @@ static void gen_gather(KGen *g, const IExpr *e, Sb *b)
     sb_free(&cond);
 }
 
+/* Below this many elements a map has no _v4 kernel (nor a row group's
+ * reduction, counting its terms, float4 loads): a few blocks either way,
+ * and the second kernel is code for nothing. */
+#define V4_MIN_ELEMENTS 4096
+
 /* Does the read e of t (inside its shape) step by one element as the
  * innermost loop variable of a _v4 body does, from a multiple of 4: that
  * variable with coefficient 1 in its last subscript only, every other
  * term and the constant of that subscript a multiple of 4, and a row of
  * t a multiple of 4 long, so that four consecutive elements from ein_c0
- * are one 16-byte aligned float4 where t's buffer is? */
+ * are one 16-byte aligned float4 where t's buffer is?  (A row group's
+ * member that lives in it, ein_rowN, is one row of t in shared memory,
+ * declared 16-byte aligned.) */
 static bool v4_access(const KGen *g, const IExpr *e, const IrTensor *t)
 {
     int r = t->rank, vi = g->v4var;
-    if (t->elem != ELEM_F32 || r == 0 || e->access.nidx != r || row_local(g, t) >= 0 ||
+    if (t->elem != ELEM_F32 || r == 0 || e->access.nidx != r ||
         (r > 1 && t->shape[r - 1] % 4 != 0))
         return false;
     for (int d = 0; d < r; d++)
@@ -361,15 +368,17 @@ static bool v4_read(KGen *g, const IExpr *e, const IrTensor *t, Sb *b)
 {
     if (g->v4var < 0 || !v4_access(g, e, t))
         return false;
-    int vi = g->v4var;
+    int vi = g->v4var, local = row_local(g, t);
     const char *name = g->vname[vi];
     bool used = g->used[vi];
     Sb off = {0};
     g->vname[vi] = "ein_c0";
-    gen_offset(g, t, e->access.idx, 0, t->rank - 1, &off);
+    gen_offset(g, t, e->access.idx, local >= 0 ? g->em->rows->nrow : 0, t->rank - 1, &off);
     g->vname[vi] = name;
     g->used[vi] = used;
-    char *key = arena_printf(g->em->arena, "t_%s[%s]", g->em->cname[t->id], sb_str(&off));
+    char *key = local >= 0
+        ? arena_printf(g->em->arena, "ein_row%d[%s]", local, sb_str(&off))
+        : arena_printf(g->em->arena, "t_%s[%s]", g->em->cname[t->id], sb_str(&off));
     sb_free(&off);
     int n = 0;
     while (n < g->nv4 && strcmp(g->v4key[n], key) != 0)
@@ -378,13 +387,13 @@ static bool v4_read(KGen *g, const IExpr *e, const IrTensor *t, Sb *b)
         if (n == KERNEL_MAX_V4)
             return false;
         g->v4key[n] = key;
-        g->v4t[n] = t;
+        g->v4t[n] = local >= 0 ? NULL : t;     /* shared memory: aligned */
         g->nv4++;
         line(&g->v4loads, 0, "const float4 ein_q%d = *(const float4 *)&%s;", n, key);
         line(&g->v4loads, 0, "const float ein_v%d[4] = {ein_q%d.x, ein_q%d.y, ein_q%d.z, "
              "ein_q%d.w};", n, n, n, n, n);
     }
-    if (t != g->out)
+    if (t != g->out && local < 0)
         note_read(g, t);
     sb_printf(b, "ein_v%d[ein_j]", n);
     return true;
@@ -839,54 +848,58 @@ static void line(Sb *b, int depth, const char *fmt, ...)
  * output element flattened into one counter (the last sum variable the
  * fastest, as the loop nest runs them), lane ein_lane of ein_nlanes taking
  * every ein_nlanes-th term into its own partial acc (and any, for max and
- * min).  The dialect combines the partials in a fixed order. */
-static void build_part(KGen *g, Kernel *k, const char *cond_pre, const char *cond,
-                       const int *level)
+ * min); in a row group, where part_v4 allows, every ein_nlanes-th group
+ * of four consecutive terms.  The dialect combines the partials in a
+ * fixed order. */
+/* The lines of one term of the part: the guards inside the sums, then
+ * the term added into acc. */
+static void part_term(KGen *g, const Stage *st, const int *level, Sb *in)
 {
-    const Stage *st = k->st;
-    Arena *a = g->em->arena;
-    double terms = 1;
-    for (int j = 0; j < st->nsums; j++)
-        terms *= (double)(st->sums[j].hi - st->sums[j].lo);
-    if (terms < 2 || terms > 4e18)
-        return;
-    k->terms = (int64_t)terms;
-    const int64_t limit = KERNEL_INT_LIMIT;
-    const char *tty = k->terms > limit ? "int64_t" : k->ity;
-    bool cast = strcmp(tty, k->ity) != 0;
-    /* max, min and product keep `any`: no term at all gives 0 */
-    bool maxmin = st->red == RED_MAX || st->red == RED_MIN || st->red == RED_PROD;
-
-    /* guards and body first: they decide which variables are bound */
-    Sb in = {0};
     for (int i = 0; i < st->nguards; i++) {
         if (level[i] < 0)
             continue;
         Sb gc = {0};
         gen_b(g, st->guards[i], &gc);
-        flush_pre(g, &in, 0);
-        line(&in, 0, "if (!%s)", sb_str(&gc));
-        line(&in, 1, "continue;");
+        flush_pre(g, in, 0);
+        line(in, 0, "if (!%s)", sb_str(&gc));
+        line(in, 1, "continue;");
         sb_free(&gc);
     }
     Sb body = {0};
     g->rnd = st->red == RED_SUM && g->em->precision != PREC_FP32;
     gen_f(g, st->body, &body);
     g->rnd = false;
-    flush_pre(g, &in, 0);
+    flush_pre(g, in, 0);
     if (st->red == RED_SUM) {
-        line(&in, 0, "acc += %s;", sb_str(&body));
+        line(in, 0, "acc += %s;", sb_str(&body));
     } else if (st->red == RED_PROD) {
-        line(&in, 0, "acc = any ? acc * (%s) : (%s);", sb_str(&body), sb_str(&body));
-        line(&in, 0, "any = 1;");
+        line(in, 0, "acc = any ? acc * (%s) : (%s);", sb_str(&body), sb_str(&body));
+        line(in, 0, "any = 1;");
     } else {
-        line(&in, 0, "float v = %s;", sb_str(&body));
-        line(&in, 0, "if (!any || v %c acc || isnan(v))", st->red == RED_MAX ? '>' : '<');
-        line(&in, 1, "acc = v;");
-        line(&in, 0, "any = 1;");
+        line(in, 0, "float v = %s;", sb_str(&body));
+        line(in, 0, "if (!any || v %c acc || isnan(v))", st->red == RED_MAX ? '>' : '<');
+        line(in, 1, "acc = v;");
+        line(in, 0, "any = 1;");
     }
     sb_free(&body);
+}
 
+/* How a part takes its terms: one a lane at a time, or four consecutive
+ * ones (of the last sum variable) a lane, read one by one or, in a row
+ * group's _v4 kernel, as float4s. */
+typedef enum { PART_ONE, PART_FOUR, PART_FOUR_V4 } PartForm;
+
+/* The part's text: acc (and any) declared, the outer condition, the
+ * lanes' loop over the terms, each term's variables from the counter,
+ * `in` (part_term's lines; with PART_FOUR_V4 after `vloads`). */
+static char *part_text(KGen *g, const Kernel *k, const char *cond_pre, const char *cond,
+                       const char *in, PartForm form, const char *vloads)
+{
+    const Stage *st = k->st;
+    const char *tty = k->terms > KERNEL_INT_LIMIT ? "int64_t" : k->ity;
+    bool cast = strcmp(tty, k->ity) != 0;
+    /* max, min and product keep `any`: no term at all gives 0 */
+    bool maxmin = st->red == RED_MAX || st->red == RED_MIN || st->red == RED_PROD;
     Sb b = {0};
     line(&b, 0, "float acc = 0.0f;");
     if (maxmin)
@@ -896,15 +909,21 @@ static void build_part(KGen *g, Kernel *k, const char *cond_pre, const char *con
         sb_puts(&b, cond_pre);
     if (cond && *cond)
         line(&b, depth++, "if (%s) {", cond);
-    line(&b, depth++, "for (%s ein_t = ein_lane; ein_t < %" PRId64 "; ein_t += ein_nlanes) {",
-         tty, k->terms);
+    if (form == PART_ONE)
+        line(&b, depth++, "for (%s ein_t = ein_lane; ein_t < %" PRId64 "; ein_t += ein_nlanes) {",
+             tty, k->terms);
+    else
+        line(&b, depth++, "for (%s ein_t4 = ein_lane; ein_t4 < %" PRId64 "; "
+             "ein_t4 += ein_nlanes) {", tty, k->terms / 4);
     int64_t below = 1;
     for (int j = st->nsums - 1; j >= 0; j--) {
         const IrVar *v = &st->sums[j];
         int64_t ext = v->hi - v->lo;
-        if (g->used[v->id]) {
+        bool last = j == st->nsums - 1 && form != PART_ONE;
+        /* four terms a lane: the last sum variable is ein_c0 + ein_j */
+        if (g->used[v->id] || (last && (form == PART_FOUR || *vloads))) {
             Sb x = {0};
-            sb_puts(&x, "ein_t");
+            sb_puts(&x, form == PART_ONE ? "ein_t" : "ein_t4 * 4");
             if (below > 1)
                 sb_printf(&x, " / %" PRId64, below);
             if (j > 0)
@@ -912,21 +931,102 @@ static void build_part(KGen *g, Kernel *k, const char *cond_pre, const char *con
             if (v->lo)
                 sb_printf(&x, " %c %" PRId64, v->lo < 0 ? '-' : '+',
                           v->lo < 0 ? -v->lo : v->lo);
+            const char *name = last ? "ein_c0" : g->vname[v->id];
             if (cast)
-                line(&b, depth, "const %s %s = (%s)(%s);", k->ity, g->vname[v->id], k->ity,
-                     sb_str(&x));
+                line(&b, depth, "const %s %s = (%s)(%s);", k->ity, name, k->ity, sb_str(&x));
             else
-                line(&b, depth, "const %s %s = %s;", k->ity, g->vname[v->id], sb_str(&x));
+                line(&b, depth, "const %s %s = %s;", k->ity, name, sb_str(&x));
             sb_free(&x);
         }
         below *= ext;
     }
-    sb_indent(&b, sb_str(&in), 4 * depth);
-    sb_free(&in);
+    if (form != PART_ONE) {
+        const IrVar *v = &st->sums[st->nsums - 1];
+        if (form == PART_FOUR_V4)
+            sb_indent(&b, vloads, 4 * depth);
+        sb_puts(&b, "#pragma unroll\n");
+        line(&b, depth++, "for (int ein_j = 0; ein_j < 4; ein_j++) {");
+        if (form == PART_FOUR || k->vinner)
+            line(&b, depth, "const %s %s = ein_c0 + ein_j;", k->ity, g->vname[v->id]);
+    }
+    sb_indent(&b, in, 4 * depth);
     while (depth > 0)
         line(&b, --depth, "}");
-    k->part = arena_strdup(a, sb_str(&b));
+    char *text = arena_strdup(g->em->arena, sb_str(&b));
     sb_free(&b);
+    return text;
+}
+
+/* Does the part of k, a member of a row group of one value per row, take
+ * four terms a lane with float4 loads in the group's _v4 kernel?  Where
+ * the last sum variable runs over a multiple of 4 from a multiple of 4,
+ * no guard is inside the sums (the loads come before the four terms'
+ * guards), there are at least V4_MIN_ELEMENTS terms in all and some read
+ * steps along that variable from a multiple of 4 (v4_access): then `vin`
+ * holds the term with those reads as ein_vN[ein_j], the loads are in
+ * g->v4loads, and what they read in k->vtensors. */
+static bool part_v4(KGen *g, Kernel *k, const int *level, Sb *vin)
+{
+    const Stage *st = k->st;
+    if (g->em->target != TARGET_CUDA || !g->em->rows || st->nsums == 0 ||
+        k->terms > KERNEL_INT_LIMIT || (double)k->terms * (double)k->total < V4_MIN_ELEMENTS)
+        return false;
+    /* only a member of one value per row splits its terms across lanes */
+    for (int d = g->em->rows->nrow; d < k->out->rank; d++)
+        if (k->out->shape[d] != 1)
+            return false;
+    const IrVar *v = &st->sums[st->nsums - 1];
+    if ((v->hi - v->lo) % 4 != 0 || v->lo % 4 != 0)
+        return false;
+    for (int i = 0; i < st->nguards; i++)
+        if (level[i] >= 0)
+            return false;
+    bool used = g->used[v->id];
+    g->used[v->id] = false;
+    g->v4var = v->id;
+    part_term(g, st, level, vin);
+    g->v4var = -1;
+    k->vinner = g->used[v->id];
+    g->used[v->id] = used || k->vinner;
+    if (g->nv4 == 0)
+        return false;
+    k->vtensors = arena_alloc(g->em->arena, sizeof *k->vtensors * (size_t)(g->nv4 + 1));
+    for (int i = 0; i < g->nv4; i++) {
+        int j = 0;
+        while (j < k->nvtensors && k->vtensors[j] != g->v4t[i])
+            j++;
+        if (g->v4t[i] && j == k->nvtensors)
+            k->vtensors[k->nvtensors++] = g->v4t[i];
+    }
+    return true;
+}
+
+static void build_part(KGen *g, Kernel *k, const char *cond_pre, const char *cond,
+                       const int *level)
+{
+    const Stage *st = k->st;
+    double terms = 1;
+    for (int j = 0; j < st->nsums; j++)
+        terms *= (double)(st->sums[j].hi - st->sums[j].lo);
+    if (terms < 2 || terms > 4e18)
+        return;
+    k->terms = (int64_t)terms;
+    /* guards and body first: they decide which variables are bound */
+    Sb in = {0}, vin = {0};
+    part_term(g, st, level, &in);
+    if (part_v4(g, k, level, &vin)) {
+        /* both kernels of the group take the same terms in the same
+         * order: the same bits, whichever the buffers allow */
+        k->part = part_text(g, k, cond_pre, cond, sb_str(&in), PART_FOUR, NULL);
+        k->vpart = part_text(g, k, cond_pre, cond, sb_str(&vin), PART_FOUR_V4,
+                             sb_str(&g->v4loads));
+    } else {
+        k->part = part_text(g, k, cond_pre, cond, sb_str(&in), PART_ONE, NULL);
+    }
+    g->nv4 = 0;
+    sb_free(&g->v4loads);
+    sb_free(&in);
+    sb_free(&vin);
 }
 
 /* How many reads of the body (and guards) step through memory by more
@@ -1618,16 +1718,14 @@ static const char *store_text(KGen *g, const PlanEpilogue *epi)
     return text;
 }
 
-/* Below this many elements a map has no _v4 kernel: a few blocks either
- * way, and the second kernel is code for nothing. */
-#define V4_MIN_ELEMENTS 4096
-
-/* Does the plain map k get a _v4 kernel (emit_int.h)? */
+/* Does the plain map k get a _v4 kernel, or as a member of a row group,
+ * a _v4 loop over its row (emit_int.h)?  A row member's four elements
+ * must lie in one row: its innermost dim is past the row's. */
 static bool v4_kernel(const KGen *g, const Kernel *k)
 {
     int r = k->out->rank;
-    return g->em->target == TARGET_CUDA && !g->em->rows && !k->int_acc &&
-           k->out->elem == ELEM_F32 && r > 0 && k->out->shape[r - 1] % 4 == 0 &&
+    return g->em->target == TARGET_CUDA && !k->int_acc && k->out->elem == ELEM_F32 &&
+           r > (g->em->rows ? g->em->rows->nrow : 0) && k->out->shape[r - 1] % 4 == 0 &&
            k->total >= V4_MIN_ELEMENTS;
 }
 
@@ -1655,7 +1753,7 @@ static void build_v4(KGen *g, Kernel *k, const PlanEpilogue *epi, const IrTensor
         int j = 0;
         while (j < k->nvtensors && k->vtensors[j] != g->v4t[i])
             j++;
-        if (j == k->nvtensors)
+        if (g->v4t[i] && j == k->nvtensors)
             k->vtensors[k->nvtensors++] = g->v4t[i];
     }
     g->used[vi] = used;

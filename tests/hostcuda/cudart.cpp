@@ -1032,7 +1032,8 @@ void hc_launch_enqueue(const char *name, dim3 grid, dim3 block, size_t smem,
     }
     CUstream_st *st = resolve(stream);
     count(st->cap ? "captured kernel launches" : "kernel launches");
-    /* einc's four-elements-a-thread maps (emit/cuda.c), for align.cpp */
+    /* einc's four-elements-a-thread maps and row groups (emit/cuda.c), for
+     * align.cpp */
     size_t len = strlen(name);
     if (len > 3 && strcmp(name + len - 3, "_v4") == 0)
         count("_v4 kernel launches");
