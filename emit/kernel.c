@@ -399,6 +399,20 @@ static bool v4_read(KGen *g, const IExpr *e, const IrTensor *t, Sb *b)
     return true;
 }
 
+/* k->vtensors: the buffers of the float4 loads written so far, each
+ * once (not a row group's shared rows). */
+static void note_v4_tensors(const KGen *g, Kernel *k)
+{
+    k->vtensors = arena_alloc(g->em->arena, sizeof *k->vtensors * (size_t)(g->nv4 + 1));
+    for (int i = 0; i < g->nv4; i++) {
+        int j = 0;
+        while (j < k->nvtensors && k->vtensors[j] != g->v4t[i])
+            j++;
+        if (g->v4t[i] && j == k->nvtensors)
+            k->vtensors[k->nvtensors++] = g->v4t[i];
+    }
+}
+
 static void gen_access(KGen *g, const IExpr *e, Sb *b)
 {
     if (e->access.stage)
@@ -990,14 +1004,7 @@ static bool part_v4(KGen *g, Kernel *k, const int *level, Sb *vin)
     g->used[v->id] = used || k->vinner;
     if (g->nv4 == 0)
         return false;
-    k->vtensors = arena_alloc(g->em->arena, sizeof *k->vtensors * (size_t)(g->nv4 + 1));
-    for (int i = 0; i < g->nv4; i++) {
-        int j = 0;
-        while (j < k->nvtensors && k->vtensors[j] != g->v4t[i])
-            j++;
-        if (g->v4t[i] && j == k->nvtensors)
-            k->vtensors[k->nvtensors++] = g->v4t[i];
-    }
+    note_v4_tensors(g, k);
     return true;
 }
 
@@ -1748,14 +1755,7 @@ static void build_v4(KGen *g, Kernel *k, const PlanEpilogue *epi, const IrTensor
     k->vbody = arena_strdup(g->em->arena, sb_str(&b));
     k->vloads = arena_strdup(g->em->arena, sb_str(&g->v4loads));
     k->vinner = g->used[vi];
-    k->vtensors = arena_alloc(g->em->arena, sizeof *k->vtensors * (size_t)(g->nv4 + 1));
-    for (int i = 0; i < g->nv4; i++) {
-        int j = 0;
-        while (j < k->nvtensors && k->vtensors[j] != g->v4t[i])
-            j++;
-        if (g->v4t[i] && j == k->nvtensors)
-            k->vtensors[k->nvtensors++] = g->v4t[i];
-    }
+    note_v4_tensors(g, k);
     g->used[vi] = used;
     g->v4var = -1;
     g->nv4 = 0;
