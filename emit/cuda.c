@@ -187,11 +187,11 @@ static void write_row_store(Emit *em, Sb *o, const Kernel *k, int j, const char 
 
 /* The four elements of a _v4 body from `flat`, the index of their
  * float4 in the row (map) or the member's row (row group), at indent
- * `ind`: the first's innermost index ein_c0, the float4 loads, and the
- * unrolled body, ein_o[ein_j] the four results. */
-static void write_four(Emit *em, Sb *o, const Kernel *k, const char *flat, int ind)
+ * `ind`, indices of type t: the first's innermost index ein_c0, the
+ * float4 loads, and the unrolled body, ein_o[ein_j] the four results. */
+static void write_four(Emit *em, Sb *o, const Kernel *k, const char *t, const char *flat,
+                       int ind)
 {
-    const char *t = k->ity;
     int r = k->out->rank;
     if (k->vinner || k->vloads[0])
         sb_printf(o, "%*sconst %s ein_c0 = %s %% %" PRId64 " * 4;\n", ind, "", t, flat,
@@ -211,11 +211,10 @@ static void write_four(Emit *em, Sb *o, const Kernel *k, const char *flat, int i
 /* Member k (index j) of a row group, in the group's _v4 kernel: thread
  * i of the block computes elements 4i to 4i + 3 of the row, which share
  * all but its innermost index, from the float4 loads of its vloads, and
- * stores them as one float4. */
-static void write_row_v4(Emit *em, Sb *o, const Kernel *k, int j)
+ * stores them as one float4; indices of the group's type t. */
+static void write_row_v4(Emit *em, Sb *o, const Kernel *k, int j, const char *t)
 {
     const PlanRowGroup *g = k->rows;
-    const char *t = k->ity;
     int r = k->out->rank;
     int64_t w4 = k->out->shape[r - 1] / 4;
     sb_printf(o, "            for (%s ein_i = ein_lane; ein_i < %" PRId64 "; "
@@ -227,7 +226,7 @@ static void write_row_v4(Emit *em, Sb *o, const Kernel *k, int j)
         sb_printf(o, "                const %s ein_row = ein_i / %" PRId64 ";\n", t, w4);
         write_loopvars_of(o, k, t, "ein_row", g->nrow, r - 1, 16);
     }
-    write_four(em, o, k, "ein_i", 16);
+    write_four(em, o, k, t, "ein_i", 16);
     if (g->stored[j])
         sb_printf(o, "                *(float4 *)&t_%s[ein_e * %" PRId64 " + ein_i * 4]",
                   em->cname[k->out->id], row_len(k));
@@ -318,7 +317,7 @@ static void write_rows(Emit *em, const Kernel *ks, bool v4)
         sb_printf(o, "        {   /* %s */\n", g->members[j]->name);
         write_loopvars_of(o, k, ity, "ein_e", 0, g->nrow, 12);
         if (v4 && k->vbody) {
-            write_row_v4(em, o, k, j);
+            write_row_v4(em, o, k, j, ity);
         } else if (!row_by_lanes(k)) {
             sb_printf(o, "            for (%s ein_i = ein_lane; ein_i < %" PRId64 "; "
                       "ein_i += ein_nlanes) {\n", ity, row_len(k));
@@ -390,7 +389,7 @@ static void write_v4(Emit *em, const Kernel *k)
         sb_printf(o, "        const %s ein_row = e / %" PRId64 ";\n", t, w4);
         write_loopvars_of(o, k, t, "ein_row", 0, r - 1, 8);
     }
-    write_four(em, o, k, "e", 8);
+    write_four(em, o, k, t, "e", 8);
     sb_printf(o, "        *(float4 *)&t_%s[e * 4] = make_float4(ein_o[0], ein_o[1], ein_o[2], "
               "ein_o[3]);\n    }\n}\n\n", em->cname[k->out->id]);
 }
