@@ -17,7 +17,10 @@
  *           fill the GPU with one thread each.
  *   block   one block of 256 per output element, the same per warp, then
  *           warp 0 combines the 8 warp results: very few outputs with very
- *           many terms (a sum over a whole tensor).
+ *           many terms (a sum over a whole tensor).  A warp or block
+ *           reduction whose lanes can take four consecutive terms with
+ *           float4 loads (kernel.c's vpart) has a NAME_v4 kernel too,
+ *           launched where its buffers are aligned (write_lanes).
  *   rows    a fused row group of the plan (softmax, layer norm): a block
  *           per row, its members one after the other, each a block
  *           reduction or the block's threads sharing its elements, the
@@ -258,7 +261,7 @@ static bool rows_v4(const Kernel *ks)
  * take four elements a thread (write_row_v4) and those with a vpart four
  * terms a lane, launched where the buffers they load as float4 and store
  * are 16-byte aligned. */
-static void write_rows(Emit *em, const Kernel *ks, bool v4)
+static void write_rows(Emit *em, const Kernel *ks, bool v4, const char *suffix)
 {
     const PlanRowGroup *g = ks->rows;
     int n = g->nmembers, nt = g->threads;
@@ -278,7 +281,7 @@ static void write_rows(Emit *em, const Kernel *ks, bool v4)
         rows *= last->out->shape[d];
     const IrTensor **reads, **writes;
     int nwrites, nreads = kernel_row_params(em, ks, &reads, &writes, &nwrites);
-    if (v4) {
+    if (*suffix) {
         sb_puts(o, "/* the same, four consecutive elements or terms a thread where a\n"
                    "   member allows: 128-bit loads and stores (launched where its buffers\n"
                    "   are 16-byte aligned) */\n");
@@ -292,7 +295,7 @@ static void write_rows(Emit *em, const Kernel *ks, bool v4)
             emit_block_comment(o, ks[j].comment, 0);
     }
     sb_printf(o, "static __global__ void __launch_bounds__(%d)\n%s%s(", nt, last->name,
-              v4 ? "_v4" : "");
+              suffix);
     for (int i = 0; i < nreads; i++)
         sb_printf(o, "const %s *__restrict__ t_%s, ", emit_ctype(reads[i]->elem),
                   em->cname[reads[i]->id]);
@@ -394,36 +397,78 @@ static void write_v4(Emit *em, const Kernel *k)
               "ein_o[3]);\n    }\n}\n\n", em->cname[k->out->id]);
 }
 
-void cuda_write_kernel(Emit *em, const Kernel *k)
+/* Does kernel k (of a row group: member j of it) store its output as
+ * float4s to its buffer? */
+static bool v4_stores(const Kernel *k, const bool *stored, int j)
 {
-    if (k->rows) {
-        if (k->row_member == 0) {
-            write_rows(em, k, false);
-            if (rows_v4(k))
-                write_rows(em, k, true);
+    return k->vbody && (!stored || stored[j]);
+}
+
+/* The buffers the _v4 kernel of k[0..n) (a map, or a row group's
+ * members) needs 16-byte aligned, ORed for the launch's test: each
+ * output stored as float4s, then what the float4s load, each once.
+ * Nothing where its float4s are all in shared memory. */
+static void align_operands(Sb *o, const Kernel *k, int n, const bool *stored)
+{
+    int first = 1;
+    for (int j = 0; j < n; j++) {
+        for (int i = -1; i < k[j].nvtensors; i++) {
+            const IrTensor *t = i < 0 ? k[j].out : k[j].vtensors[i];
+            if (i < 0 && !v4_stores(&k[j], stored, j))
+                continue;
+            bool seen = i >= 0 && t == k[j].out && v4_stores(&k[j], stored, j);
+            for (int m = 0; m < j && !seen; m++) {
+                seen = k[m].out == t && v4_stores(&k[m], stored, m);
+                for (int q = 0; q < k[m].nvtensors && !seen; q++)
+                    seen = k[m].vtensors[q] == t;
+            }
+            if (seen)
+                continue;
+            sb_printf(o, "%s(uintptr_t)p[%d]", first ? "" : " | ", t->id);
+            first = 0;
         }
-        return;
     }
+}
+
+/* Does k (not of a row group) have a NAME_v4 kernel: a map's, or a
+ * reduction's whose lanes take four terms each (vpart)? */
+static bool kernel_v4(const Kernel *k)
+{
+    return k->vbody || (k->vpart && lanes(k) > 1);
+}
+
+/* Does k (a kernel, or a row group's first member) have a _v4 kernel
+ * that its launch takes only where its buffers are 16-byte aligned?
+ * (A row group whose float4s are all in shared memory has one kernel,
+ * with the _v4 loops.) */
+static bool v4_tested(const Kernel *k)
+{
+    const PlanRowGroup *g = k->rows;
+    if (!(g ? rows_v4(k) : kernel_v4(k)))
+        return false;
+    Sb test = {0};
+    align_operands(&test, k, g ? g->nmembers : 1, g ? g->stored : NULL);
+    bool any = *sb_str(&test) != 0;
+    sb_free(&test);
+    return any;
+}
+
+/* A reduction of n lanes an element (a warp or a block, lanes()), NAME
+ * plus `suffix`, whose lanes run `part`. */
+static void write_lanes(Emit *em, const Kernel *k, int n, const char *suffix, const char *part)
+{
     Sb *o = &em->out;
     const char *t = k->ity;
-    int n = lanes(k);
     bool maxmin = k->st->red == RED_MAX || k->st->red == RED_MIN || k->st->red == RED_PROD;
-    emit_block_comment(o, k->comment, 0);
-    if (n > 1)
+    if (*suffix)
+        sb_puts(o, "/* the same, four consecutive terms a lane: 128-bit loads (launched\n"
+                   "   where its buffers are 16-byte aligned) */\n");
+    else
         sb_printf(o, "/* one %s per element, %" PRId64 " terms split across its lanes */\n",
                   n == 32 ? "warp" : "block", k->terms);
-    sb_printf(o, "static __global__ void __launch_bounds__(%d)\n%s", CUDA_BLOCK, k->name);
+    sb_printf(o, "static __global__ void __launch_bounds__(%d)\n%s%s", CUDA_BLOCK, k->name,
+              suffix);
     write_params(em, o, k);
-    if (n == 1) {
-        write_stride_loop(o, t, k->total);
-        write_loopvars_of(o, k, k->ity, "e", 0, k->out->rank, 8);
-        sb_indent(o, k->body, 8);
-        write_store(em, o, k, 8);
-        sb_puts(o, "    }\n}\n\n");
-        if (k->vbody)
-            write_v4(em, k);
-        return;
-    }
     if (n == 32) {
         /* e is the same across a warp: the shuffles see all 32 lanes. */
         sb_puts(o, "    const int ein_lane = (int)threadIdx.x % 32, ein_nlanes = 32;\n");
@@ -441,7 +486,7 @@ void cuda_write_kernel(Emit *em, const Kernel *k)
                   t, t, k->total, t);
     }
     write_loopvars_of(o, k, k->ity, "e", 0, k->out->rank, 8);
-    sb_indent(o, k->part, 8);
+    sb_indent(o, part, 8);
     write_combine(o, k, 8, 16);
     if (n == 32) {
         sb_puts(o, "        if (ein_lane == 0)\n");
@@ -455,6 +500,38 @@ void cuda_write_kernel(Emit *em, const Kernel *k)
     sb_puts(o, "        }\n"
                "        __syncthreads();   /* ein_red is read before the next element */\n"
                "    }\n}\n\n");
+}
+
+void cuda_write_kernel(Emit *em, const Kernel *k)
+{
+    if (k->rows) {
+        if (k->row_member == 0 && v4_tested(k)) {
+            write_rows(em, k, false, "");
+            write_rows(em, k, true, "_v4");
+        } else if (k->row_member == 0) {
+            /* one kernel, with the _v4 loops where they need no test */
+            write_rows(em, k, rows_v4(k), "");
+        }
+        return;
+    }
+    Sb *o = &em->out;
+    int n = lanes(k);
+    emit_block_comment(o, k->comment, 0);
+    if (n > 1) {
+        write_lanes(em, k, n, "", k->part);
+        if (kernel_v4(k))
+            write_lanes(em, k, n, "_v4", k->vpart);
+        return;
+    }
+    sb_printf(o, "static __global__ void __launch_bounds__(%d)\n%s", CUDA_BLOCK, k->name);
+    write_params(em, o, k);
+    write_stride_loop(o, k->ity, k->total);
+    write_loopvars_of(o, k, k->ity, "e", 0, k->out->rank, 8);
+    sb_indent(o, k->body, 8);
+    write_store(em, o, k, 8);
+    sb_puts(o, "    }\n}\n\n");
+    if (k->vbody)
+        write_v4(em, k);
 }
 
 /* The launch of kernel k (NAME plus `suffix`) over `nblocks` blocks. */
@@ -492,63 +569,38 @@ static void write_rows_launch(Emit *em, const Kernel *k, const char *suffix, con
                   i + 1 < nw ? ", " : ");\n");
 }
 
-/* Does kernel k (of a row group: member j of it) store its output as
- * float4s to its buffer? */
-static bool v4_stores(const Kernel *k, const bool *stored, int j)
+/* The launch of k's kernel (a row group's: its first member), or of its
+ * _v4 kernel. */
+static void write_launch_kind(Emit *em, const Kernel *k, bool v4, const char *indent)
 {
-    return k->vbody && (!stored || stored[j]);
-}
-
-/* The buffers the _v4 kernel of k[0..n) (a map, or a row group's
- * members) needs 16-byte aligned, ORed for the launch's test: each
- * output stored as float4s, then what the float4s load, each once. */
-static void align_operands(Sb *o, const Kernel *k, int n, const bool *stored)
-{
-    int first = 1;
-    for (int j = 0; j < n; j++) {
-        for (int i = -1; i < k[j].nvtensors; i++) {
-            const IrTensor *t = i < 0 ? k[j].out : k[j].vtensors[i];
-            if (i < 0 && !v4_stores(&k[j], stored, j))
-                continue;
-            bool seen = i >= 0 && t == k[j].out && v4_stores(&k[j], stored, j);
-            for (int m = 0; m < j && !seen; m++) {
-                seen = k[m].out == t && v4_stores(&k[m], stored, m);
-                for (int q = 0; q < k[m].nvtensors && !seen; q++)
-                    seen = k[m].vtensors[q] == t;
-            }
-            if (seen)
-                continue;
-            sb_printf(o, "%s(uintptr_t)p[%d]", first ? "" : " | ", t->id);
-            first = 0;
-        }
-    }
+    if (k->rows)
+        write_rows_launch(em, k, v4 ? "_v4" : "", indent);
+    else if (v4 && k->vbody)
+        write_launch_of(em, k, "_v4", (k->total / 4 + CUDA_BLOCK - 1) / CUDA_BLOCK, indent);
+    else
+        write_launch_of(em, k, v4 ? "_v4" : "", blocks(k), indent);
 }
 
 void cuda_write_launch(Emit *em, const Kernel *k, const char *indent)
 {
     Sb *o = &em->out;
     const PlanRowGroup *g = k->rows;
-    bool v4 = g ? rows_v4(k) : k->vbody != NULL;
-    const char *name = g ? k[g->nmembers - 1].name : k->name;
-    const char *in = v4 ? arena_printf(em->arena, "%s    ", indent) : indent;
-    if (v4) {
+    Sb test = {0};
+    if (g ? rows_v4(k) : kernel_v4(k))
+        align_operands(&test, k, g ? g->nmembers : 1, g ? g->stored : NULL);
+    if (!*sb_str(&test)) {
+        write_launch_kind(em, k, false, indent);
+    } else {
         /* the _v4 kernel where its float4s are 16-byte aligned (the
          * caller's buffers need only be float-aligned) */
-        sb_printf(o, "%sif ((", indent);
-        align_operands(o, k, g ? g->nmembers : 1, g ? g->stored : NULL);
-        sb_printf(o, ") %% 16 == 0) {\n");
-        if (g)
-            write_rows_launch(em, k, "_v4", in);
-        else
-            write_launch_of(em, k, "_v4", (k->total / 4 + CUDA_BLOCK - 1) / CUDA_BLOCK, in);
+        const char *in = arena_printf(em->arena, "%s    ", indent);
+        sb_printf(o, "%sif ((%s) %% 16 == 0) {\n", indent, sb_str(&test));
+        write_launch_kind(em, k, true, in);
         sb_printf(o, "%s} else {\n", indent);
-    }
-    if (g)
-        write_rows_launch(em, k, "", in);
-    else
-        write_launch_of(em, k, "", blocks(k), in);
-    if (v4)
+        write_launch_kind(em, k, false, in);
         sb_printf(o, "%s}\n", indent);
+    }
+    sb_free(&test);
     sb_printf(o, "%sif ((rc = ein_launched(ctx, \"%s\")) != 0)\n%s    return rc;\n",
-              indent, name, indent);
+              indent, g ? k[g->nmembers - 1].name : k->name, indent);
 }

@@ -43,8 +43,8 @@ typedef struct Kernel {
      * the body of one lane, which binds the sum variables from a flat
      * term counter `ein_t` running from `ein_lane` by `ein_nlanes` (ints
      * the dialect declares) and leaves its partial in acc (and any, for
-     * max= and min=); NULL when the stage has no reduction.  vpart: of
-     * a row group's member, the same in the group's _v4 kernel, four
+     * max= and min=); NULL when the stage has no reduction.  vpart: the
+     * same in the _v4 kernel (of a row group: the group's), four
      * consecutive terms of the last sum variable a lane (ein_t4, ein_j)
      * with float4 loads (kernel.c's part_v4); part then takes the same
      * terms in the same order one read at a time. */

@@ -982,11 +982,12 @@ static char *part_text(KGen *g, const Kernel *k, const char *cond_pre, const cha
 static bool part_v4(KGen *g, Kernel *k, const int *level, Sb *vin)
 {
     const Stage *st = k->st;
-    if (g->em->target != TARGET_CUDA || !g->em->rows || st->nsums == 0 ||
-        k->terms > KERNEL_INT_LIMIT || (double)k->terms * (double)k->total < V4_MIN_ELEMENTS)
+    if (g->em->target != TARGET_CUDA || st->nsums == 0 || k->terms > KERNEL_INT_LIMIT ||
+        (double)k->terms * (double)k->total < V4_MIN_ELEMENTS)
         return false;
-    /* only a member of one value per row splits its terms across lanes */
-    for (int d = g->em->rows->nrow; d < k->out->rank; d++)
+    /* of a row group, only a member of one value per row splits its terms
+     * across lanes */
+    for (int d = g->em->rows ? g->em->rows->nrow : k->out->rank; d < k->out->rank; d++)
         if (k->out->shape[d] != 1)
             return false;
     const IrVar *v = &st->sums[st->nsums - 1];

@@ -3,12 +3,12 @@
  * convolution whose input or output is not 16-byte aligned runs as its
  * generated kernel, cuBLASLt's algorithms are chosen for 16-byte
  * operands, so a product with its epilogue whose operands are not runs as
- * cublasGemmEx and the epilogue's pass, and a map or a fused row group of
- * four elements a thread (a _v4 kernel, float4 loads) runs as its
- * one-element kernel; the same numbers (the same bits for the map and
- * the row group, whose two kernels add alike).  On the model of align.ein (a
- * convolution through cuDNN, a product with a bias, a residual and ReLU
- * through cuBLASLt, a map, a softmax),
+ * cublasGemmEx and the epilogue's pass, and a map, a fused row group or a
+ * sum of four elements or terms a thread (a _v4 kernel, float4 loads)
+ * runs as its other kernel; the same numbers (the same bits for the map,
+ * the row group and the sum, whose two kernels take their terms alike).
+ * On the model of align.ein (a convolution through cuDNN, a product with
+ * a bias, a residual and ReLU through cuBLASLt, a map, a softmax, a sum),
  * built by tests/emit/hostcuda.test
  * with the generated file (its launches rewritten) included as MODEL_CU;
  * the mocks reject a misaligned pointer in a variant pack and one below
@@ -23,10 +23,11 @@
 #include <vector>
 #include "driver.h"
 
-/* The tensors of the run, in align_run's order: inputs x, a, q, g,
- * outputs y, z, u, sm; by name, so that a change of the model shows here. */
-static const char *const run_names[] = {"x", "a", "q", "g", "y", "z", "u", "sm"};
-enum { NRUN = 8, NIN = 4 };
+/* The tensors of the run, in align_run's order: inputs x, a, q, g, m,
+ * outputs y, z, u, sm, ms; by name, so that a change of the model shows
+ * here. */
+static const char *const run_names[] = {"x", "a", "q", "g", "m", "y", "z", "u", "sm", "ms"};
+enum { NRUN = 10, NIN = 5 };
 
 static const align_tensor_info *info(const char *name)
 {
@@ -69,7 +70,7 @@ int main()
                 cudaMemcpy(d[i], host[i].data(), t[i]->nbytes, cudaMemcpyHostToDevice);
         }
         long lt0 = hc_count("cublasLt matmul fp32"), v40 = hc_count("_v4 kernel launches");
-        int rc = align_run(ctx, d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], 0);
+        int rc = align_run(ctx, d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8], d[9], 0);
         CHECK(rc == ALIGN_OK, "a run with pointers %d bytes past 16-byte alignment: %s", off,
               align_last_error(ctx));
         cudaDeviceSynchronize();
@@ -77,7 +78,7 @@ int main()
         CHECK(lt == (off ? 0 : 1), "pointers %d bytes past 16-byte alignment: %ld cuBLASLt "
               "calls", off, lt);
         long v4 = hc_count("_v4 kernel launches") - v40;
-        CHECK(v4 == (off ? 0 : 2), "pointers %d bytes past 16-byte alignment: %ld _v4 kernels",
+        CHECK(v4 == (off ? 0 : 3), "pointers %d bytes past 16-byte alignment: %ld _v4 kernels",
               off, v4);
         for (int i = NIN; i < NRUN; i++) {
             std::vector<float> got(t[i]->count);
@@ -93,9 +94,10 @@ int main()
             }
             CHECK(rc == ALIGN_OK && err <= 1e-5 * mag, "%s, pointers %d bytes off 16: rel err %g",
                   run_names[i], off, err / mag);
-            /* a map's or a row group's two kernels add the same terms in
-             * the same order: the same bits */
-            bool same_order = strcmp(run_names[i], "u") == 0 || strcmp(run_names[i], "sm") == 0;
+            /* a map's, a row group's or a reduction's two kernels take the
+             * same terms in the same order: the same bits */
+            bool same_order = strcmp(run_names[i], "u") == 0 || strcmp(run_names[i], "sm") == 0 ||
+                              strcmp(run_names[i], "ms") == 0;
             CHECK(!same_order || memcmp(got.data(), ref[i].data(), t[i]->nbytes) == 0,
                   "%s, pointers %d bytes off 16: not the same bits as aligned", run_names[i], off);
         }
