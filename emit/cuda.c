@@ -257,10 +257,11 @@ static bool rows_v4(const Kernel *ks)
  * threads-th of them.  Members that live only in the group are one row in
  * shared memory (ein_rowN); the others are stored, and later members read
  * them back from global memory, which the barrier makes visible to the
- * block.  `v4`: the group's _v4 kernel, where the members with a _v4 body
- * take four elements a thread (write_row_v4) and those with a vpart four
- * terms a lane, launched where the buffers they load as float4 and store
- * are 16-byte aligned. */
+ * block.  `v4`: the members with a _v4 body take four elements a thread
+ * (write_row_v4) and those with a vpart four terms a lane: the group's
+ * NAME_v4 kernel (`suffix`), launched where the buffers they load as
+ * float4 and store are 16-byte aligned, or, where those are all shared
+ * rows, its one kernel. */
 static void write_rows(Emit *em, const Kernel *ks, bool v4, const char *suffix)
 {
     const PlanRowGroup *g = ks->rows;

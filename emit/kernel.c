@@ -862,9 +862,10 @@ static void line(Sb *b, int depth, const char *fmt, ...)
  * output element flattened into one counter (the last sum variable the
  * fastest, as the loop nest runs them), lane ein_lane of ein_nlanes taking
  * every ein_nlanes-th term into its own partial acc (and any, for max and
- * min); in a row group, where part_v4 allows, every ein_nlanes-th group
- * of four consecutive terms.  The dialect combines the partials in a
- * fixed order. */
+ * min); where part_v4 allows, every ein_nlanes-th group of four
+ * consecutive terms.  The dialect combines the partials in a fixed
+ * order. */
+
 /* The lines of one term of the part: the guards inside the sums, then
  * the term added into acc. */
 static void part_term(KGen *g, const Stage *st, const int *level, Sb *in)
@@ -899,8 +900,8 @@ static void part_term(KGen *g, const Stage *st, const int *level, Sb *in)
 }
 
 /* How a part takes its terms: one a lane at a time, or four consecutive
- * ones (of the last sum variable) a lane, read one by one or, in a row
- * group's _v4 kernel, as float4s. */
+ * ones (of the last sum variable) a lane, read one by one or, in the _v4
+ * kernel, as float4s. */
 typedef enum { PART_ONE, PART_FOUR, PART_FOUR_V4 } PartForm;
 
 /* The part's text: acc (and any) declared, the outer condition, the
@@ -971,14 +972,14 @@ static char *part_text(KGen *g, const Kernel *k, const char *cond_pre, const cha
     return text;
 }
 
-/* Does the part of k, a member of a row group of one value per row, take
- * four terms a lane with float4 loads in the group's _v4 kernel?  Where
- * the last sum variable runs over a multiple of 4 from a multiple of 4,
- * no guard is inside the sums (the loads come before the four terms'
- * guards), there are at least V4_MIN_ELEMENTS terms in all and some read
- * steps along that variable from a multiple of 4 (v4_access): then `vin`
- * holds the term with those reads as ein_vN[ein_j], the loads are in
- * g->v4loads, and what they read in k->vtensors. */
+/* Does the part of k (of a row group's member: one of one value per row)
+ * take four terms a lane with float4 loads in a _v4 kernel (the group's)?
+ * Where the last sum variable runs over a multiple of 4 from a multiple
+ * of 4, no guard is inside the sums (the loads come before the four
+ * terms' guards), there are at least V4_MIN_ELEMENTS terms in all and
+ * some read steps along that variable from a multiple of 4 (v4_access):
+ * then `vin` holds the term with those reads as ein_vN[ein_j], the loads
+ * are in g->v4loads, and what they read in k->vtensors. */
 static bool part_v4(KGen *g, Kernel *k, const int *level, Sb *vin)
 {
     const Stage *st = k->st;
