@@ -101,11 +101,20 @@ fuzz-st-file: $(srcdir)/tests/fuzz/fuzz_st_file.c $(srcdir)/runtime/st.c
 	  $(srcdir)/tests/fuzz/fuzz_st_file.c $(srcdir)/runtime/st.c
 .PHONY: fuzz-st fuzz-st-file clean-local-runtime
 
+# The CBLAS products (cblas.c: sgemm, sgemv, sdot) against plain loops.
+check_PROGRAMS += tests/runtime/test_cblas
+tests_runtime_test_cblas_SOURCES = tests/runtime/test_cblas.c tests/runtime/rnd.h \
+	runtime/cblas.c
+tests_runtime_test_cblas_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/runtime
+tests_runtime_test_cblas_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
+tests_runtime_test_cblas_LDADD = -lopenblas -lm
+TESTS += tests/runtime/test_cblas
+
 # The oneDNN operators (dnnl_types.h, dnnl.c) against plain loops, where
 # configure found oneDNN.
 if HAVE_DNNL
 check_PROGRAMS += tests/runtime/test_dnnl
-tests_runtime_test_dnnl_SOURCES = tests/runtime/test_dnnl.c runtime/dnnl.c \
+tests_runtime_test_dnnl_SOURCES = tests/runtime/test_dnnl.c tests/runtime/rnd.h runtime/dnnl.c \
 	runtime/dnnl_types.h runtime/rt.h
 tests_runtime_test_dnnl_CFLAGS = $(AM_CFLAGS) $(DNNL_CFLAGS) $(OPENMP_CFLAGS)
 tests_runtime_test_dnnl_LDADD = $(DNNL_LIBS) -lm

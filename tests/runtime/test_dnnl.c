@@ -13,6 +13,7 @@
 #include <string.h>
 #include <omp.h>
 #include "runtime/dnnl_types.h"
+#include "rnd.h"
 
 int ein_dnnl_open(ein_dnnl *dn, int nops, char *msg);
 int ein_dnnl_create(ein_dnnl *dn, ein_dnnl_op *op, const ein_dnnl_spec *sp,
@@ -26,16 +27,6 @@ void ein_dnnl_free(ein_dnnl_op *op);
 void ein_dnnl_close(ein_dnnl *dn);
 
 static int failures;
-
-static float *rnd(size_t n, unsigned seed)
-{
-    float *p = malloc(n * sizeof *p);
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 1103515245u + 12345u;
-        p[i] = (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
-    }
-    return p;
-}
 
 static ein_dnnl_view view(int rank, const int64_t *dims)
 {
