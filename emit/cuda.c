@@ -38,6 +38,7 @@
 #include "emit_int.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define CUDA_BLOCK 256
@@ -398,39 +399,6 @@ static void write_v4(Emit *em, const Kernel *k)
               "ein_o[3]);\n    }\n}\n\n", em->cname[k->out->id]);
 }
 
-/* Does kernel k (of a row group: member j of it) store its output as
- * float4s to its buffer? */
-static bool v4_stores(const Kernel *k, const bool *stored, int j)
-{
-    return k->vbody && (!stored || stored[j]);
-}
-
-/* The buffers the _v4 kernel of k[0..n) (a map, or a row group's
- * members) needs 16-byte aligned, ORed for the launch's test: each
- * output stored as float4s, then what the float4s load, each once.
- * Nothing where its float4s are all in shared memory. */
-static void align_operands(Sb *o, const Kernel *k, int n, const bool *stored)
-{
-    int first = 1;
-    for (int j = 0; j < n; j++) {
-        for (int i = -1; i < k[j].nvtensors; i++) {
-            const IrTensor *t = i < 0 ? k[j].out : k[j].vtensors[i];
-            if (i < 0 && !v4_stores(&k[j], stored, j))
-                continue;
-            bool seen = i >= 0 && t == k[j].out && v4_stores(&k[j], stored, j);
-            for (int m = 0; m < j && !seen; m++) {
-                seen = k[m].out == t && v4_stores(&k[m], stored, m);
-                for (int q = 0; q < k[m].nvtensors && !seen; q++)
-                    seen = k[m].vtensors[q] == t;
-            }
-            if (seen)
-                continue;
-            sb_printf(o, "%s(uintptr_t)p[%d]", first ? "" : " | ", t->id);
-            first = 0;
-        }
-    }
-}
-
 /* Does k (not of a row group) have a NAME_v4 kernel: a map's, or a
  * reduction's whose lanes take four terms each (vpart)? */
 static bool kernel_v4(const Kernel *k)
@@ -438,20 +406,36 @@ static bool kernel_v4(const Kernel *k)
     return k->vbody || (k->vpart && lanes(k) > 1);
 }
 
-/* Does k (a kernel, or a row group's first member) have a _v4 kernel
- * that its launch takes only where its buffers are 16-byte aligned?
- * (A row group whose float4s are all in shared memory has one kernel,
- * with the _v4 loops.) */
-static bool v4_tested(const Kernel *k)
+/* The test of the launch of k's _v4 kernel (k a kernel, or a row group's
+ * first member), written to `o`: the buffers it needs 16-byte aligned,
+ * ORed, each once: the outputs it stores as float4s (of a row group, the
+ * stored members'), then what its float4s load.  Returns false where it
+ * has no _v4 kernel or needs nothing aligned (a row group whose float4s
+ * are all in shared memory: its one kernel has the _v4 loops). */
+static bool v4_test(const Kernel *k, Sb *o)
 {
     const PlanRowGroup *g = k->rows;
+    int n = g ? g->nmembers : 1, cap = 0, nt = 0;
     if (!(g ? rows_v4(k) : kernel_v4(k)))
         return false;
-    Sb test = {0};
-    align_operands(&test, k, g ? g->nmembers : 1, g ? g->stored : NULL);
-    bool any = *sb_str(&test) != 0;
-    sb_free(&test);
-    return any;
+    for (int j = 0; j < n; j++)
+        cap += 1 + k[j].nvtensors;
+    const IrTensor **ts = xmalloc((size_t)cap * sizeof *ts);
+    for (int j = 0; j < n; j++)
+        for (int i = -1; i < k[j].nvtensors; i++) {
+            const IrTensor *t = i >= 0 ? k[j].vtensors[i] : k[j].out;
+            if (i < 0 && !(k[j].vbody && (!g || g->stored[j])))
+                continue;
+            int m = 0;
+            while (m < nt && ts[m] != t)
+                m++;
+            if (m == nt)
+                ts[nt++] = t;
+        }
+    for (int m = 0; m < nt; m++)
+        sb_printf(o, "%s(uintptr_t)p[%d]", m ? " | " : "", ts[m]->id);
+    free(ts);
+    return nt > 0;
 }
 
 /* A reduction of n lanes an element (a warp or a block, lanes()), NAME
@@ -506,13 +490,17 @@ static void write_lanes(Emit *em, const Kernel *k, int n, const char *suffix, co
 void cuda_write_kernel(Emit *em, const Kernel *k)
 {
     if (k->rows) {
-        if (k->row_member == 0 && v4_tested(k)) {
+        if (k->row_member != 0)
+            return;
+        Sb test = {0};
+        if (v4_test(k, &test)) {
             write_rows(em, k, false, "");
             write_rows(em, k, true, "_v4");
-        } else if (k->row_member == 0) {
+        } else {
             /* one kernel, with the _v4 loops where they need no test */
             write_rows(em, k, rows_v4(k), "");
         }
+        sb_free(&test);
         return;
     }
     Sb *o = &em->out;
@@ -587,9 +575,7 @@ void cuda_write_launch(Emit *em, const Kernel *k, const char *indent)
     Sb *o = &em->out;
     const PlanRowGroup *g = k->rows;
     Sb test = {0};
-    if (g ? rows_v4(k) : kernel_v4(k))
-        align_operands(&test, k, g ? g->nmembers : 1, g ? g->stored : NULL);
-    if (!*sb_str(&test)) {
+    if (!v4_test(k, &test)) {
         write_launch_kind(em, k, false, indent);
     } else {
         /* the _v4 kernel where its float4s are 16-byte aligned (the
