@@ -23,12 +23,17 @@
 #include "rules_int.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 typedef __int128 i128;
 #define INF ((i128)1 << 100)
 
 static i128 fdiv(i128 a, i128 b)
 {
+    if (a >= INT64_MIN && a <= INT64_MAX && b >= INT64_MIN && b <= INT64_MAX && b != -1) {
+        int64_t x = (int64_t)a, y = (int64_t)b, q = x / y;   /* no 128-bit division */
+        return x % y != 0 && (x < 0) != (y < 0) ? q - 1 : q;
+    }
     i128 q = a / b;
     return a % b != 0 && (a < 0) != (b < 0) ? q - 1 : q;
 }
@@ -50,82 +55,140 @@ static const IrVar *bound_var(const Stage *s, int var, bool *loop)
 
 /* ---- tightening ------------------------------------------------------------- */
 
-typedef struct Tight {
-    RuleCtx *rc;
-    int var;
-    bool zeros;                     /* zero factors bound this variable */
-    i128 lo, hi;                    /* feasible values, inclusive */
-} Tight;
+/* One condition a non-zero kept term meets: a <= x <= b.  A subscript of
+ * a factor's access (the read is zero outside the dim) or a guard. */
+typedef struct Cond {
+    const Ix *x;
+    i128 a, b;
+} Cond;
 
-/* Whether v occurs in x only as a plain term; its coefficient. */
-static int64_t plain_coef(const Ix *x, int v)
+/* The conditions of a stage, gathered once for all its variables: the
+ * factors' subscripts first (`nzero` of them: they bound a variable only
+ * where a zero term may be dropped), then the guards. */
+typedef struct Conds {
+    Cond *c;                        /* small, or on the heap when more */
+    int n, nzero, cap;
+    Cond small[32];
+} Conds;
+
+static void cond_push(Conds *cs, const Ix *x, i128 a, i128 b)
 {
-    int64_t c = 0;
-    for (int i = 0; i < x->n; i++) {
-        if (x->t[i].kind == IX_VAR) {
-            if (x->t[i].var == v)
-                c = x->t[i].coef;
-        } else if (ix_uses(x->t[i].arg, v)) {
-            return 0;
-        }
+    if (cs->n == cs->cap) {
+        cs->cap *= 2;
+        Cond *c = xmalloc((size_t)cs->cap * sizeof *c);
+        memcpy(c, cs->c, (size_t)cs->n * sizeof *c);
+        if (cs->c != cs->small)
+            free(cs->c);
+        cs->c = c;
     }
-    return c;
+    cs->c[cs->n++] = (Cond){x, a, b};
 }
 
-/* The term is kept only if a <= x <= b. */
-static void constrain(Tight *t, const Ix *x, i128 a, i128 b)
+static void cond_access(void *arg, const IExpr *acc, bool factor)
 {
-    int64_t c = plain_coef(x, t->var);
-    if (c == 0)
-        return;
-    int64_t rmin, rmax;
-    rc_bounds_at(t->rc, x, t->var, 0, 1, &rmin, &rmax);
-    /* the rest's bounds, INT64_MIN and INT64_MAX standing for no bound */
-    i128 l = rmax == INT64_MAX ? -INF : a - rmax;
-    i128 h = rmin == INT64_MIN ? INF : b - rmin;     /* c*v in [l, h] */
-    i128 vl = c > 0 ? cdiv(l, c) : cdiv(h, c);
-    i128 vh = c > 0 ? fdiv(h, c) : fdiv(l, c);
-    if (vl > t->lo)
-        t->lo = vl;
-    if (vh < t->hi)
-        t->hi = vh;
-}
-
-static void tight_access(void *arg, const IExpr *acc, bool factor)
-{
-    Tight *t = arg;
-    if (!factor || !t->zeros)
+    Conds *cs = arg;
+    if (!factor)
         return;
     for (int k = 0; k < acc->access.nidx; k++) {
         int64_t lo, hi;
         rc_dim_range(acc, k, &lo, &hi);
-        constrain(t, acc->access.idx[k], lo, (i128)hi - 1);
+        cond_push(cs, acc->access.idx[k], lo, (i128)hi - 1);
     }
 }
 
-static void tight_guards(Tight *t, const Stage *s)
+static void gather_conds(const Stage *s, Conds *cs)
 {
+    rc_each_access(s, cond_access, cs);
+    cs->nzero = cs->n;
     for (int i = 0; i < s->nguards; i++) {
         const IExpr *g = s->guards[i];
         if (g->kind == IE_ICMP && g->icmp.op == OP_GE)
-            constrain(t, g->icmp.ix, 0, INF);
+            cond_push(cs, g->icmp.ix, 0, INF);
         else if (g->kind == IE_ICMP && g->icmp.op == OP_EQ)
-            constrain(t, g->icmp.ix, 0, 0);
+            cond_push(cs, g->icmp.ix, 0, 0);
     }
 }
 
-/* Shrinks v (an entry of a copy of the stage's variables) in place. */
-static bool tighten_var(RuleCtx *rc, const Stage *s, IrVar *v, bool zeros)
+/* A plain term c*v of condition k's subscript, v in it only so. */
+typedef struct Use {
+    int var, k;                     /* v's position in the stage's list */
+    int64_t coef;
+} Use;
+
+/* The uses of the stage's variables vars in the conditions, grouped by
+ * variable (variable i's are use[at[i]] to use[at[i + 1]], in the
+ * conditions' order); use has room for every term of every condition. */
+static void plain_uses(const Conds *cs, const IrVar *vars, int nv, Use *use, Use *tmp, int *at)
 {
-    Tight t = {rc, v->id, zeros, v->lo, (i128)v->hi - 1};
-    if (zeros)
-        rc_each_access(s, tight_access, &t);
-    tight_guards(&t, s);
-    /* t.lo and t.hi start at v's range and only move inwards. */
+    int n = 0;
+    for (int k = 0; k < cs->n; k++) {
+        const Ix *x = cs->c[k].x;
+        int first = n;
+        bool deep = false;
+        for (int j = 0; j < x->n; j++) {
+            if (x->t[j].kind != IX_VAR) {
+                deep = true;
+                continue;
+            }
+            for (int i = 0; i < nv; i++)
+                if (vars[i].id == x->t[j].var) {
+                    tmp[n++] = (Use){i, k, x->t[j].coef};
+                    break;
+                }
+        }
+        /* a variable also under a div or mod: its entry goes (the last
+         * entry, of this condition too, takes its place) */
+        for (int u = first; u < n && deep; u++)
+            for (int j = 0; j < x->n; j++)
+                if (x->t[j].kind != IX_VAR && ix_uses(x->t[j].arg, vars[tmp[u].var].id)) {
+                    tmp[u--] = tmp[--n];
+                    break;
+                }
+    }
+    for (int i = 0; i <= nv; i++)
+        at[i] = 0;
+    for (int u = 0; u < n; u++)
+        at[tmp[u].var + 1]++;
+    for (int i = 0; i < nv; i++)
+        at[i + 1] += at[i];
+    for (int u = 0; u < n; u++)
+        use[at[tmp[u].var]++] = tmp[u];
+    for (int i = nv; i > 0; i--)
+        at[i] = at[i - 1];
+    at[0] = 0;
+}
+
+/* Narrows [*lo, *hi] (the feasible values of var, whose coefficient in
+ * cd's subscript is c) to those meeting cd. */
+static void constrain(RuleCtx *rc, int var, const Cond *cd, int64_t c, i128 *lo, i128 *hi)
+{
+    int64_t rmin, rmax;
+    rc_bounds_at(rc, cd->x, var, 0, 1, &rmin, &rmax);
+    /* the rest's bounds, INT64_MIN and INT64_MAX standing for no bound */
+    i128 l = rmax == INT64_MAX ? -INF : cd->a - rmax;
+    i128 h = rmin == INT64_MIN ? INF : cd->b - rmin;     /* c*v in [l, h] */
+    i128 vl = c > 0 ? cdiv(l, c) : cdiv(h, c);
+    i128 vh = c > 0 ? fdiv(h, c) : fdiv(l, c);
+    if (vl > *lo)
+        *lo = vl;
+    if (vh < *hi)
+        *hi = vh;
+}
+
+/* Shrinks v (an entry of a copy of the stage's variables) in place, by
+ * the conditions of its uses u[0 .. n). */
+static bool tighten_var(RuleCtx *rc, const Conds *cs, const Use *u, int n, IrVar *v,
+                        bool zeros)
+{
+    i128 tlo = v->lo, thi = (i128)v->hi - 1;
+    for (int i = 0; i < n; i++)
+        if (zeros || u[i].k >= cs->nzero)
+            constrain(rc, v->id, &cs->c[u[i].k], u[i].coef, &tlo, &thi);
+    /* tlo and thi start at v's range and only move inwards. */
     int64_t lo = v->lo, hi = v->lo;     /* no term is ever non-zero */
-    if (t.lo <= t.hi) {
-        lo = (int64_t)t.lo;
-        hi = (int64_t)t.hi + 1;
+    if (tlo <= thi) {
+        lo = (int64_t)tlo;
+        hi = (int64_t)thi + 1;
     }
     if (lo == v->lo && hi == v->hi)
         return false;
@@ -174,14 +237,36 @@ const Stage *tighten_apply(RuleCtx *rc, const RuleFocus *f, const RuleSite *st)
     for (int i = 0; i < ns; i++)
         v[nl + i] = s->sums[i];
     /* A few rounds: a tighter range of one variable tightens another. */
+    Conds cs;
+    cs.c = cs.small;
+    cs.n = cs.nzero = 0;
+    cs.cap = (int)(sizeof cs.small / sizeof *cs.small);
+    gather_conds(s, &cs);
+    int nt = 0;
+    for (int k = 0; k < cs.n; k++)
+        nt += cs.c[k].x->n;
+    Use small[2][64];
+    int small_at[33];
+    bool heap = nt > 64 || nl + ns > 32;
+    Use *use = heap ? xmalloc(2 * ((size_t)nt + 1) * sizeof *use) : small[0];
+    Use *tmp = heap ? use + nt + 1 : small[1];
+    int *at = heap ? xmalloc((size_t)(nl + ns + 1) * sizeof *at) : small_at;
+    plain_uses(&cs, v, nl + ns, use, tmp, at);
     bool any = false;
     for (int round = 0; round < 4; round++) {
         bool changed = false;
         for (int i = 0; i < nl + ns; i++)
-            changed |= tighten_var(rc, s, &v[i], i < nl || s->red == RED_SUM);
+            changed |= tighten_var(rc, &cs, use + at[i], at[i + 1] - at[i], &v[i],
+                                   i < nl || s->red == RED_SUM);
         any |= changed;
         if (!changed)
             break;
+    }
+    if (cs.c != cs.small)
+        free(cs.c);
+    if (heap) {
+        free(use);
+        free(at);
     }
     const IExpr **g = xmalloc((size_t)(s->nguards + 1) * sizeof *g);
     for (int i = 0; i < s->nguards; i++) {

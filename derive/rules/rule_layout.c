@@ -185,6 +185,16 @@ static const IExpr *relayout_access(void *arg, const IExpr *acc)
     return ir_access_stage(cx, r->to, idx, n);
 }
 
+/* n (0 to 99) in decimal: the position of a dim in a new layout. */
+static void dim_number(char *buf, int n)
+{
+    int i = 0;
+    if (n >= 10)
+        buf[i++] = (char)('0' + n / 10);
+    buf[i++] = (char)('0' + n % 10);
+    buf[i] = '\0';
+}
+
 static const Stage *relayout(RuleCtx *rc, const RuleFocus *f, const RuleSite *st)
 {
     IrCtx *cx = rc->cx;
@@ -208,8 +218,8 @@ static const Stage *relayout(RuleCtx *rc, const RuleFocus *f, const RuleSite *st
     for (int k = 0; k < rank; k++) {
         int64_t lo, hi;
         rc_dim_range(acc, k, &lo, &hi);
-        char num[16];
-        snprintf(num, sizeof num, "%d", nv);
+        char num[4];
+        dim_number(num, nv);
         if (st->rule == RULE_LAYOUT_SWAP) {
             int j = k == d ? st->b : k == st->b ? d : k;   /* new dim k reads old j */
             rc_dim_range(acc, j, &lo, &hi);
@@ -224,8 +234,8 @@ static const Stage *relayout(RuleCtx *rc, const RuleFocus *f, const RuleSite *st
             if (hi <= lo)
                 return NULL;
             /* Named by their position in the new layout. */
-            char num2[16];
-            snprintf(num2, sizeof num2, "%d", nv + 1);
+            char num2[4];
+            dim_number(num2, nv + 1);
             IrVar q = rc_fresh(rc, rc_name2(rc, name, st->b ? num2 : num), i64_floordiv(lo, st->k),
                                i64_floordiv(hi - 1, st->k) + 1);
             IrVar m = rc_fresh(rc, rc_name2(rc, name, st->b ? num : num2), 0, st->k);

@@ -124,8 +124,12 @@ bool rc_same_target(const IExpr *acc, const IrTensor *t, const Stage *s)
  * kept short so that dumps stay readable after many steps. */
 const char *rc_name2(RuleCtx *rc, const char *a, const char *b)
 {
-    char buf[16];
-    snprintf(buf, sizeof buf, "%s%s", a, b);
+    char buf[16];                   /* what snprintf's "%s%s" would keep */
+    size_t n = strnlen(a, sizeof buf - 1);
+    memcpy(buf, a, n);
+    size_t m = strnlen(b, sizeof buf - 1 - n);
+    memcpy(buf + n, b, m);
+    buf[n + m] = '\0';
     return arena_strdup(ir_arena(rc->cx), buf);
 }
 
