@@ -32,8 +32,13 @@ void rc_reserve(RuleCtx *rc, int n)
 
 void rc_bind(RuleCtx *rc, const IrVar *v, int n)
 {
+    int top = 0;
+    for (int i = 0; i < n; i++)
+        if (v[i].id >= top)
+            top = v[i].id + 1;
+    if (top > rc->cap)
+        rc_reserve(rc, top);
     for (int i = 0; i < n; i++) {
-        rc_reserve(rc, v[i].id + 1);
         rc->lo[v[i].id] = v[i].lo;
         rc->hi[v[i].id] = v[i].hi;
     }
