@@ -425,7 +425,8 @@ static void write_tables(Emit *em)
 "\n");
     emit_paste(em, "api_base.c");
     if (!cuda) {
-        emit_api_text(em, "static int ein_lib_threads(model_ctx *ctx, int n, int *cold);\n\n");
+        emit_api_text(em, "static int ein_lib_threads(model_ctx *ctx, int n, int *cold);\n"
+                          "static int ein_lib_fetch(model_ctx *ctx, int i);\n\n");
         emit_paste(em, "pace.c");
     }
     emit_paste(em, cuda ? "api_cuda.cu" : "api_host.c");

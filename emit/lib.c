@@ -641,6 +641,9 @@ static void write_dnnl_create(Emit *em)
                   "        sp.wei_const = %d;\n",
                   m->stride, m->dilation - 1, m->pad, m->pad_w, pr_h, pr_w,
                   wconst && em->precision == PREC_FP32);
+        if (op->src_from)
+            sb_printf(o, "        sp.src_back = %d;   /* %s's operator */\n",
+                      em->slot[t->id] - em->slot[op->src_from->id], op->src_from->name);
         write_dnnl_make(em, t);
     }
     emit_api_text(em, "    if (ein_dnnl_alloc(&ctx->dnnl, msg) != 0)\n"
@@ -728,6 +731,27 @@ void lib_write_create_destroy(Emit *em)
                           "        return ein_fail(ctx, MODEL_ELIB, \"%s\", msg);\n");
     else
         sb_puts(o, "    (void)ctx;\n    (void)n;\n    *cold = 0;\n");
+    emit_api_text(em, "    return MODEL_OK;\n}\n\n"
+                      "/* Before tensor i is read from its buffer (api_host.c): a convolution\n"
+                      "   that hands it to the next in oneDNN's layout puts it there. */\n"
+                      "static int ein_lib_fetch(model_ctx *ctx, int i)\n{\n");
+    const IrProgram *p = em->p;
+    bool fetch = false;
+    for (int i = 0; i < p->ntensors; i++) {
+        const IrTensor *t = p->tensors[i];
+        if (t->kind != IT_STAGE || !emit_op(em, t)->src_from)
+            continue;
+        const IrTensor *x = emit_op(em, t)->src_from;
+        if (!fetch)
+            sb_puts(o, "    char msg[256];\n");
+        fetch = true;
+        sb_printf(o, "    if (i == %d && ein_dnnl_fetch(&ctx->dnnl, &ctx->dnnl_op[%d], "
+                  "ctx->buf[%d], msg) != 0)\n"
+                  "        return ein_fail(ctx, %s_ELIB, \"%s: %%s\", msg);\n",
+                  x->id, em->slot[x->id], x->id, em->upper, x->name);
+    }
+    if (!fetch)
+        sb_puts(o, "    (void)ctx;\n    (void)i;\n");
     emit_api_text(em, "    return MODEL_OK;\n}\n\n");
 }
 

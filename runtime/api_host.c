@@ -145,6 +145,9 @@ RT_API int ein_buf_put(model_ctx *ctx, int i, const void *data, size_t nbytes)
 
 RT_API int ein_buf_get(model_ctx *ctx, int i, void *data, size_t nbytes)
 {
+    int rc = ein_lib_fetch(ctx, i);     /* a value a library keeps in its own layout */
+    if (rc != MODEL_OK)
+        return rc;
     memcpy(data, ctx->buf[i], nbytes);
     return MODEL_OK;
 }

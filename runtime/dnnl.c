@@ -5,7 +5,8 @@
  * per operator when the context is created, weights reordered to the
  * primitive's layout once per weight change, and one workspace shared by
  * every operator (its activations in the primitive's layouts and its
- * scratchpad).  Pasted after dnnl_types.h when a program calls oneDNN.
+ * scratchpad).  A convolution whose output only the next one reads can
+ * hand it over in its own layout (spec.src_back: derive/search/handoff.c).  Pasted after dnnl_types.h when a program calls oneDNN.
  *
  * Functions return 0 or -1 with a message in `msg` that names the call
  * that failed; they never print.  Threads: oneDNN runs on the OpenMP
@@ -234,6 +235,15 @@ RT_API int ein_dnnl_reorder(dnnl_primitive_t *r, const dnnl_memory_desc_t *from,
     return 0;
 }
 
+/* The bytes of a dense view's buffer. */
+RT_API size_t ein_dnnl_dense_bytes(const ein_dnnl_view *v)
+{
+    size_t n = sizeof(float);
+    for (int i = 0; i < v->rank; i++)
+        n *= (size_t)v->dims[i];
+    return n;
+}
+
 RT_API int ein_dnnl_has_full(const ein_dnnl_spec *sp)
 {
     for (int i = 0; i < sp->npost; i++)
@@ -351,6 +361,20 @@ RT_API int ein_dnnl_create(ein_dnnl *dn, ein_dnnl_op *op, const ein_dnnl_spec *s
         if (!rc && op->src1_in[i])
             rc = ein_dnnl_mem(&op->src1_mem[i], md, eng, &op->src1_bytes[i], msg);
     }
+    /* src straight from the operator before, in the layout both want,
+       in the buffer of the tensor between them where that layout fits */
+    if (!rc && sp->src_back > 0 && op->src_in) {
+        ein_dnnl_op *from = op - sp->src_back;
+        const dnnl_memory_desc_t *fmd = NULL;
+        md = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+        if (from->dst_out && from->sum_post < 0)
+            dnnl_memory_get_memory_desc(from->dst_mem, &fmd);
+        if (fmd && dnnl_memory_desc_equal(fmd, md) &&
+            dnnl_memory_desc_get_size(md) <= ein_dnnl_dense_bytes(&sp->src)) {
+            rc = ein_dnnl_mem(&op->src_kept, md, eng, NULL, msg) ||
+                 (!from->keep && ein_dnnl_mem(&from->keep, md, eng, NULL, msg));
+        }
+    }
     if (!rc) {
         md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
         op->scratch_bytes = md ? dnnl_memory_desc_get_size(md) : 0;
@@ -374,7 +398,8 @@ RT_API void ein_dnnl_free(ein_dnnl_op *op)
     dnnl_primitive_t prims[] = {op->prim, op->src_in, op->dst_out, op->sum_in, op->wei_in};
     dnnl_memory_t mems[] = {op->src_view, op->src_mem, op->wei_view,
                             op->wei_shared ? NULL : op->wei_mem, op->bias_mem,
-                            op->dst_view, op->dst_mem, op->sum_view, op->scratch};
+                            op->dst_view, op->dst_mem, op->sum_view, op->scratch, op->keep,
+                            op->src_kept};
     for (size_t i = 0; i < sizeof prims / sizeof *prims; i++)
         if (prims[i])
             dnnl_primitive_destroy(prims[i]);
@@ -557,16 +582,16 @@ RT_API int ein_dnnl_run(ein_dnnl *dn, ein_dnnl_op *op, const void *src, const vo
             return -1;
         op->wei_ready = sp->wei_const;
     }
-    if (ein_dnnl_set(op->src_view, src, &sp->src, msg))
+    if (ein_dnnl_set(op->src_kept ? op->src_kept : op->src_view, src, &sp->src, msg))
         return -1;
-    if (op->src_in) {
+    if (op->src_in && !op->src_kept) {
         if (ein_dnnl_set(op->src_mem, ws, NULL, msg) ||
             ein_dnnl_exec2(op->src_in, s, op->src_view, op->src_mem, msg))
             return -1;
         ws += ein_dnnl_round_up(op->src_bytes);
     }
     args[n].arg = DNNL_ARG_SRC;
-    args[n++].memory = op->src_in ? op->src_mem : op->src_view;
+    args[n++].memory = op->src_kept ? op->src_kept : op->src_in ? op->src_mem : op->src_view;
     if (!op->wei_in && ein_dnnl_set(op->wei_view, wei, &sp->wei, msg))
         return -1;
     args[n].arg = DNNL_ARG_WEIGHTS;
@@ -577,9 +602,10 @@ RT_API int ein_dnnl_run(ein_dnnl *dn, ein_dnnl_op *op, const void *src, const vo
         args[n].arg = DNNL_ARG_BIAS;
         args[n++].memory = op->bias_mem;
     }
-    if (ein_dnnl_set(op->dst_view, dst, &sp->dst, msg))
+    if (ein_dnnl_set(op->keep ? op->keep : op->dst_view, dst, &sp->dst, msg))
         return -1;
-    if (op->dst_out) {
+    op->kept = op->keep != NULL;
+    if (op->dst_out && !op->keep) {
         if (ein_dnnl_set(op->dst_mem, ws, NULL, msg))
             return -1;
         ws += ein_dnnl_round_up(op->dst_bytes);
@@ -595,7 +621,7 @@ RT_API int ein_dnnl_run(ein_dnnl *dn, ein_dnnl_op *op, const void *src, const vo
                        op->dst_out ? op->dst_mem : op->dst_view, msg))
         return -1;
     args[n].arg = DNNL_ARG_DST;
-    args[n++].memory = op->dst_out ? op->dst_mem : op->dst_view;
+    args[n++].memory = op->keep ? op->keep : op->dst_out ? op->dst_mem : op->dst_view;
     for (int i = 0; i < sp->npost; i++) {
         const ein_dnnl_post *p = &sp->post[i];
         if (p->kind != EIN_POST_BINARY)
@@ -618,8 +644,25 @@ RT_API int ein_dnnl_run(ein_dnnl *dn, ein_dnnl_op *op, const void *src, const vo
         args[n++].memory = op->scratch;
     }
     EIN_DNNL_TRY(msg, dnnl_primitive_execute(op->prim, s, n, args));
-    if (op->dst_out && ein_dnnl_exec2(op->dst_out, s, op->dst_mem, op->dst_view, msg))
+    if (op->dst_out && !op->keep && ein_dnnl_exec2(op->dst_out, s, op->dst_mem, op->dst_view, msg))
         return -1;
     EIN_DNNL_TRY(msg, dnnl_stream_wait(s));
+    return 0;
+}
+
+/* The buffer `dst` of an operator that keeps it in the primitive's layout
+ * for the next one, into einc's layout (a caller reading the tensor):
+ * reordered into the workspace, then copied back.  Once after a run. */
+RT_API int ein_dnnl_fetch(ein_dnnl *dn, ein_dnnl_op *op, void *dst, char *msg)
+{
+    if (!op->kept)
+        return 0;
+    if (ein_dnnl_set(op->keep, dst, &op->spec.dst, msg) ||
+        ein_dnnl_set(op->dst_view, dn->ws, NULL, msg) ||
+        ein_dnnl_exec2(op->dst_out, dn->stream, op->keep, op->dst_view, msg))
+        return -1;
+    EIN_DNNL_TRY(msg, dnnl_stream_wait(dn->stream));
+    memcpy((float *)dst + op->spec.dst.offset, dn->ws, ein_dnnl_dense_bytes(&op->spec.dst));
+    op->kept = 0;
     return 0;
 }

@@ -64,6 +64,10 @@ typedef struct ein_dnnl_spec {
                                    reordered once, not on every run */
     int npost;
     ein_dnnl_post post[EIN_DNNL_MAXPOST];
+    int src_back;               /* > 0: src is the whole dst of the convolution this many
+                                   operators back, which nothing else reads: where the two
+                                   primitives want one layout, it stays in that layout
+                                   between them (no reorder out, none in) */
 } ein_dnnl_spec;
 
 /* What the context keeps for one operator.  The memory objects wrap the
@@ -81,6 +85,10 @@ typedef struct ein_dnnl_op {
     dnnl_memory_t src_view, src_mem, wei_view, wei_mem, bias_mem, dst_view, dst_mem;
     dnnl_memory_t src1_view[EIN_DNNL_MAXPOST], src1_mem[EIN_DNNL_MAXPOST];
     dnnl_memory_t scratch;
+    dnnl_memory_t keep;         /* dst in the primitive's layout, in dst's buffer: the
+                                   next one's src (spec.src_back); or NULL */
+    dnnl_memory_t src_kept;     /* src in that layout, in its buffer; or NULL */
+    int kept;                   /* dst's buffer holds keep's layout (since the last run) */
     size_t src_bytes, dst_bytes, src1_bytes[EIN_DNNL_MAXPOST], scratch_bytes;
     size_t ws_bytes;
     int wei_ready;              /* wei_mem holds the current weights */

@@ -971,6 +971,13 @@ double cost_stage(const CostModel *cm, const Stage *s, const OpMatch *m)
 #define DNNL_REORDER 4.7e9      /* bytes/s of a reorder (read and write) */
 #define DNNL_PX0 13.7           /* pixels at half efficiency */
 #define DNNL_DECONV_F0 18.0     /* transposed: filters per group at half efficiency */
+/* The reorder of `bytes` of activations into the primitive's layout (in)
+ * or out of it. */
+static double dnnl_reorder(const OpMatch *m, double bytes, bool in)
+{
+    return !in || m->kind == OPK_CONV_TRANSPOSE2D || m->c >= 8 ? bytes / DNNL_REORDER : 0;
+}
+
 static double cpu_dnnl_conv(const Stage *s, const OpMatch *m, double dram)
 {
     const CpuFigures *c = &cpu_figures;
@@ -985,11 +992,14 @@ static double cpu_dnnl_conv(const Stage *s, const OpMatch *m, double dram)
         px = in_px;
         eff = fg / (fg + DNNL_DECONV_F0) * cg / (cg + DNNL_C0);
     }
-    double t = flops / (DNNL_PEAK * eff * px / (px + DNNL_PX0));
-    if (m->kind == OPK_CONV_TRANSPOSE2D || m->c >= 8)
-        t += src / DNNL_REORDER;
-    t += 4.0 * points(s) / DNNL_REORDER;
+    double t = flops / (DNNL_PEAK * eff * px / (px + DNNL_PX0)) +
+               dnnl_reorder(m, src, true) + dnnl_reorder(m, 4.0 * points(s), false);
     return DNNL_LAUNCH + fmax(t, dram / c->stream);
+}
+
+double cost_dnnl_reorder(const CostModel *cm, const OpMatch *m, double bytes, bool in)
+{
+    return is_cpu(cm->dev) ? dnnl_reorder(m, bytes, in) : 0;
 }
 
 double cost_stage_impl(const CostModel *cm, const Stage *s, const OpMatch *m, OpImpl impl,

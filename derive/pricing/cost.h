@@ -267,6 +267,11 @@ double cost_stage_ex(const CostModel *cm, const Stage *s, const OpMatch *m, bool
  * im2col. */
 double cost_stage_impl(const CostModel *cm, const Stage *s, const OpMatch *m, OpImpl impl,
                        bool *measured);
+/* What the cost model counts for a oneDNN convolution m's reorder of
+ * `bytes` of activations into its layout (in) or out of it: what an
+ * operator saves when it takes its input from the convolution before in
+ * that layout, and that one its output's (handoff.c); 0 off the cpu. */
+double cost_dnnl_reorder(const CostModel *cm, const OpMatch *m, double bytes, bool in);
 /* The model alone. */
 double cost_model(const Device *d, Precision prec, const Stage *s, const OpMatch *m);
 

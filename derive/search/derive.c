@@ -86,6 +86,7 @@ static void post_passes(IrCtx *cx, Plan *pl, const CostModel *cm, const SearchOp
     derive_epilogues(cx, pl, cm, verify);
     derive_rows(cx, pl, cm);
     derive_out_views(pl);
+    derive_handoffs(pl, cm);
 }
 
 /* What assembling and the passes change in the tensors (ids, stages). */

@@ -74,6 +74,12 @@ int derive_rows(IrCtx *cx, Plan *pl, const CostModel *cm);
  * Returns how many. */
 int derive_out_views(Plan *pl);
 
+/* oneDNN convolutions whose input only they read and the convolution
+ * before computes take it in oneDNN's layout (PlanOp.src_from; the
+ * runtime links the two where their primitives agree), the reorders'
+ * prices off both (handoff.c).  Returns how many. */
+int derive_handoffs(Plan *pl, const CostModel *cm);
+
 /* Does s with the epilogue epi (NULL: none) stay within fusion's bounds
  * on a kernel's depth and size (fuse.c), which the IR walks and the
  * emitters rely on? */

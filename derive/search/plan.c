@@ -36,6 +36,7 @@ PlanOp plan_op_alone(const PlanOp *op)
     }
     o.buf = (PlanBuf){.kind = BUF_OWN};
     o.stored_by = NULL;
+    o.src_from = NULL;
     return o;
 }
 
@@ -1090,6 +1091,8 @@ static void print_op(const PlanOp *o, FILE *fp)
         print_view(o, fp);
     if (o->stored_by)
         fprintf(fp, "  stored by %s", o->stored_by->name);
+    if (o->src_from)
+        fprintf(fp, "  src from %s in oneDNN's layout", o->src_from->name);
     if (plan_in_rows(o))
         fprintf(fp, "  in the rows of %s", o->rows->members[o->rows->nmembers - 1]->name);
     else if (o->rows)

@@ -125,6 +125,11 @@ struct PlanOp {
      * operator is a copy that has no code and costs nothing.  NULL: out's
      * operator runs. */
     const IrTensor *stored_by;
+    /* A oneDNN convolution whose input is the whole output of the
+     * convolution of src_from, read by nothing else: the two pass it in
+     * oneDNN's layout where their primitives agree (handoff.c). NULL:
+     * from its buffer. */
+    const IrTensor *src_from;
     bool at_load;               /* depends on weights only: runs at load */
     /* A cuDNN convolution: the engine (its global index) that the tuning
      * database measured fastest for it, which the program tries before

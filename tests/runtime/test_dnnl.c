@@ -5,7 +5,10 @@
  * full-size binary operands, sum), and a second run after the weights
  * change; and the sets of operators for other thread counts
  * (ein_dnnl_use): the same bits on 1 thread as on 2, weights shared,
- * every set's weights again after a change.  Built only where configure
+ * every set's weights again after a change; and chains of convolutions
+ * that hand their outputs on in oneDNN's layout (spec.src_back): the
+ * same bits as apart, the links made where the layouts agree and not
+ * after a sum post-op, a handed-on output fetched into its buffer.  Built only where configure
  * found oneDNN. */
 #include <math.h>
 #include <stdio.h>
@@ -25,6 +28,7 @@ int ein_dnnl_run(ein_dnnl *dn, ein_dnnl_op *op, const void *src, const void *wei
                  const void *bias, void *dst, const void *const *src1, char *msg);
 void ein_dnnl_free(ein_dnnl_op *op);
 void ein_dnnl_close(ein_dnnl *dn);
+int ein_dnnl_fetch(ein_dnnl *dn, ein_dnnl_op *op, void *dst, char *msg);
 
 static int failures;
 
@@ -376,6 +380,118 @@ static void test_sets(int matmul)
     free(x), free(w), free(y[0]), free(y[1]), free(want);
 }
 
+/* Three convolutions in a chain, x -> a -> b -> c, b and c taking their
+ * input from the one before (src_back = 1) or not (0): the same bits
+ * either way, on 2 threads and on 1 (a set of its own, linked the same).
+ * With `residual`, b adds a full-size operand (the runtime's sum post-op),
+ * so c must not take b's output in b's layout: its dst then starts as
+ * the operand, not as what the convolution computed. */
+static void test_handoff(int residual)
+{
+    int64_t C = 16, F = 32, H = 12, W = 12;
+    int64_t xd[] = {1, C, H, W}, ad[] = {1, F, H, W}, cd[] = {1, C, H, W};
+    int64_t w3[] = {F, C, 3, 3}, w3b[] = {F, F, 3, 3}, w1[] = {C, F, 1, 1};
+    size_t na = (size_t)(F * H * W), nc = (size_t)(C * H * W);
+    float *x = rnd(nc, 21), *wa = rnd((size_t)(F * C * 9), 22);
+    float *wb = rnd((size_t)(F * F * 9), 23), *wc = rnd((size_t)(C * F), 24);
+    float *res = rnd(na, 25);
+    float *buf[2][3];
+    for (int k = 0; k < 2; k++) {
+        buf[k][0] = calloc(na, sizeof(float));
+        buf[k][1] = calloc(na, sizeof(float));
+        buf[k][2] = calloc(nc, sizeof(float));
+    }
+    ein_dnnl_spec sp[3];
+    const float *wei[3] = {wa, wb, wc};
+    int64_t *wdims[3] = {w3, w3b, w1}, *sdims[3] = {xd, ad, ad}, *ddims[3] = {ad, ad, cd};
+    for (int i = 0; i < 3; i++) {
+        memset(&sp[i], 0, sizeof sp[i]);
+        sp[i].kind = EIN_DNNL_CONV;
+        sp[i].src = view(4, sdims[i]);
+        sp[i].wei = view(4, wdims[i]);
+        sp[i].dst = view(4, ddims[i]);
+        sp[i].stride[0] = sp[i].stride[1] = 1;
+        sp[i].pad_l[0] = sp[i].pad_l[1] = sp[i].pad_r[0] = sp[i].pad_r[1] = i < 2;
+        sp[i].wei_const = 1;
+        sp[i].npost = 1;
+        sp[i].post[0].kind = EIN_POST_ELTWISE, sp[i].post[0].alg = dnnl_eltwise_relu;
+    }
+    if (residual) {
+        sp[1].npost = 1;
+        sp[1].post[0].kind = EIN_POST_BINARY, sp[1].post[0].alg = dnnl_binary_add;
+        sp[1].post[0].arg = 0, sp[1].post[0].src1 = view(4, ad);
+    }
+    const char *what = residual ? "a chain with a residual" : "a chain";
+    char msg[256];
+    for (int t = 2; t >= 1; t--) {
+        const char *on = t > 1 ? "2 threads" : "1 thread";
+        for (int linked = 0; linked < 2; linked++) {
+            ein_dnnl dn;
+            ein_dnnl_op *ops;
+            int made;
+            sp[1].src_back = sp[2].src_back = linked;
+            omp_set_num_threads(2);
+            int rc = ein_dnnl_open(&dn, 3, msg);
+            for (int i = 0; i < 3 && !rc; i++)
+                rc = ein_dnnl_create(&dn, &dn.set[0][i], &sp[i], NULL, msg);
+            rc = rc || ein_dnnl_alloc(&dn, msg);
+            omp_set_num_threads(t);
+            rc = rc || ein_dnnl_use(&dn, t, &ops, &made, msg);
+            const void *src1[] = {res};
+            float *b = buf[linked][0];
+            for (int i = 0; i < 3 && !rc; i++)
+                rc = ein_dnnl_run(&dn, &ops[i], i ? buf[linked][i - 1] : x, wei[i], NULL,
+                                  buf[linked][i], src1, msg);
+            if (rc) {
+                printf("FAIL: %s on %s: %s\n", what, on, msg);
+                failures++;
+                ein_dnnl_close(&dn);
+                continue;
+            }
+            if (linked) {
+                /* linked where a's and b's primitives want one layout for
+                 * a's output, b's for b's unless b sums */
+                for (int i = 1; i < 3; i++) {
+                    const dnnl_memory_desc_t *from = NULL, *to = NULL;
+                    if (ops[i - 1].dst_mem && ops[i].src_mem) {
+                        dnnl_memory_get_memory_desc(ops[i - 1].dst_mem, &from);
+                        dnnl_memory_get_memory_desc(ops[i].src_mem, &to);
+                    }
+                    int want = from && to && dnnl_memory_desc_equal(from, to) &&
+                               !(residual && i == 2);
+                    int ok = (ops[i].src_kept != NULL) == want &&
+                             (ops[i - 1].keep != NULL) == want;
+                    printf("%s: %s on %s: operator %d %s\n", ok ? "ok" : "FAIL", what, on,
+                           i, ops[i].src_kept ? "takes its input in oneDNN's layout"
+                                                 : "reads its input's buffer");
+                    failures += !ok;
+                }
+                /* a's output, handed on in its buffer in oneDNN's layout:
+                   into einc's on demand, once (a second fetch changes
+                   nothing) */
+                int kept = memcmp(b, buf[0][0], na * sizeof *b) != 0;
+                if (ein_dnnl_fetch(&dn, &ops[0], b, msg) || ein_dnnl_fetch(&dn, &ops[0], b, msg)) {
+                    printf("FAIL: %s: fetch: %s\n", what, msg);
+                    failures++;
+                } else {
+                    int same = memcmp(b, buf[0][0], na * sizeof *b) == 0;
+                    printf("%s: %s on %s: a's output %sfetched as computed apart\n",
+                           same ? "ok" : "FAIL", what, on, kept ? "in another layout, " : "");
+                    failures += !same;
+                }
+            }
+            ein_dnnl_close(&dn);
+        }
+        int same = memcmp(buf[0][2], buf[1][2], nc * sizeof(float)) == 0;
+        printf("%s: %s on %s: the same bits linked as apart\n", same ? "ok" : "FAIL", what,
+               on);
+        failures += !same;
+    }
+    for (int k = 0; k < 2; k++)
+        free(buf[k][0]), free(buf[k][1]), free(buf[k][2]);
+    free(x), free(wa), free(wb), free(wc), free(res);
+}
+
 int main(void)
 {
     ein_dnnl dn;
@@ -392,6 +508,8 @@ int main(void)
     ein_dnnl_close(&dn);
     test_sets(0);
     test_sets(1);
+    test_handoff(0);
+    test_handoff(1);
     printf("%d failures\n", failures);
     return failures != 0;
 }
