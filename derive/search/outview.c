@@ -291,7 +291,7 @@ static bool view_of(PlanOp *xop, const IrTensor *x, const IrTensor *y, const Sta
 int derive_out_views(Plan *pl)
 {
     IrProgram *p = pl->prog;
-    int *readers = derive_readers(p);
+    int *readers = plan_readers(pl);
     int made = 0;
     for (int i = 0; i < p->ntensors; i++) {
         const IrTensor *y = p->tensors[i], *x;

@@ -21,6 +21,53 @@ bool plan_in_rows(const PlanOp *op)
     return op->rows && op->out != op->rows->members[op->rows->nmembers - 1];
 }
 
+typedef struct Count {
+    const IrProgram *p;
+    int *n, *last;                  /* by tensor id: readers; the last one counted */
+    int op;
+} Count;
+
+/* (Only tensors of the program: an epilogue's reads of its operator's
+ * own value name a tensor that is gone, whose id is stale.) */
+static bool count_visit(void *arg, const IExpr *e)
+{
+    Count *c = arg;
+    if (e->kind == IE_ACCESS && e->access.tensor) {
+        int id = e->access.tensor->id;
+        if (id >= 0 && id < c->p->ntensors && c->p->tensors[id] == e->access.tensor &&
+            c->last[id] != c->op) {
+            c->last[id] = c->op;
+            c->n[id]++;
+        }
+    }
+    return true;
+}
+
+int *plan_readers(const Plan *pl)
+{
+    const IrProgram *p = pl->prog;
+    int nt = p->ntensors;
+    Count c = {p, xcalloc((size_t)nt + 1, sizeof *c.n),
+               xmalloc(((size_t)nt + 1) * sizeof *c.last), 0};
+    for (int i = 0; i < nt; i++)
+        c.last[i] = -1;
+    for (int i = 0; i < nt; i++) {
+        const PlanOp *op = &pl->ops[i];
+        if (p->tensors[i]->kind != IT_STAGE)
+            continue;
+        c.op = i;
+        ir_expr_visit(op->stage->body, count_visit, &c);
+        for (int g = 0; g < op->stage->nguards; g++)
+            ir_expr_visit(op->stage->guards[g], count_visit, &c);
+        if (op->epi.value)
+            ir_expr_visit(op->epi.value, count_visit, &c);
+    }
+    for (int i = 0; i < p->noutputs; i++)
+        c.n[p->outputs[i]]++;
+    free(c.last);
+    return c.n;
+}
+
 bool plan_runs(const PlanOp *op)
 {
     return !plan_in_rows(op) && !op->stored_by;

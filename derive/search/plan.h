@@ -251,6 +251,12 @@ Plan *plan_program(IrCtx *cx, const CostModel *cm, IrProgram *p);
 /* Sum of the costs of the operators that do not run at load. */
 double plan_total(const Plan *pl);
 
+/* How many operators read each tensor (by id; xcalloc'd), their
+ * epilogues included, an output one more: what reads a tensor once the
+ * epilogues have absorbed the maps that read it (derive_readers counts
+ * the program's stages). */
+int *plan_readers(const Plan *pl);
+
 /* Print one operator a line with shapes and estimated cost (--emit=plan). */
 void plan_print(const Plan *pl, FILE *fp);
 /* `s` as a JSON string, quotes included. */

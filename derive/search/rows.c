@@ -95,55 +95,6 @@ static bool member_ok(const Plan *pl, const IrTensor *t, const int64_t *shape, i
     return true;
 }
 
-typedef struct Count {
-    const IrProgram *p;
-    int *n, *last;                  /* by tensor id: readers; the last one counted */
-    int op;
-} Count;
-
-/* (Only tensors of the program: an epilogue's reads of its operator's
- * own value name a tensor that is gone, whose id is stale.) */
-static bool count_visit(void *arg, const IExpr *e)
-{
-    Count *c = arg;
-    if (e->kind == IE_ACCESS && e->access.tensor) {
-        int id = e->access.tensor->id;
-        if (id >= 0 && id < c->p->ntensors && c->p->tensors[id] == e->access.tensor &&
-            c->last[id] != c->op) {
-            c->last[id] = c->op;
-            c->n[id]++;
-        }
-    }
-    return true;
-}
-
-/* How many operators read each tensor, their epilogues included (an
- * output counts one more). */
-static int *op_readers(const Plan *pl)
-{
-    const IrProgram *p = pl->prog;
-    int nt = p->ntensors;
-    Count c = {p, xcalloc((size_t)nt + 1, sizeof *c.n),
-               xmalloc(((size_t)nt + 1) * sizeof *c.last), 0};
-    for (int i = 0; i < nt; i++)
-        c.last[i] = -1;
-    for (int i = 0; i < nt; i++) {
-        const PlanOp *op = &pl->ops[i];
-        if (p->tensors[i]->kind != IT_STAGE)
-            continue;
-        c.op = i;
-        ir_expr_visit(op->stage->body, count_visit, &c);
-        for (int g = 0; g < op->stage->nguards; g++)
-            ir_expr_visit(op->stage->guards[g], count_visit, &c);
-        if (op->epi.value)
-            ir_expr_visit(op->epi.value, count_visit, &c);
-    }
-    for (int i = 0; i < p->noutputs; i++)
-        c.n[p->outputs[i]]++;
-    free(c.last);
-    return c.n;
-}
-
 /* The row group of ops first..last (inclusive) over nrow dims, its
  * price in *cost; NULL where it is not cheaper than its members apart. */
 static PlanRowGroup *make_group(IrCtx *cx, const Plan *pl, const CostModel *cm, int first,
@@ -208,7 +159,7 @@ int derive_rows(IrCtx *cx, Plan *pl, const CostModel *cm)
     int nt = p->ntensors, made = 0;
     if (pl->target != TARGET_C && pl->target != TARGET_CUDA)
         return 0;
-    int *readers = op_readers(pl);
+    int *readers = plan_readers(pl);
     bool *dead = xcalloc((size_t)nt + 1, sizeof *dead);
     for (int i = 0; i < nt; i++) {
         const IrTensor *t = p->tensors[i];

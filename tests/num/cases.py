@@ -263,6 +263,14 @@ def gemm_out(p1, v1, x, p, v, w):
     return {"m1": merge(p1 @ v1, 1)[0], "mt": (x @ w).t(), "om": merge(p @ v, 2)}
 
 
+# A product's output both copied (a view could store it) and read by
+# another product's epilogue: it keeps its buffer.
+@case({"a": (4, 32, 16), "b": (4, 16, 24), "b2": (4, 16, 24)})
+def gemm_out_read(a, b, b2):
+    o = a @ b
+    return {"t": o.permute(1, 0, 2), "v": a @ b2 + o}
+
+
 # ---- convolutions --------------------------------------------------------
 
 @case({"x": (2, 5, 9, 7)}, {"w1": (6, 5, 3, 3), "b1": (6,)})
