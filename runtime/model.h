@@ -115,6 +115,9 @@ RT_API int ein_lib_destroy(model_ctx *ctx);
 /* Before a run on n threads (api_host.c): the libraries' state for that
    count; *cold: the run does more than usual (emit/lib.c). */
 RT_API int ein_lib_threads(model_ctx *ctx, int n, int *cold);
+/* Before tensor i is read from its buffer (api_host.c): a library that
+   keeps it in a layout of its own puts it in einc's (emit/lib.c). */
+RT_API int ein_lib_fetch(model_ctx *ctx, int i);
 #endif
 
 /* The C target's banded products: rows a block (emit/lib.c). */

@@ -64,7 +64,7 @@ int derive_handoffs(Plan *pl, const CostModel *cm)
     IrProgram *p = pl->prog;
     if (pl->precision != PREC_FP32)
         return 0;
-    int *readers = derive_readers(p);
+    int *readers = plan_readers(pl);
     int made = 0;
     for (int i = 0; i < p->ntensors; i++) {
         const IrTensor *y = p->tensors[i];
