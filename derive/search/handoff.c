@@ -6,6 +6,8 @@
  * as y's input (UNet's and CSRNet's conv, conv chains, a ResNet block's
  * first convolution into its second), x's buffer is never needed in NCHW:
  * y takes x in the layout x's primitive wrote, and both reorders go.
+ * x's epilogue must be post-ops, if any: a pass after the call would read
+ * x's buffer in einc's layout.
  * The runtime links the two only where the primitives want the same
  * layout (it compares their memory descriptors), no bigger than x's
  * buffer, and x's has no sum post-op; elsewhere the reorders stay.  x's
@@ -78,7 +80,8 @@ int derive_handoffs(Plan *pl, const CostModel *cm)
         PlanOp *xop = &pl->ops[x->id];
         const OpMatch *a = &xop->op, *b = &yop->op;
         /* x is the whole of y's input as its buffer holds it: one shape */
-        if (!dnnl_conv(xop) || full_binary_post(xop) || a->cn != b->cn || a->f != b->c ||
+        if (!dnnl_conv(xop) || full_binary_post(xop) || plan_epilogue_pass(xop) ||
+            a->cn != b->cn || a->f != b->c ||
             x->shape[0] != b->cn || x->shape[1] != b->c || x->shape[2] != b->h ||
             x->shape[3] != b->w)
             continue;
