@@ -41,18 +41,27 @@ static bool full_binary_post(const PlanOp *op)
     return false;
 }
 
-/* Does y's operator read x other than as its input (weights, a post-op's
- * operand)? */
+typedef struct Find {
+    const IrTensor *x;
+    bool found;
+} Find;
+
+static bool find_read(void *arg, const IExpr *e)
+{
+    Find *f = arg;
+    f->found |= e->kind == IE_ACCESS && e->access.tensor == f->x;
+    return !f->found;
+}
+
+/* Does y's operator read x other than as its input: as its weights, or
+ * in its epilogue (post-ops, or a pass after the call that would read x's
+ * buffer in einc's layout)?  plan_readers counts an operator once. */
 static bool reads_else(const PlanOp *yop, const IrTensor *x)
 {
-    if (yop->op.in[1] == x)
-        return true;
-    LibPost post[LIB_POST_MAX];
-    int n = plan_post_ops(yop, post);
-    for (int i = 0; i < n; i++)
-        if (post[i].binary && post[i].src1 == x)
-            return true;
-    return false;
+    Find f = {x, yop->op.in[1] == x};
+    if (yop->epi.value && !f.found)
+        ir_expr_visit(yop->epi.value, find_read, &f);
+    return f.found;
 }
 
 static bool dnnl_conv(const PlanOp *op)
