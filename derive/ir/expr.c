@@ -544,6 +544,26 @@ void ir_expr_visit(const IExpr *e, IrExprVisit fn, void *arg)
         ir_expr_visit(kids[i], fn, arg);
 }
 
+typedef struct Finds {
+    const IrTensor *t;
+    bool found;
+} Finds;
+
+static bool find_visit(void *arg, const IExpr *e)
+{
+    Finds *f = arg;
+    if (e->kind == IE_ACCESS && e->access.tensor == f->t)
+        f->found = true;
+    return !f->found;
+}
+
+bool ir_expr_reads(const IExpr *e, const IrTensor *t)
+{
+    Finds f = {t, false};
+    ir_expr_visit(e, find_visit, &f);
+    return f.found;
+}
+
 typedef struct AccessMap {
     IrCtx *cx;
     IrAccessMap fn;

@@ -255,6 +255,9 @@ const IExpr *ir_expr_map_children(IrCtx *cx, const IExpr *e, IrExprMap fn, IrIxM
  * walk that collects what is read sees every read. */
 typedef bool (*IrExprVisit)(void *arg, const IExpr *e);
 void ir_expr_visit(const IExpr *e, IrExprVisit fn, void *arg);
+/* Does e read the tensor t (as ir_expr_visit walks: not inside nested
+ * stages)? */
+bool ir_expr_reads(const IExpr *e, const IrTensor *t);
 /* e rebuilt with each access (to a tensor or a nested stage; not the
  * insides of nested stages) replaced by fn(arg, access); fn returns the
  * access itself to keep it.  e itself when nothing changed. */

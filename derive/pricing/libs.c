@@ -434,26 +434,6 @@ static bool is_loop(const Ix *ix, const Stage *s, int d)
            ix->t[0].var == s->loops[d].id;
 }
 
-typedef struct Finds {
-    const IrTensor *t;
-    bool found;
-} Finds;
-
-static bool find_visit(void *arg, const IExpr *e)
-{
-    Finds *f = arg;
-    if (e->kind == IE_ACCESS && e->access.tensor == f->t)
-        f->found = true;
-    return !f->found;
-}
-
-static bool reads(const IExpr *e, const IrTensor *t)
-{
-    Finds f = {t, false};
-    ir_expr_visit(e, find_visit, &f);
-    return f.found;
-}
-
 typedef struct Chain {
     const Stage *s;
     const IrTensor *self;
@@ -521,7 +501,7 @@ static bool chain(Chain *c, const IExpr *e);
 /* e = inner OP x (or x OP inner, `flipped`), inner reading self. */
 static bool chain_binary(Chain *c, const IExpr *inner, const IExpr *x, PostAlg alg, bool flipped)
 {
-    if (reads(x, c->self) || !chain(c, inner))
+    if (ir_expr_reads(x, c->self) || !chain(c, inner))
         return false;
     if (x->kind == IE_CONST) {
         double v = x->value;
@@ -564,7 +544,7 @@ static bool chain(Chain *c, const IExpr *e)
     case IE_ADD: case IE_MUL: case IE_SUB: case IE_DIV: {
         PostAlg alg = e->kind == IE_ADD ? POST_ADD : e->kind == IE_MUL ? POST_MUL
                     : e->kind == IE_SUB ? POST_SUB : POST_DIV;
-        bool in_a = reads(e->bin.a, c->self);
+        bool in_a = ir_expr_reads(e->bin.a, c->self);
         return chain_binary(c, in_a ? e->bin.a : e->bin.b, in_a ? e->bin.b : e->bin.a, alg,
                             !in_a);
     }
@@ -574,7 +554,7 @@ static bool chain(Chain *c, const IExpr *e)
         if (e->call.nargs == 1 && (unsigned)e->call.fn < FN_TO_F32 && unary[e->call.fn])
             return chain(c, e->call.args[0]) && push_eltwise(c, unary[e->call.fn], 0, 0);
         if (e->call.nargs == 2 && (e->call.fn == FN_MAX || e->call.fn == FN_MIN)) {
-            bool in_a = reads(e->call.args[0], c->self);
+            bool in_a = ir_expr_reads(e->call.args[0], c->self);
             return chain_binary(c, e->call.args[in_a ? 0 : 1], e->call.args[in_a ? 1 : 0],
                                 e->call.fn == FN_MAX ? POST_MAX : POST_MIN, false);
         }
@@ -847,7 +827,7 @@ static bool lt_act(IrCtx *cx, const IExpr *value, const IExpr *u, LtAct *act)
  * and holds every read of self. */
 static bool lt_try(IrCtx *cx, Lin *l, const IExpr *value, const IExpr *e, int *budget)
 {
-    if (!reads(e, l->self) || --*budget < 0)
+    if (!ir_expr_reads(e, l->self) || --*budget < 0)
         return false;
     LibLt keep = *l->lt;
     l->has_self = false;

@@ -41,27 +41,12 @@ static bool full_binary_post(const PlanOp *op)
     return false;
 }
 
-typedef struct Find {
-    const IrTensor *x;
-    bool found;
-} Find;
-
-static bool find_read(void *arg, const IExpr *e)
-{
-    Find *f = arg;
-    f->found |= e->kind == IE_ACCESS && e->access.tensor == f->x;
-    return !f->found;
-}
-
 /* Does y's operator read x other than as its input: as its weights, or
  * in its epilogue (post-ops, or a pass after the call that would read x's
  * buffer in einc's layout)?  plan_readers counts an operator once. */
 static bool reads_else(const PlanOp *yop, const IrTensor *x)
 {
-    Find f = {x, yop->op.in[1] == x};
-    if (yop->epi.value && !f.found)
-        ir_expr_visit(yop->epi.value, find_read, &f);
-    return f.found;
+    return yop->op.in[1] == x || (yop->epi.value && ir_expr_reads(yop->epi.value, x));
 }
 
 static bool dnnl_conv(const PlanOp *op)
