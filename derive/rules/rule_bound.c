@@ -115,10 +115,10 @@ typedef struct Use {
     int64_t coef;
 } Use;
 
-/* The uses of the stage's variables vars in the conditions, grouped by
- * variable (variable i's are use[at[i]] to use[at[i + 1]], in the
- * conditions' order); use has room for every term of every condition. */
-static void plain_uses(const Conds *cs, const IrVar *vars, int nv, Use *use, Use *tmp, int *at)
+/* The uses of the stage's variables vars in the conditions, in the
+ * conditions' order, into use (room for every term of every condition);
+ * returns how many. */
+static int plain_uses(const Conds *cs, const IrVar *vars, int nv, Use *use)
 {
     int n = 0;
     for (int k = 0; k < cs->n; k++) {
@@ -132,7 +132,7 @@ static void plain_uses(const Conds *cs, const IrVar *vars, int nv, Use *use, Use
             }
             for (int i = 0; i < nv; i++)
                 if (vars[i].id == x->t[j].var) {
-                    tmp[n++] = (Use){i, k, x->t[j].coef};
+                    use[n++] = (Use){i, k, x->t[j].coef};
                     break;
                 }
         }
@@ -140,22 +140,12 @@ static void plain_uses(const Conds *cs, const IrVar *vars, int nv, Use *use, Use
          * entry, of this condition too, takes its place) */
         for (int u = first; u < n && deep; u++)
             for (int j = 0; j < x->n; j++)
-                if (x->t[j].kind != IX_VAR && ix_uses(x->t[j].arg, vars[tmp[u].var].id)) {
-                    tmp[u--] = tmp[--n];
+                if (x->t[j].kind != IX_VAR && ix_uses(x->t[j].arg, vars[use[u].var].id)) {
+                    use[u--] = use[--n];
                     break;
                 }
     }
-    for (int i = 0; i <= nv; i++)
-        at[i] = 0;
-    for (int u = 0; u < n; u++)
-        at[tmp[u].var + 1]++;
-    for (int i = 0; i < nv; i++)
-        at[i + 1] += at[i];
-    for (int u = 0; u < n; u++)
-        use[at[tmp[u].var]++] = tmp[u];
-    for (int i = nv; i > 0; i--)
-        at[i] = at[i - 1];
-    at[0] = 0;
+    return n;
 }
 
 /* Narrows [*lo, *hi] (the feasible values of var, whose coefficient in
@@ -175,15 +165,15 @@ static void constrain(RuleCtx *rc, int var, const Cond *cd, int64_t c, i128 *lo,
         *hi = vh;
 }
 
-/* Shrinks v (an entry of a copy of the stage's variables) in place, by
- * the conditions of its uses u[0 .. n). */
-static bool tighten_var(RuleCtx *rc, const Conds *cs, const Use *u, int n, IrVar *v,
+/* Shrinks v (entry i of a copy of the stage's variables) in place, by the
+ * conditions of its uses among u[0 .. n). */
+static bool tighten_var(RuleCtx *rc, const Conds *cs, const Use *u, int n, int i, IrVar *v,
                         bool zeros)
 {
     i128 tlo = v->lo, thi = (i128)v->hi - 1;
-    for (int i = 0; i < n; i++)
-        if (zeros || u[i].k >= cs->nzero)
-            constrain(rc, v->id, &cs->c[u[i].k], u[i].coef, &tlo, &thi);
+    for (int k = 0; k < n; k++)
+        if (u[k].var == i && (zeros || u[k].k >= cs->nzero))
+            constrain(rc, v->id, &cs->c[u[k].k], u[k].coef, &tlo, &thi);
     /* tlo and thi start at v's range and only move inwards. */
     int64_t lo = v->lo, hi = v->lo;     /* no term is ever non-zero */
     if (tlo <= thi) {
@@ -245,29 +235,22 @@ const Stage *tighten_apply(RuleCtx *rc, const RuleFocus *f, const RuleSite *st)
     int nt = 0;
     for (int k = 0; k < cs.n; k++)
         nt += cs.c[k].x->n;
-    Use small[2][64];
-    int small_at[33];
-    bool heap = nt > 64 || nl + ns > 32;
-    Use *use = heap ? xmalloc(2 * ((size_t)nt + 1) * sizeof *use) : small[0];
-    Use *tmp = heap ? use + nt + 1 : small[1];
-    int *at = heap ? xmalloc((size_t)(nl + ns + 1) * sizeof *at) : small_at;
-    plain_uses(&cs, v, nl + ns, use, tmp, at);
+    Use small[64];
+    Use *use = nt > 64 ? xmalloc((size_t)nt * sizeof *use) : small;
+    int nuse = plain_uses(&cs, v, nl + ns, use);
     bool any = false;
     for (int round = 0; round < 4; round++) {
         bool changed = false;
         for (int i = 0; i < nl + ns; i++)
-            changed |= tighten_var(rc, &cs, use + at[i], at[i + 1] - at[i], &v[i],
-                                   i < nl || s->red == RED_SUM);
+            changed |= tighten_var(rc, &cs, use, nuse, i, &v[i], i < nl || s->red == RED_SUM);
         any |= changed;
         if (!changed)
             break;
     }
     if (cs.c != cs.small)
         free(cs.c);
-    if (heap) {
+    if (use != small)
         free(use);
-        free(at);
-    }
     const IExpr **g = xmalloc((size_t)(s->nguards + 1) * sizeof *g);
     for (int i = 0; i < s->nguards; i++) {
         g[i] = simp_expr(rc, s->guards[i]);
