@@ -148,6 +148,8 @@ typedef struct Emit {
     unsigned libs;                  /* LIB_* bits */
     int64_t col_elems;              /* C: im2col buffer, elements */
     int64_t rnd_elems[2];           /* rounded operand copies, elements (lib_rounds) */
+    int64_t ptr_elems;              /* CUDA: pointers of the GEMMs of two-level
+                                       batches (their slot: where theirs start) */
 } Emit;
 
 enum {

@@ -1791,7 +1791,7 @@ static void finish_kernel(KGen *g, Kernel *k, const PlanOp *op, bool pass)
     Sb c = {0};
     if (pass)
         sb_printf(&c, "the epilogue of %s, after it:\n",
-                  cost_impl_call(op->impl, op->op.kind, op->op.batch > 1));
+                  cost_impl_call(op->impl, &op->op));
     emit_source_comment(em->arena, em->p->cx, k->out, st, pass ? NULL : op->epi.value, &c);
     k->comment = arena_strdup(em->arena, sb_str(&c));
     sb_free(&c);

@@ -4,7 +4,10 @@
  *
  *   CUDA  GEMMs         cublasGemmEx / cublasGemmStridedBatchedEx; row-major
  *                       through the column-major identity C^T = B^T A^T, so
- *                       no operand is ever copied; one whose epilogue
+ *                       no operand is ever copied; a batch of two levels
+ *                       (batch and heads) is cublasGemmBatchedEx after
+ *                       ein_gemm_ptrs_k writes its arrays of pointers for
+ *                       the run's buffers; one whose epilogue
  *                       cuBLASLt applies (PlanOp.lt) is one cublasLtMatmul
  *                       (runtime/cublaslt.cu: descriptors and algorithm
  *                       made at create time), and where cuBLASLt cannot
@@ -17,7 +20,8 @@
  *                       runs as its generated kernel, with a note
  *         G2BMM, GBMM   tiled generated kernels (band.c), f32, the
  *                       operands read through their views
- *   C     GEMMs         cblas_sgemm (OpenBLAS), a batch as a loop
+ *   C     GEMMs         cblas_sgemm (OpenBLAS), a batch as a loop (of two
+ *                       levels: ein_sgemm_split)
  *         convolutions  with --dnnl, oneDNN (runtime/dnnl.c): a
  *                       convolution or deconvolution primitive per
  *                       operator made in ein_lib_create, weights
@@ -123,6 +127,9 @@ void lib_setup(Emit *em)
             if (op->lt.fused) {
                 em->libs |= LIB_CUBLASLT;
                 em->slot[i] = em->nlt++;
+            } else if (m->split > 1) {      /* arrays of A's, B's and C's pointers */
+                em->slot[i] = (int)em->ptr_elems;
+                em->ptr_elems += 3 * m->batch;
             }
             break;
         case IMPL_CBLAS_GEMM:
@@ -270,6 +277,8 @@ void lib_write_ctx_fields(Emit *em)
         if (em->rnd_elems[j])
             sb_printf(o, "    float *rnd%d;                    /* operand %d rounded to "
                       "--precision=%s */\n", j, j, cost_precision_name(em->precision));
+    if (em->ptr_elems)
+        sb_puts(o, "    const void **gemm_ptrs;         /* the matrices of cublasGemmBatchedEx */\n");
 }
 
 /* CUDA: the host side of ein_round_k (after ein_launched). */
@@ -288,10 +297,29 @@ static void write_round_support(Emit *em)
 
 /* ---- support code, written after api_host.c or api_cuda.cu ------------------- */
 
+/* CUDA: the host side of ein_gemm_ptrs_k (after ein_launched). */
+static void write_gemm_ptrs_support(Emit *em)
+{
+    emit_api_text(em,
+"static int ein_gemm_ptrs(model_ctx *ctx, const void **ptrs, const void *a, int64_t sa,\n"
+"                         int64_t ssa, const void *b, int64_t sb, int64_t ssb, void *c,\n"
+"                         int64_t sc, int64_t ssc, int batch, int split, cudaStream_t stream)\n"
+"{\n"
+"    ein_gemm_ptrs_k<<<(batch + 255) / 256, 256, 0, stream>>>(ptrs, (const char *)a, sa, ssa,\n"
+"                                                           (const char *)b, sb, ssb,\n"
+"                                                           (const char *)c, sc, ssc,\n"
+"                                                           batch, split);\n"
+"    return ein_launched(ctx, \"ein_gemm_ptrs_k\");\n"
+"}\n"
+"\n");
+}
+
 void lib_write_support(Emit *em)
 {
     if (emit_is_cuda(em) && (em->rnd_elems[0] || em->rnd_elems[1]))
         write_round_support(em);
+    if (em->ptr_elems)
+        write_gemm_ptrs_support(em);
     if (em->libs & LIB_CUBLAS)
         emit_paste(em, "cublas.cu");
     if (em->libs & LIB_CUBLASLT)
@@ -655,7 +683,7 @@ void lib_write_create_destroy(Emit *em)
     Sb *o = &em->out;
     unsigned libs = em->libs;
     bool any = (libs & (LIB_CUBLAS | LIB_CUDNN | LIB_DNNL)) || em->col_elems ||
-               em->rnd_elems[0] || em->rnd_elems[1];
+               em->rnd_elems[0] || em->rnd_elems[1] || em->ptr_elems;
     if (libs & LIB_CUDNN)
         write_conv_table(em);
     if (libs & LIB_CUBLASLT)
@@ -683,6 +711,9 @@ void lib_write_create_destroy(Emit *em)
         sb_printf(o, "    if (!(ctx->col = (float *)malloc(sizeof(float) * %" PRId64 ")))\n"
                   "        return ein_fail(ctx, %s_ENOMEM, \"out of memory for the im2col "
                   "buffer\");\n", em->col_elems, em->upper);
+    if (em->ptr_elems)
+        sb_printf(o, "    EIN_CUDA(cudaMalloc((void **)&ctx->gemm_ptrs, sizeof(void *) * %" PRId64
+                  "));\n", em->ptr_elems);
     for (int j = 0; j < 2; j++)
         if (em->rnd_elems[j] && emit_is_cuda(em))
             sb_printf(o, "    EIN_CUDA(cudaMalloc((void **)&ctx->rnd%d, sizeof(float) * %" PRId64
@@ -712,6 +743,9 @@ void lib_write_create_destroy(Emit *em)
         sb_puts(o, "    ein_dnnl_close(&ctx->dnnl);\n");
     if (em->col_elems)
         sb_puts(o, "    free(ctx->col);\n");
+    if (em->ptr_elems)
+        sb_printf(o, "    if (ctx->gemm_ptrs && cudaFree(ctx->gemm_ptrs) != cudaSuccess)\n"
+                  "        rc = %s_ECUDA;\n", em->upper);
     for (int j = 0; j < 2; j++)
         if (em->rnd_elems[j] && emit_is_cuda(em))
             sb_printf(o, "    if (ctx->rnd%d && cudaFree(ctx->rnd%d) != cudaSuccess)\n"
@@ -811,10 +845,56 @@ static void write_lt_call(Emit *em, const IrTensor *t, const OpMatch *m, const c
               in, in);
 }
 
+/* CUDA: a GEMM of a batch of two levels (OpMatch.split): the pointers of
+ * its matrices written for this run's buffers, then cublasGemmBatchedEx. */
+static void write_gemm_batched(Emit *em, const IrTensor *t, const OpMatch *m, const char *in)
+{
+    Sb *o = &em->out;
+    int64_t es = (int64_t)emit_elem_size(t->elem);
+    const char *ty = cuda_type(t->elem);
+    CuGemm g = cu_gemm(m);
+    int64_t off[2] = {m->off_a, m->off_b}, ld[2] = {m->lda, m->ldb};
+    int64_t st[2] = {m->stride_a, m->stride_b}, sst[2] = {m->sstride_a, m->sstride_b};
+    int at = em->slot[t->id];
+    sb_printf(o, "%sif ((rc = ein_gemm_ptrs(ctx, ctx->gemm_ptrs + %d,\n", in, at);
+    for (int q = 0; q < 2; q++) {
+        int j = q == 0 ? g.first : 1 - g.first;
+        sb_printf(o, "%s                       (const char *)%s + %" PRId64 ", %" PRId64 ", %"
+                  PRId64 ",\n", in, cuda_operand(em, t, m, j), off[j] * es, st[j] * es,
+                  sst[j] * es);
+    }
+    sb_printf(o, "%s                       p[%d], %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+              ", stream)) != 0)\n%s    return rc;\n", in, emit_store_id(em, t),
+              m->stride_c * es, m->sstride_c * es, m->batch, m->split, in);
+    sb_printf(o, "%sEIN_BLAS(cublasGemmBatchedEx(ctx->blas, %s, %s, %" PRId64 ", %" PRId64 ", %"
+              PRId64 ", &ein_one,\n", in, g.op[0], g.op[1], g.m, g.n, m->k);
+    for (int q = 0; q < 2; q++) {
+        int j = q == 0 ? g.first : 1 - g.first;
+        sb_printf(o, "%s    (const void *const *)(ctx->gemm_ptrs + %" PRId64 "), %s, %" PRId64
+                  ",\n", in, at + q * m->batch, ty, ld[j]);
+    }
+    sb_printf(o, "%s    &ein_zero, (void *const *)(ctx->gemm_ptrs + %" PRId64 "), %s, %" PRId64
+              ", %" PRId64 ", %s, CUBLAS_GEMM_DEFAULT));\n", in, at + 2 * m->batch, ty, m->ldc,
+              m->batch, cublas_compute(em, t->elem));
+}
+
 static void write_gemm(Emit *em, const IrTensor *t, const OpMatch *m, const char *in)
 {
     Sb *o = &em->out;
     int64_t batch = m->batch ? m->batch : 1;
+    if (!emit_is_cuda(em) && m->split > 1) {       /* two levels: batch and heads */
+        sb_printf(o, "%sein_sgemm_split(%d, %d, %d, %" PRId64 ", %" PRId64 ", %" PRId64 ",\n"
+                  "%s    %s + %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ",\n"
+                  "%s    %s + %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ",\n"
+                  "%s    (float *)p[%d], %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+                  ", %" PRId64 ");\n",
+                  in, m->trans_a, m->trans_b, m->out_nm, m->m, m->n, m->k,
+                  in, c_operand(em, m, 0), m->off_a, m->lda, m->stride_a, m->sstride_a,
+                  in, c_operand(em, m, 1), m->off_b, m->ldb, m->stride_b, m->sstride_b,
+                  in, emit_store_id(em, t), m->ldc, m->stride_c, m->sstride_c, batch,
+                  m->split);
+        return;
+    }
     if (!emit_is_cuda(em)) {
         sb_printf(o, "%sein_sgemm(%d, %d, %d, %" PRId64 ", %" PRId64 ", %" PRId64 ",\n"
                   "%s          %s + %" PRId64 ", %" PRId64 ", %" PRId64 ",\n"
@@ -842,6 +922,10 @@ static void write_gemm(Emit *em, const IrTensor *t, const OpMatch *m, const char
     sb_printf(o, "%sEIN_BLAS(cublasSetStream(ctx->blas, stream));\n"
               "%sEIN_BLAS(cublasSetWorkspace(ctx->blas, ctx->blas_ws, EIN_CUBLAS_WORKSPACE));\n",
               in, in);
+    if (m->split > 1) {
+        write_gemm_batched(em, t, m, in);
+        return;
+    }
     sb_printf(o, "%sEIN_BLAS(cublasGemm%sEx(ctx->blas, %s, %s, %" PRId64 ", %" PRId64 ", %"
               PRId64 ", &ein_one,\n", in, batch > 1 ? "StridedBatched" : "", g.op[0], g.op[1],
               g.m, g.n, m->k);
@@ -1001,6 +1085,27 @@ void lib_write_kernels(Emit *em)
 {
     if (!emit_is_cuda(em))
         return;
+    if (em->ptr_elems)
+        sb_puts(&em->out,
+"/* A GEMM of a batch of two levels (batch and heads): cublasGemmBatchedEx\n"
+"   reads its matrices from arrays of pointers, which this writes for the\n"
+"   run's buffers: matrix i of each operand (strides in bytes) at\n"
+"   base + (i / split) stride + (i % split) sstride; ptrs holds A's, then\n"
+"   B's, then C's. */\n"
+"static __global__ void __launch_bounds__(256)\n"
+"ein_gemm_ptrs_k(const void **ptrs, const char *a, int64_t sa, int64_t ssa, const char *b,\n"
+"                int64_t sb, int64_t ssb, const char *c, int64_t sc, int64_t ssc, int batch,\n"
+"                int split)\n"
+"{\n"
+"    const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+"    if (i >= batch)\n"
+"        return;\n"
+"    const int64_t o = i / split, h = i % split;\n"
+"    ptrs[i] = a + o * sa + h * ssa;\n"
+"    ptrs[batch + i] = b + o * sb + h * ssb;\n"
+"    ptrs[2 * batch + i] = c + o * sc + h * ssc;\n"
+"}\n"
+"\n");
     if (em->rnd_elems[0] || em->rnd_elems[1])
         sb_puts(&em->out,
 "/* --precision below fp32: a library call's f32 operand rounded as a whole\n"

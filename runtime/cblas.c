@@ -56,16 +56,21 @@ static void ein_gemm_one(int ta, int tb, int64_t m, int64_t n, int64_t k,
 
 /* C = A B for a batch of row-major matrices, C m x n (ldc), A m x k (ta:
    stored k x m), B k x n (tb: stored n x k), matrix i at a + i sa, b + i
-   sb, c + i sc.  Each matrix is cut into blocks of C's rows (m >= n) or
-   columns, each a call of cblas_sgemm on one thread, and the OpenMP
-   threads share the blocks of the batch.  The cut depends on the shape
+   sb, c + i sc; or, where split > 1 (a batch of two levels: batch and
+   heads), at a + (i / split) sa + (i % split) ssa, and so on.  Each
+   matrix is cut into blocks of C's rows (m >= n) or columns, each a call
+   of cblas_sgemm on one thread, and the OpenMP threads share the blocks
+   of the batch.  The cut depends on the shape
    alone, so each element's sum is the same whatever the thread count
    (OpenBLAS's own threads give other roundings at other counts). */
-RT_API void ein_gemm_batch(int ta, int tb, int64_t m, int64_t n, int64_t k,
-                           const float *a, int64_t lda, int64_t sa,
-                           const float *b, int64_t ldb, int64_t sb,
-                           float *c, int64_t ldc, int64_t sc, int64_t batch)
+RT_API void ein_gemm_split(int ta, int tb, int64_t m, int64_t n, int64_t k,
+                           const float *a, int64_t lda, int64_t sa, int64_t ssa,
+                           const float *b, int64_t ldb, int64_t sb, int64_t ssb,
+                           float *c, int64_t ldc, int64_t sc, int64_t ssc,
+                           int64_t batch, int64_t split)
 {
+    if (split < 1)
+        split = 1;
     int rows = m >= n;
     int64_t d = rows ? m : n, nb = m * n * k / EIN_GEMM_WORK;
     if (nb > d / EIN_GEMM_EDGE)
@@ -86,8 +91,9 @@ RT_API void ein_gemm_batch(int ta, int tb, int64_t m, int64_t n, int64_t k,
 #endif
     for (int64_t j = 0; j < nb * batch; j++) {
         int64_t i = j / nb, lo = j % nb * size, len = d - lo < size ? d - lo : size;
-        const float *ai = a + i * sa, *bi = b + i * sb;
-        float *ci = c + i * sc;
+        int64_t io = i / split, ii = i % split;
+        const float *ai = a + io * sa + ii * ssa, *bi = b + io * sb + ii * ssb;
+        float *ci = c + io * sc + ii * ssc;
         if (rows) {
             ai += ta ? lo : lo * lda;
             ci += lo * ldc;
@@ -99,17 +105,39 @@ RT_API void ein_gemm_batch(int ta, int tb, int64_t m, int64_t n, int64_t k,
     }
 }
 
+/* The same for a batch of one level. */
+RT_API void ein_gemm_batch(int ta, int tb, int64_t m, int64_t n, int64_t k,
+                           const float *a, int64_t lda, int64_t sa,
+                           const float *b, int64_t ldb, int64_t sb,
+                           float *c, int64_t ldc, int64_t sc, int64_t batch)
+{
+    ein_gemm_split(ta, tb, m, n, k, a, lda, sa, 0, b, ldb, sb, 0, c, ldc, sc, 0, batch, 1);
+}
+
 /* C = A B for a batch of row-major matrices (out_nm: C stored [n][m],
-   computed as C^T = B^T A^T).  ta: A stored [k][m]; tb: B stored [n][k]. */
+   computed as C^T = B^T A^T).  ta: A stored [k][m]; tb: B stored [n][k].
+   Of two levels where split > 1, as ein_gemm_split. */
+RT_API void ein_sgemm_split(int ta, int tb, int out_nm, int64_t m, int64_t n, int64_t k,
+                            const float *a, int64_t lda, int64_t sa, int64_t ssa,
+                            const float *b, int64_t ldb, int64_t sb, int64_t ssb,
+                            float *c, int64_t ldc, int64_t sc, int64_t ssc,
+                            int64_t batch, int64_t split)
+{
+    if (!out_nm)
+        ein_gemm_split(ta, tb, m, n, k, a, lda, sa, ssa, b, ldb, sb, ssb, c, ldc, sc, ssc,
+                       batch, split);
+    else
+        ein_gemm_split(!tb, !ta, n, m, k, b, ldb, sb, ssb, a, lda, sa, ssa, c, ldc, sc, ssc,
+                       batch, split);
+}
+
 RT_API void ein_sgemm(int ta, int tb, int out_nm, int64_t m, int64_t n, int64_t k,
                       const float *a, int64_t lda, int64_t sa,
                       const float *b, int64_t ldb, int64_t sb,
                       float *c, int64_t ldc, int64_t sc, int64_t batch)
 {
-    if (!out_nm)
-        ein_gemm_batch(ta, tb, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc, batch);
-    else
-        ein_gemm_batch(!tb, !ta, n, m, k, b, ldb, sb, a, lda, sa, c, ldc, sc, batch);
+    ein_sgemm_split(ta, tb, out_nm, m, n, k, a, lda, sa, 0, b, ldb, sb, 0, c, ldc, sc, 0,
+                    batch, 1);
 }
 
 /* y[n, f, ho, wo] = sum x[n, c, st*ho + dil*r - ph, st*wo + dil*s - pw] w[f, c, r, s]

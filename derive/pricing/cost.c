@@ -861,7 +861,7 @@ double cost_model(const Device *d, Precision prec, const Stage *s, const OpMatch
     double dram = rd.bytes, cache = 0;
     if (is_cpu(d))
         return cpu_model(s, m, dram);
-    double flops = match_flops(s), peak = d->flops, eff, extra = 0;
+    double flops = match_flops(s), peak = d->flops, eff, extra = 0, launches = 1;
     switch (m ? m->kind : OPK_KERNEL) {
     case OPK_MATMUL:
     case OPK_BATCH_MATMUL: {
@@ -869,6 +869,10 @@ double cost_model(const Device *d, Precision prec, const Stage *s, const OpMatch
         double bb = (double)(m->batch ? m->batch : 1);
         peak = d->peak[prec];
         eff = d->lib_eff * tiled_eff(d, mm, nn, kk, bb, true, &extra, &cache);
+        /* a batch of two levels: first a kernel writes the arrays of
+         * pointers that cublasGemmBatchedEx reads */
+        if (m->split > 1)
+            launches = 2;
         break;
     }
     case OPK_CONV2D:
@@ -917,7 +921,7 @@ double cost_model(const Device *d, Precision prec, const Stage *s, const OpMatch
     double compute = flops / (peak * (eff > 1e-6 ? eff : 1e-6));
     double memory = fmax(dram / (d->bandwidth * d->mem_eff),
                          cache / (d->bandwidth * d->mem_eff * L2_FACTOR));
-    return d->launch + (compute > memory ? compute : memory);
+    return launches * d->launch + (compute > memory ? compute : memory);
 }
 
 double cost_stage_ex(const CostModel *cm, const Stage *s, const OpMatch *m, bool *measured)

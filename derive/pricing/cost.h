@@ -51,7 +51,8 @@ const char *cost_target_name(Target t);             /* "cuda", "c" */
 /* How an operator runs on its target. */
 typedef enum {
     IMPL_KERNEL,                /* a generated kernel (either target) */
-    IMPL_CUBLAS_GEMM,           /* CUDA: cublasGemmEx, cublasGemmStridedBatchedEx */
+    IMPL_CUBLAS_GEMM,           /* CUDA: cublasGemmEx, cublasGemmStridedBatchedEx,
+                                   cublasGemmBatchedEx (a batch of two levels) */
     IMPL_CUDNN_CONV,            /* CUDA: a cuDNN 9 graph-API convolution (forward;
                                    backward data for a transposed one), made at
                                    create time; its generated kernel runs where
@@ -70,7 +71,7 @@ typedef enum {
  * file calls it in its comments ("generated kernel", "cublasGemmEx", ...;
  * `batched`: a GEMM over a batch of matrices). */
 const char *cost_impl_name(OpImpl i);
-const char *cost_impl_call(OpImpl i, OpKind kind, bool batched);
+const char *cost_impl_call(OpImpl i, const OpMatch *m);
 
 /* C target: a banded product runs as dense products of this many rows of
  * one residue class against the key rows their band covers. */

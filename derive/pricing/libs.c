@@ -1,6 +1,7 @@
 /* libs.c - what each target's libraries take (cost.h: cost_impl).
  *
- *   CUDA  GEMMs         cuBLAS (cublasGemmEx, cublasGemmStridedBatchedEx),
+ *   CUDA  GEMMs         cuBLAS (cublasGemmEx, cublasGemmStridedBatchedEx,
+ *                       cublasGemmBatchedEx for a batch of two levels),
  *                       any element types that are the same for the
  *                       output and both operands; cublasLtMatmul for an
  *                       f32 one whose epilogue cuBLASLt computes
@@ -48,13 +49,14 @@ const char *cost_impl_name(OpImpl i)
     return (unsigned)i < sizeof names / sizeof *names ? names[i] : "?";
 }
 
-const char *cost_impl_call(OpImpl i, OpKind kind, bool batched)
+const char *cost_impl_call(OpImpl i, const OpMatch *m)
 {
     switch (i) {
     case IMPL_CUBLAS_GEMM:
-        return batched ? "cublasGemmStridedBatchedEx" : "cublasGemmEx";
+        return m->split > 1 ? "cublasGemmBatchedEx"
+             : m->batch > 1 ? "cublasGemmStridedBatchedEx" : "cublasGemmEx";
     case IMPL_CUDNN_CONV:
-        return kind == OPK_CONV_TRANSPOSE2D ? "cuDNN convolution backward data"
+        return m->kind == OPK_CONV_TRANSPOSE2D ? "cuDNN convolution backward data"
                                             : "cuDNN convolution forward";
     case IMPL_CUDA_BAND: return "tiled band kernel";
     case IMPL_CBLAS_GEMM: return "cblas_sgemm";
@@ -62,7 +64,7 @@ const char *cost_impl_call(OpImpl i, OpKind kind, bool batched)
     case IMPL_CBLAS_COL2IM: return "cblas_sgemm + col2im";
     case IMPL_CBLAS_BAND: return "banded cblas_sgemm";
     case IMPL_DNNL_CONV:
-        return kind == OPK_CONV_TRANSPOSE2D ? "oneDNN deconvolution" : "oneDNN convolution";
+        return m->kind == OPK_CONV_TRANSPOSE2D ? "oneDNN deconvolution" : "oneDNN convolution";
     case IMPL_DNNL_MATMUL: return "oneDNN matmul";
     case IMPL_KERNEL: break;
     }
@@ -92,14 +94,28 @@ static bool lead_ok(int64_t ld, int64_t cols)
     return fits_int(ld) && ld >= (cols > 1 ? cols : 1);
 }
 
-/* The output matrices of a batch are apart in memory. */
+/* The output matrices of a batch are apart in memory: each spans `span`
+ * elements from its first; of two levels, the inner ones (heads) apart
+ * within an outer one and the outer ones apart as wholes, or the other
+ * way round (no negative stride there). */
 static bool gemm_apart(const OpMatch *m)
 {
     if (m->batch <= 1)
         return true;
     int64_t rows = m->out_nm ? m->n : m->m, cols = m->out_nm ? m->m : m->n;
-    return rows <= 0 || cols <= 0 ||
-           (m->stride_c < 0 ? -m->stride_c : m->stride_c) >= (rows - 1) * m->ldc + cols;
+    if (rows <= 0 || cols <= 0)
+        return true;
+    int64_t span = (rows - 1) * m->ldc + cols;
+    if (m->split <= 1)
+        return (m->stride_c < 0 ? -m->stride_c : m->stride_c) >= span;
+    int64_t in = m->sstride_c, out = m->stride_c, outer = m->batch / m->split, whole;
+    if (in < 0 || out < 0)
+        return false;
+    if (in >= span && i64_mul(m->split - 1, in, &whole) && whole <= INT64_MAX - span &&
+        (outer <= 1 || out >= whole + span))
+        return true;
+    return out >= span && i64_mul(outer - 1, out, &whole) && whole <= INT64_MAX - span &&
+           in >= whole + span;
 }
 
 static bool gemm_ok(Target tg, const IrTensor *t, const OpMatch *m)
@@ -237,6 +253,7 @@ bool cost_gemm_out_ok(const OpMatch *m, OpImpl impl, const IrTensor *of)
     int64_t cols = m->out_nm ? m->m : m->n, r, c;
     if ((impl != IMPL_CUBLAS_GEMM && impl != IMPL_CBLAS_GEMM) ||
         (m->kind != OPK_MATMUL && m->kind != OPK_BATCH_MATMUL) || of->elem != ELEM_F32 ||
+        m->split > 1 ||
         m->ldc < cols || !fits_int(m->ldc) || m->stride_c < 0 || rows < 1 || cols < 1 ||
         !i64_mul(batch - 1, m->stride_c, &r) || !i64_mul(rows - 1, m->ldc, &c) ||
         !i64_add(r, c, &r) || !i64_add(r, cols - 1, &r))

@@ -6,7 +6,8 @@
  * the rows:
  *
  *   GEMM        batch: A B O   m: A O   n: B O   k: A B (summed)
- *               and each group flattens to one strided dimension
+ *               and each group flattens to one strided dimension, the
+ *               batch maybe to two (batch and heads)
  *   Conv2d      x[n, c, st*h + dil*r - pad, st*w + dil*s - pad] * k[f, c, r, s]
  *   ConvT2d     x[n, c, (h + pad - r) / st, ..] * k[c, f, r, s]
  *               | (h + pad - r) % st == 0, ..
@@ -61,6 +62,10 @@ int match_dims(const OpMatch *m, OpDim *out)
         DIM("m", m->m); DIM("n", m->n); DIM("k", m->k); DIM("batch", m->batch ? m->batch : 1);
         FLAG("trans_a", m->trans_a); FLAG("trans_b", m->trans_b); FLAG("trans_c", m->out_nm);
         DIM("lda", m->lda); DIM("ldb", m->ldb); DIM("ldc", m->ldc);
+        if (m->split > 1) {
+            DIM("split", m->split); DIM("sstride_a", m->sstride_a);
+            DIM("sstride_b", m->sstride_b); DIM("sstride_c", m->sstride_c);
+        }
         break;
     case OPK_CONV2D: case OPK_CONV_TRANSPOSE2D:
         DIM("n", m->cn); DIM("c", m->c); DIM("h", m->h); DIM("w", m->w); DIM("f", m->f);
@@ -304,18 +309,25 @@ static int dim_of(const View *v, int var)
     return -1;
 }
 
-/* The dims of `v` indexed by the iterators of one group, in dim order; the
- * group flattens into one dimension of stride *st when each dim's stride
- * is the next one's stride times its iterator's extent.  Iterators of
- * extent 1 do not count. */
-static bool flatten(const View *v, const Table *t, const int *gvars, int ng,
-                    int *order, int64_t *st)
+/* The axes of `v` indexed by the iterators of one group, in memory order,
+ * into dims; returns how many.  Iterators of extent 1 do not count. */
+static int group_axes(const View *v, const Table *t, const int *gvars, int ng, int *dims)
 {
-    int dims[MAXA], nd = 0;
+    int nd = 0;
     for (int d = 0; d < v->rank; d++)
         for (int i = 0; i < ng; i++)
             if (v->var[d] == gvars[i] && extent(row_of(t, gvars[i])) > 1)
                 dims[nd++] = d;
+    return nd;
+}
+
+/* The group's axes of v, in memory order (its iterators into order, -1
+ * after the last), flatten into one dimension of stride *st: each axis's
+ * stride is the next one's times its iterator's extent. */
+static bool flatten(const View *v, const Table *t, const int *gvars, int ng,
+                    int *order, int64_t *st)
+{
+    int dims[MAXA], nd = group_axes(v, t, gvars, ng, dims);
     for (int i = 0; i + 1 < nd; i++) {
         const Row *next = row_of(t, v->var[dims[i + 1]]);
         if (v->stride[dims[i]] != v->stride[dims[i + 1]] * extent(next))
@@ -336,6 +348,44 @@ static bool same_order(const int *a, const int *b)
         if (a[i] < 0)
             return true;
     }
+}
+
+/* The batch of a GEMM over the views of A, B and the output (vs[3]): its
+ * iterators, in the output's memory order, flatten into one stride in
+ * each view, or into two: an outer and an inner batch of `split`
+ * matrices (batch and heads, the heads split out of a feature dimension
+ * or a sequence's residue classes), cut at one place the same for the
+ * three views, each level one stride in each (the two levels in either
+ * memory order).  st[x] and sst[x]: view x's outer and inner stride. */
+static bool batch_axes(const View *vs, const Table *t, const int *gvars, int ng,
+                       int64_t *st, int64_t *sst, int64_t *split)
+{
+    int order[MAXA], nd = group_axes(&vs[2], t, gvars, ng, order), cut = -1;
+    int64_t stride[3][MAXA];
+    for (int i = 0; i < nd; i++)
+        order[i] = vs[2].var[order[i]];
+    for (int x = 0; x < 3; x++) {
+        for (int i = 0; i < nd; i++) {
+            int d = dim_of(&vs[x], order[i]);
+            if (d < 0)
+                return false;
+            stride[x][i] = vs[x].stride[d];
+        }
+        for (int i = 0; i + 1 < nd; i++)
+            if (stride[x][i] != stride[x][i + 1] * extent(row_of(t, order[i + 1]))) {
+                if (cut >= 0 && cut != i)
+                    return false;   /* a third level */
+                cut = i;
+            }
+    }
+    *split = 1;
+    for (int i = cut + 1; cut >= 0 && i < nd; i++)
+        *split *= extent(row_of(t, order[i]));
+    for (int x = 0; x < 3; x++) {
+        st[x] = nd ? stride[x][cut >= 0 ? cut : nd - 1] : 0;
+        sst[x] = cut >= 0 ? stride[x][nd - 1] : 0;
+    }
+    return true;
 }
 
 static bool match_gemm(const Stage *s, const Table *t, const IExpr *ea,
@@ -360,16 +410,19 @@ static bool match_gemm(const Stage *s, const Table *t, const IExpr *ea,
         group[g][ng[g]++] = r->var;
         size[g] *= extent(r);
     }
-    /* Each group flattens in every view it appears in, in one order. */
+    /* Each group flattens in every view it appears in, in one order; the
+     * batch may take two strides. */
     int oa[NGROUPS][MAXV + 1], ob[NGROUPS][MAXV + 1], oo[NGROUPS][MAXV + 1];
     int64_t sa[NGROUPS], sb[NGROUPS], so[NGROUPS];
-    for (int g = 0; g < NGROUPS; g++) {
+    for (int g = G_M; g < NGROUPS; g++) {
         if (!flatten(&va, t, group[g], ng[g], oa[g], &sa[g]) ||
             !flatten(&vb, t, group[g], ng[g], ob[g], &sb[g]) ||
             !flatten(&vo, t, group[g], ng[g], oo[g], &so[g]))
             return false;
     }
-    if (!same_order(oa[G_BATCH], ob[G_BATCH]) || !same_order(oa[G_BATCH], oo[G_BATCH]) ||
+    View vs[3] = {va, vb, vo};
+    int64_t bst[3], bsst[3], split;
+    if (!batch_axes(vs, t, group[G_BATCH], ng[G_BATCH], bst, bsst, &split) ||
         !same_order(oa[G_M], oo[G_M]) || !same_order(ob[G_N], oo[G_N]) ||
         !same_order(oa[G_K], ob[G_K]))
         return false;
@@ -394,9 +447,15 @@ static bool match_gemm(const Stage *s, const Table *t, const IExpr *ea,
     m->lda = m->trans_a ? lead(sa[G_K], m->m) : lead(sa[G_M], m->k);
     m->ldb = m->trans_b ? lead(sb[G_N], m->k) : lead(sb[G_K], m->n);
     m->ldc = m->out_nm ? lead(so[G_N], m->m) : lead(so[G_M], m->n);
-    m->stride_a = sa[G_BATCH];
-    m->stride_b = sb[G_BATCH];
-    m->stride_c = so[G_BATCH];
+    m->stride_a = bst[0];
+    m->stride_b = bst[1];
+    m->stride_c = bst[2];
+    if (split > 1) {
+        m->split = split;
+        m->sstride_a = bsst[0];
+        m->sstride_b = bsst[1];
+        m->sstride_c = bsst[2];
+    }
     m->off_a = view_base(&va, t);
     m->off_b = view_base(&vb, t);
     return true;

@@ -45,6 +45,11 @@ typedef struct OpMatch {
     bool out_nm;                /* the output is stored [n][m] (C transposed) */
     int64_t lda, ldb, ldc;      /* leading dimensions, in elements */
     int64_t stride_a, stride_b, stride_c;   /* between batch matrices */
+    /* A batch of two levels (batch and heads, the heads split out of a
+     * feature dimension): matrix bb of X starts at
+     *   off_X + (bb / split) * stride_X + (bb % split) * sstride_X;
+     * split 0 (or 1) for one level, and then the sstrides are 0 */
+    int64_t split, sstride_a, sstride_b, sstride_c;
     int64_t off_a, off_b;       /* element offset of the first one read */
     /* convolutions: input [cn, c, h, w], filter [f, c/groups, r, s] */
     int64_t cn, c, h, w, f, r, s, stride, dilation, pad, groups;
@@ -64,7 +69,8 @@ void match_band_dense(const OpMatch *m, int x, BandView *v);
 
 /* The sizes of a matched operator as (name, value) pairs, in the order the
  * plan views print them (--emit=plan and --emit=plan-json): m n k batch
- * trans_a trans_b trans_c lda ldb ldc for GEMMs; n c h w f r s stride
+ * trans_a trans_b trans_c lda ldb ldc [split sstride_a sstride_b
+ * sstride_c] for GEMMs; n c h w f r s stride
  * dilation pad groups [pad_w] [output_pad] for convolutions; b m w k
  * dilation for G2BMM/GBMM, then for each operand read as another view
  * than the dense one lda stride_a [split_a sstride_a] off_a (ldb ... for

@@ -243,7 +243,7 @@ const char *plan_pw_name(const PlanOp *op, char *buf, size_t size)
 const char *plan_call_name(const PlanOp *op)
 {
     return op->lt.fused ? "cublasLtMatmul"
-                        : cost_impl_call(op->impl, op->op.kind, op->op.batch > 1);
+                        : cost_impl_call(op->impl, &op->op);
 }
 
 const char *plan_lt_name(const PlanOp *op, char *buf, size_t size)
@@ -472,14 +472,15 @@ static double epilogue_cost(IrCtx *cx, const CostModel *cm, const PlanOp *op)
 }
 
 /* A CUDA cuBLAS GEMM's epilogue in cuBLASLt: f32 operands and output,
- * non-negative strides and offsets (its layouts take no others). */
+ * non-negative strides and offsets, a batch of one level (its layouts
+ * take no others). */
 static bool lt_takes(const CostModel *cm, const PlanOp *op)
 {
     const OpMatch *m = &op->op;
     return cm->target == TARGET_CUDA && op->impl == IMPL_CUBLAS_GEMM && op->epi.value &&
            op->out->elem == ELEM_F32 && m->in[0]->elem == ELEM_F32 &&
            m->in[1]->elem == ELEM_F32 && m->stride_a >= 0 && m->stride_b >= 0 &&
-           m->stride_c >= 0 && m->off_a >= 0 && m->off_b >= 0;
+           m->stride_c >= 0 && m->off_a >= 0 && m->off_b >= 0 && m->split <= 1;
 }
 
 void plan_price(IrCtx *cx, const CostModel *cm, PlanOp *op)

@@ -79,6 +79,30 @@ static void gemms(void)
     EXPECT(match_named(qkv, "s", &m) && m.kind == OPK_BATCH_MATMUL && m.batch == 2 &&
            m.k == 6 && m.lda == 36 && m.ldb == 36 &&
            m.off_a + m.off_b == 12 && m.off_a * m.off_b == 0, qkv);
+    /* a batch of two levels: batch and heads, the heads split out of the
+     * features of a packed q|k|v (BERT at batch 2) */
+    const char *bh = "input x : f32[2, 5, 36]\n"
+                     "s[b, h, i, j] : [2, 3, 5, 5] += x[b, i, h * 4 + d] * x[b, j, h * 4 + d + 12] "
+                     "where d < 4\noutput s\n";
+    EXPECT(match_named(bh, "s", &m) && m.kind == OPK_BATCH_MATMUL && m.batch == 6 &&
+           m.split == 3 && m.m == 5 && m.n == 5 && m.k == 4 && m.lda == 36 && m.ldb == 36 &&
+           m.stride_a == 180 && m.sstride_a == 4 && m.stride_b == 180 && m.sstride_b == 4 &&
+           m.stride_c == 75 && m.sstride_c == 25 && m.off_a + m.off_b == 12, bh);
+    /* the two levels in the other memory order in the operands than in
+     * the output (Longformer's heads and residue classes: rows 4i + c) */
+    const char *rc = "input q : f32[40, 16]\n"
+                     "s[h, c, i, j] : [4, 4, 10, 10] += q[4 * i + c, h * 4 + d] * "
+                     "q[4 * j + c, h * 4 + d] where d < 4\noutput s\n";
+    EXPECT(match_named(rc, "s", &m) && m.batch == 16 && m.split == 4 && m.lda == 64 &&
+           m.stride_a == 4 && m.sstride_a == 16 && m.stride_c == 400 && m.sstride_c == 100,
+           rc);
+    /* one level where the batch flattens: no split */
+    EXPECT(match_named(bm, "s", &m) && m.split <= 1 && m.sstride_a == 0, bm);
+    /* three levels do not */
+    const char *b3 = "input x : f32[2, 2, 5, 36]\n"
+                     "s[a, b, h, i, j] : [2, 2, 3, 5, 5] += x[b, a, i, h * 4 + d] * "
+                     "x[b, a, j, h * 4 + d + 12] where d < 4\noutput s\n";
+    EXPECT(!match_named(b3, "s", &m), b3);
     /* splits that overlap (n*4 + e, e up to 8) or leave the tensor do not */
     const char *ov = "input q : f32[6, 24]\ninput k : f32[5, 24]\n"
                      "s[n, i, j] : [3, 6, 5] += q[i, n * 4 + e] * k[j, n * 8 + e] "

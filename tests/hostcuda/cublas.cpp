@@ -1,6 +1,7 @@
 /* cublas.cpp - the cuBLAS calls einc's output makes, on the host, written
  * from the cuBLAS Library documentation (cublasGemmEx,
- * cublasGemmStridedBatchedEx, cublasComputeType_t, cublasMath_t, "Floating
+ * cublasGemmStridedBatchedEx, cublasGemmBatchedEx with its arrays of
+ * pointers in device memory, cublasComputeType_t, cublasMath_t, "Floating
  * Point Emulation") and cublas_api.h:
  *
  *  - a column-major reference GEMM, queued on the handle's stream (alpha
@@ -344,12 +345,13 @@ using namespace hc::blas;
 
 namespace {
 
-cublasStatus_t gemm(const char *call, cublasHandle_t h, cublasOperation_t transa,
-                    cublasOperation_t transb, int m, int n, int k, const void *alpha,
-                    const void *A, cudaDataType at, int lda, long long sa, const void *B,
-                    cudaDataType bt, int ldb, long long sb, const void *beta, void *C,
-                    cudaDataType ct, int ldc, long long sc, int batch,
-                    cublasComputeType_t compute, cublasGemmAlgo_t algo)
+/* What both calls check before their operands, and the Gemm they run
+ * (operands, strides and batch left to the caller); SUCCESS to go on. */
+cublasStatus_t gemm_setup(const char *call, cublasHandle_t h, cublasOperation_t transa,
+                          cublasOperation_t transb, int m, int n, int k, const void *alpha,
+                          cudaDataType at, int lda, cudaDataType bt, int ldb,
+                          const void *beta, cudaDataType ct, int ldc, int batch,
+                          cublasComputeType_t compute, cublasGemmAlgo_t algo, Gemm &g)
 {
     if (!handle_ok(call, h))
         return CUBLAS_STATUS_NOT_INITIALIZED;
@@ -357,7 +359,7 @@ cublasStatus_t gemm(const char *call, cublasHandle_t h, cublasOperation_t transa
         return o == CUBLAS_OP_N || o == CUBLAS_OP_T || o == CUBLAS_OP_C;
     };
     bool ta = transa != CUBLAS_OP_N, tb = transb != CUBLAS_OP_N;
-    int ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+    int ar = ta ? k : m, br = tb ? n : k;
     if (m < 0 || n < 0 || k < 0 || batch < 0 || !op_ok(transa) || !op_ok(transb) ||
         lda < std::max(1, ar) || ldb < std::max(1, br) || ldc < std::max(1, m) || !alpha ||
         !beta) {
@@ -382,40 +384,68 @@ cublasStatus_t gemm(const char *call, cublasHandle_t h, cublasOperation_t transa
           (algo >= CUBLAS_GEMM_ALGO0 && algo <= CUBLAS_GEMM_ALGO23) ||
           (algo >= CUBLAS_GEMM_ALGO0_TENSOR_OP && algo <= CUBLAS_GEMM_ALGO15_TENSOR_OP)))
         return CUBLAS_STATUS_INVALID_VALUE;
-    if (transa == CUBLAS_OP_C || transb == CUBLAS_OP_C) {
-        /* real types: C is T */
-    }
+    /* real types: CUBLAS_OP_C is CUBLAS_OP_T */
     if (h->pmode == CUBLAS_POINTER_MODE_HOST && (hc::is_device(alpha) || hc::is_device(beta)))
         hc::misuse(call, "alpha or beta is device memory in CUBLAS_POINTER_MODE_HOST");
-    Gemm g{};
+    if (h->pmode != CUBLAS_POINTER_MODE_HOST) {
+        hc::misuse(call, "CUBLAS_POINTER_MODE_DEVICE is not implemented by the mock");
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+    g = Gemm{};
     g.ta = ta;
     g.tb = tb;
     g.m = m;
     g.n = n;
     g.k = k;
-    g.alpha = h->pmode == CUBLAS_POINTER_MODE_HOST ? *(const float *)alpha : 0.0f;
-    g.beta = h->pmode == CUBLAS_POINTER_MODE_HOST ? *(const float *)beta : 0.0f;
-    if (h->pmode != CUBLAS_POINTER_MODE_HOST) {
-        hc::misuse(call, "CUBLAS_POINTER_MODE_DEVICE is not implemented by the mock");
-        return CUBLAS_STATUS_NOT_SUPPORTED;
-    }
-    g.a = A;
-    g.b = B;
-    g.c = C;
+    g.alpha = *(const float *)alpha;
+    g.beta = *(const float *)beta;
     g.at = at;
     g.bt = bt;
     g.ct = ct;
     g.lda = lda;
     g.ldb = ldb;
     g.ldc = ldc;
+    g.ldd = ldc;
+    g.batch = batch;
+    g.arith = arithmetic(h->math, h->emulate, compute, at);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+/* The workspace's check and the count of the arithmetic, last before the
+ * work is queued; SUCCESS to queue it. */
+cublasStatus_t gemm_ready(cublasHandle_t h, const Gemm &g)
+{
+    if (h->ws && h->ws_bytes < 16 * 1024) {
+        hc::count("gemm failed: workspace below 16 KiB");
+        return CUBLAS_STATUS_ALLOC_FAILED;
+    }
+    hc::count(std::string("gemm ") + arith_name[g.arith]);
+    if (g.m > 0 && g.n > 0 && g.batch > 0 && hc::is_capturing(h->stream) && !h->ws)
+        hc::count("cublas captured with the default workspace pool");
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t gemm(const char *call, cublasHandle_t h, cublasOperation_t transa,
+                    cublasOperation_t transb, int m, int n, int k, const void *alpha,
+                    const void *A, cudaDataType at, int lda, long long sa, const void *B,
+                    cudaDataType bt, int ldb, long long sb, const void *beta, void *C,
+                    cudaDataType ct, int ldc, long long sc, int batch,
+                    cublasComputeType_t compute, cublasGemmAlgo_t algo)
+{
+    Gemm g;
+    cublasStatus_t st = gemm_setup(call, h, transa, transb, m, n, k, alpha, at, lda, bt, ldb,
+                                   beta, ct, ldc, batch, compute, algo, g);
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return st;
+    g.a = A;
+    g.b = B;
+    g.c = C;
+    g.d = C;
     g.sa = sa;
     g.sb = sb;
     g.sc = sc;
-    g.batch = batch;
-    g.arith = arithmetic(h->math, h->emulate, compute, at);
-    g.d = C;
-    g.ldd = ldc;
     g.sd = sc;
+    int ar = g.ta ? k : m, ac = g.ta ? m : k, br = g.tb ? n : k, bc = g.tb ? k : n;
     if (!operand_ok(call, "A", A, at, ar, ac, lda, sa, batch) ||
         !operand_ok(call, "B", B, bt, br, bc, ldb, sb, batch) ||
         !operand_ok(call, "C", C, ct, m, n, ldc, sc, batch))
@@ -423,21 +453,87 @@ cublasStatus_t gemm(const char *call, cublasHandle_t h, cublasOperation_t transa
     if (batch > 1 && m > 0 && n > 0 && (size_t)std::llabs(sc) < extent(m, n, ldc))
         hc::misuse(call, "the batches of C overlap (strideC %lld, each %zu elements): "
                    "undefined", sc, extent(m, n, ldc));
-    if (h->ws && h->ws_bytes < 16 * 1024) {
-        hc::count("gemm failed: workspace below 16 KiB");
-        return CUBLAS_STATUS_ALLOC_FAILED;
-    }
-    hc::count(std::string("gemm ") + arith_name[g.arith]);
+    if ((st = gemm_ready(h, g)) != CUBLAS_STATUS_SUCCESS)
+        return st;
     if (m == 0 || n == 0 || batch == 0)
         return CUBLAS_STATUS_SUCCESS;
-    if (hc::is_capturing(h->stream) && !h->ws)
-        hc::count("cublas captured with the default workspace pool");
     if (hc::enqueue(h->stream, call, [g]() { run(g); }, {A, B, C, h->ws}) != cudaSuccess)
         return CUBLAS_STATUS_EXECUTION_FAILED;
     return CUBLAS_STATUS_SUCCESS;
 }
 
+/* cublasGemmBatchedEx's matrices, read from its arrays when the work runs
+ * (a kernel queued before may write them): each inside one allocation and
+ * aligned, the C's apart from each other; then one GEMM each. */
+void run_batched(const Gemm &g, const void *const *pa, const void *const *pb,
+                 void *const *pc)
+{
+    const char *call = "cublasGemmBatchedEx";
+    int ar = g.ta ? g.k : g.m, ac = g.ta ? g.m : g.k, br = g.tb ? g.n : g.k;
+    int bc = g.tb ? g.k : g.n;
+    size_t span = extent(g.m, g.n, g.ldc) * elem_size(g.ct);
+    std::vector<std::pair<const char *, const char *>> cs;
+    for (int q = 0; q < g.batch; q++) {
+        std::string a = "A[" + std::to_string(q) + "]", b = "B[" + std::to_string(q) + "]",
+                    c = "C[" + std::to_string(q) + "]";
+        if (!operand_ok(call, a.c_str(), pa[q], g.at, ar, ac, g.lda, 0, 1) ||
+            !operand_ok(call, b.c_str(), pb[q], g.bt, br, bc, g.ldb, 0, 1) ||
+            !operand_ok(call, c.c_str(), pc[q], g.ct, g.m, g.n, g.ldc, 0, 1))
+            return;
+        cs.emplace_back((const char *)pc[q], (const char *)pc[q] + span);
+    }
+    std::sort(cs.begin(), cs.end());
+    for (size_t q = 1; q < cs.size(); q++)
+        if (cs[q].first < cs[q - 1].second) {
+            hc::misuse(call, "two matrices of C overlap (%p and %p, each %zu bytes): "
+                       "undefined", (const void *)cs[q - 1].first, (const void *)cs[q].first,
+                       span);
+            return;
+        }
+    for (int q = 0; q < g.batch; q++) {
+        Gemm one = g;
+        one.a = pa[q];
+        one.b = pb[q];
+        one.c = one.d = pc[q];
+        one.batch = 1;
+        run(one);
+    }
+}
+
 } /* namespace */
+
+/* The arrays are device memory, read when the work runs. */
+cublasStatus_t cublasGemmBatchedEx(cublasHandle_t h, cublasOperation_t transa,
+                                   cublasOperation_t transb, int m, int n, int k,
+                                   const void *alpha, const void *const Aarray[],
+                                   cudaDataType at, int lda, const void *const Barray[],
+                                   cudaDataType bt, int ldb, const void *beta,
+                                   void *const Carray[], cudaDataType ct, int ldc, int batch,
+                                   cublasComputeType_t compute, cublasGemmAlgo_t algo)
+{
+    const char *call = "cublasGemmBatchedEx";
+    Gemm g;
+    cublasStatus_t st = gemm_setup(call, h, transa, transb, m, n, k, alpha, at, lda, bt, ldb,
+                                   beta, ct, ldc, batch, compute, algo, g);
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return st;
+    size_t bytes = (size_t)batch * sizeof(void *);
+    if (batch > 0 && (!hc::device_range(Aarray, bytes) || !hc::device_range(Barray, bytes) ||
+                      !hc::device_range(Carray, bytes))) {
+        hc::misuse(call, "an array of %d pointers is not inside one cudaMalloc allocation",
+                   batch);
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    if ((st = gemm_ready(h, g)) != CUBLAS_STATUS_SUCCESS)
+        return st;
+    if (m == 0 || n == 0 || batch == 0)
+        return CUBLAS_STATUS_SUCCESS;
+    if (hc::enqueue(h->stream, call,
+                    [g, Aarray, Barray, Carray]() { run_batched(g, Aarray, Barray, Carray); },
+                    {Aarray, Barray, Carray, h->ws}) != cudaSuccess)
+        return CUBLAS_STATUS_EXECUTION_FAILED;
+    return CUBLAS_STATUS_SUCCESS;
+}
 
 cublasStatus_t cublasCreate_v2(cublasHandle_t *h)
 {

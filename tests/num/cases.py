@@ -580,3 +580,15 @@ def bf16(x, w, b):
     return {"s": (y * y).sum(1),
             "z": (F.relu(y + b) / 3).to(bf),
             "m": y.amax(0).to(bf)}
+
+
+@case({"x": (2, 16, 72)})
+def heads(x):
+    nh, d = 3, 8
+    q, k, v = (t.reshape(2, 16, nh, d).transpose(1, 2) for t in x.split(nh * d, dim=2))
+    s = q @ k.transpose(2, 3)
+    y = (s @ v).transpose(1, 2).reshape(2, 16, nh * d)
+    # rows 4i + c of batch 1: residue class c is q1[:, c::4]
+    q1, k1 = q[1], k[1]
+    r = torch.stack([q1[:, c::4] @ k1[:, c::4].transpose(1, 2) for c in range(4)], dim=1)
+    return {"s": s, "y": y, "r": r}
