@@ -2,8 +2,10 @@
  * loops in double: every transpose of A and B and the row-major output
  * and its transpose (out_nm), padded leading dimensions, a batch over
  * strided matrices, and the shapes that go to cblas_sgemv and cblas_sdot
- * rather than cblas_sgemm (m or n 1, both 1).  The output buffer starts
- * as NaN: every element of C is written, nothing in its padding. */
+ * rather than cblas_sgemm (m or n 1, both 1); and a batch of two levels
+ * (ein_sgemm_split: batch and heads, A's and C's heads interleaved in
+ * their rows, B's apart).  The output buffer starts as NaN: every element
+ * of C is written, nothing in its padding. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +17,57 @@ void ein_sgemm(int ta, int tb, int out_nm, int64_t m, int64_t n, int64_t k,
                const float *a, int64_t lda, int64_t sa, const float *b, int64_t ldb, int64_t sb,
                float *c, int64_t ldc, int64_t sc, int64_t batch);
 
+void ein_sgemm_split(int ta, int tb, int out_nm, int64_t m, int64_t n, int64_t k,
+                     const float *a, int64_t lda, int64_t sa, int64_t ssa,
+                     const float *b, int64_t ldb, int64_t sb, int64_t ssb,
+                     float *c, int64_t ldc, int64_t sc, int64_t ssc,
+                     int64_t batch, int64_t split);
+
 static int failures, cases;
+
+/* Batch o, head h of a two-level batch: A [O][rows][H][cols] (heads
+ * interleaved in a row), B [O][H][rows][cols], C [O][rows][H][cols]. */
+static void check_split(int ta, int tb, int out_nm, int64_t m, int64_t n, int64_t k)
+{
+    const int64_t O = 2, H = 3;
+    int64_t ca = ta ? m : k, ra = ta ? k : m, cb = tb ? k : n, rb = tb ? n : k;
+    int64_t cc = out_nm ? m : n, rc = out_nm ? n : m;
+    int64_t lda = H * ca, ssa = ca, sa = ra * lda;
+    int64_t ldb = cb, ssb = rb * cb, sb = H * ssb;
+    int64_t ldc = H * cc, ssc = cc, sc = rc * ldc;
+    float *a = rnd((size_t)(O * sa), 3), *b = rnd((size_t)(O * sb), 4);
+    float *c = malloc((size_t)(O * sc) * sizeof *c);
+    for (int64_t i = 0; i < O * sc; i++)
+        c[i] = NAN;
+    ein_sgemm_split(ta, tb, out_nm, m, n, k, a, lda, sa, ssa, b, ldb, sb, ssb, c, ldc, sc, ssc,
+                    O * H, H);
+    double err = 0;
+    for (int64_t o = 0; o < O; o++)
+        for (int64_t h = 0; h < H; h++) {
+            const float *aq = a + o * sa + h * ssa, *bq = b + o * sb + h * ssb;
+            const float *cq = c + o * sc + h * ssc;
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t j = 0; j < n; j++) {
+                    double s = 0;
+                    for (int64_t l = 0; l < k; l++)
+                        s += (double)(ta ? aq[l * lda + i] : aq[i * lda + l]) *
+                             (double)(tb ? bq[j * ldb + l] : bq[l * ldb + j]);
+                    float got = out_nm ? cq[j * ldc + i] : cq[i * ldc + j];
+                    double e = fabs((double)got - s) / (1.0 + fabs(s));
+                    if (!(e <= err))
+                        err = isnan(e) ? INFINITY : e;
+                }
+        }
+    cases++;
+    if (err > 1e-5) {
+        failures++;
+        printf("FAIL split ta=%d tb=%d out_nm=%d m=%lld n=%lld k=%lld: rel err %g\n", ta, tb,
+               out_nm, (long long)m, (long long)n, (long long)k, err);
+    }
+    free(a);
+    free(b);
+    free(c);
+}
 
 /* One product: C (m x n, or n x m with out_nm) = A B over `batch`
  * matrices, each operand with a leading dimension `pad` past its least. */
@@ -79,6 +131,12 @@ int main(void)
                     for (int64_t pad = 0; pad < 3; pad += 2)
                         check(ta, tb, out_nm, shapes[s][0], shapes[s][1], shapes[s][2],
                               pad ? 3 : 1, pad);
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (int out_nm = 0; out_nm < 2; out_nm++) {
+                check_split(ta, tb, out_nm, 5, 7, 4);
+                check_split(ta, tb, out_nm, 40, 33, 17);
+            }
     printf("test_cblas: %d products, %d failed\n", cases, failures);
     return failures ? 1 : 0;
 }
