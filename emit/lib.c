@@ -845,6 +845,19 @@ static void write_lt_call(Emit *em, const IrTensor *t, const OpMatch *m, const c
               in, in);
 }
 
+/* CUDA: the alpha of a cuBLAS call, the epilogue's scale where it is one
+ * (LibLt.scale; declared here), else ein_one. */
+static const char *gemm_alpha(Emit *em, const IrTensor *t, const char *in)
+{
+    const LibLt *lt = &emit_op(em, t)->lt;
+    if (!lt->scale)
+        return "&ein_one";
+    sb_printf(&em->out, "%sconst float ein_alpha = ", in);
+    emit_float(&em->out, lt->alpha);
+    sb_puts(&em->out, ";                /* the epilogue */\n");
+    return "&ein_alpha";
+}
+
 /* CUDA: a GEMM of a batch of two levels (OpMatch.split): the pointers of
  * its matrices written for this run's buffers, then cublasGemmBatchedEx. */
 static void write_gemm_batched(Emit *em, const IrTensor *t, const OpMatch *m, const char *in)
@@ -866,8 +879,9 @@ static void write_gemm_batched(Emit *em, const IrTensor *t, const OpMatch *m, co
     sb_printf(o, "%s                       p[%d], %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
               ", stream)) != 0)\n%s    return rc;\n", in, emit_store_id(em, t),
               m->stride_c * es, m->sstride_c * es, m->batch, m->split, in);
+    const char *alpha = gemm_alpha(em, t, in);
     sb_printf(o, "%sEIN_BLAS(cublasGemmBatchedEx(ctx->blas, %s, %s, %" PRId64 ", %" PRId64 ", %"
-              PRId64 ", &ein_one,\n", in, g.op[0], g.op[1], g.m, g.n, m->k);
+              PRId64 ", %s,\n", in, g.op[0], g.op[1], g.m, g.n, m->k, alpha);
     for (int q = 0; q < 2; q++) {
         int j = q == 0 ? g.first : 1 - g.first;
         sb_printf(o, "%s    (const void *const *)(ctx->gemm_ptrs + %" PRId64 "), %s, %" PRId64
@@ -926,9 +940,10 @@ static void write_gemm(Emit *em, const IrTensor *t, const OpMatch *m, const char
         write_gemm_batched(em, t, m, in);
         return;
     }
+    const char *alpha = gemm_alpha(em, t, in);
     sb_printf(o, "%sEIN_BLAS(cublasGemm%sEx(ctx->blas, %s, %s, %" PRId64 ", %" PRId64 ", %"
-              PRId64 ", &ein_one,\n", in, batch > 1 ? "StridedBatched" : "", g.op[0], g.op[1],
-              g.m, g.n, m->k);
+              PRId64 ", %s,\n", in, batch > 1 ? "StridedBatched" : "", g.op[0], g.op[1],
+              g.m, g.n, m->k, alpha);
     for (int q = 0; q < 2; q++) {
         int j = q == 0 ? g.first : 1 - g.first;
         sb_printf(o, "%s    (const char *)%s + %" PRId64 ", %s, %" PRId64, in,

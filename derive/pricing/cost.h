@@ -176,6 +176,9 @@ typedef enum { LT_ACT_NONE, LT_ACT_RELU, LT_ACT_GELU } LtAct;
 
 typedef struct LibLt {
     bool fused;                 /* cuBLASLt applies the epilogue */
+    bool scale;                 /* not fused, and the epilogue is alpha * AB:
+                                   the alpha of the cuBLAS call (a GEMM
+                                   cuBLASLt cannot take: a two-level batch) */
     double alpha, beta;         /* beta 0: no C */
     const IrTensor *c;          /* C, from element c_offset (NULL: none) */
     int64_t c_offset;

@@ -250,19 +250,19 @@ bool cost_band_out_ok(const OpMatch *m, OpImpl impl, const BandView *v, const Ir
 bool cost_gemm_out_ok(const OpMatch *m, OpImpl impl, const IrTensor *of)
 {
     int64_t batch = m->batch > 1 ? m->batch : 1, rows = m->out_nm ? m->n : m->m;
-    int64_t cols = m->out_nm ? m->m : m->n, r, c;
+    int64_t cols = m->out_nm ? m->m : m->n, split = m->split > 1 ? m->split : 1, r, s, c;
     if ((impl != IMPL_CUBLAS_GEMM && impl != IMPL_CBLAS_GEMM) ||
         (m->kind != OPK_MATMUL && m->kind != OPK_BATCH_MATMUL) || of->elem != ELEM_F32 ||
-        m->split > 1 ||
-        m->ldc < cols || !fits_int(m->ldc) || m->stride_c < 0 || rows < 1 || cols < 1 ||
-        !i64_mul(batch - 1, m->stride_c, &r) || !i64_mul(rows - 1, m->ldc, &c) ||
-        !i64_add(r, c, &r) || !i64_add(r, cols - 1, &r))
+        m->ldc < cols || !fits_int(m->ldc) || m->stride_c < 0 || m->sstride_c < 0 ||
+        rows < 1 || cols < 1 || !i64_mul(batch / split - 1, m->stride_c, &r) ||
+        !i64_mul(split - 1, m->sstride_c, &s) || !i64_add(r, s, &r) ||
+        !i64_mul(rows - 1, m->ldc, &c) || !i64_add(r, c, &r) || !i64_add(r, cols - 1, &r))
         return false;
     /* cuBLAS leaves batches of C that overlap undefined, each taken as
      * the span from its first element to its last: interleaved heads
      * (strideC below that span) are left to the C target, whose
      * products are one call each */
-    if (impl == IMPL_CUBLAS_GEMM && batch > 1 && m->stride_c < c + cols)
+    if (impl == IMPL_CUBLAS_GEMM && !gemm_apart(m))
         return false;
     return r < (int64_t)ir_tensor_numel(of);
 }

@@ -8,7 +8,8 @@
  * copy goes: one kernel and a pass over the tensor less (two with the
  * launch).  The band kernels take the view as they take their operands'
  * (match.h, BandView): a batch index split into two strides, a row
- * stride, columns one apart; a GEMM as its ldc and stride_c, or stored
+ * stride, columns one apart; a GEMM as its ldc and stride_c (and split
+ * and sstride_c: heads merged into the features at batch > 1), or stored
  * transposed where the copy's rows are one apart.  The subscripts of the
  * map must say exactly that.  The operator stores as many elements as
  * before, so the cost model prices it the same and the copy at 0: always
@@ -215,7 +216,10 @@ static bool gemm_groups(const OpMatch *m, const IrTensor *x, int *group, int64_t
 {
     int64_t size[3] = {m->batch > 1 ? m->batch : 1, m->out_nm ? m->n : m->m,
                        m->out_nm ? m->m : m->n};
-    if (m->ldc != size[2] || (size[0] > 1 && m->stride_c != size[1] * size[2]))
+    int64_t mat = size[1] * size[2];
+    if (m->ldc != size[2] ||
+        (size[0] > 1 && (m->split > 1 ? m->sstride_c != mat || m->stride_c != m->split * mat
+                                      : m->stride_c != mat)))
         return false;
     int k = x->rank - 1;
     for (int g = 2; g >= 0; g--) {
@@ -230,6 +234,38 @@ static bool gemm_groups(const OpMatch *m, const IrTensor *x, int *group, int64_t
     }
     *rows = size[1];
     *cols = size[2];
+    return true;
+}
+
+/* The batch of the GEMM g as the view v stores it: one stride, or two
+ * levels of v->split matrices (heads merged into the features: BERT's at
+ * B > 1).  A product of two levels keeps its split, which a view of two
+ * must share; one of one level takes the view's, its operands' strides
+ * the outer ones of split matrices. */
+static bool view_batch(OpMatch *g, const BandView *v)
+{
+    int64_t own = g->split > 1 ? g->split : 1, to = v->split > 1 ? v->split : 1;
+    if (to == 1 && own == 1) {
+        g->stride_c = v->stride;
+        return true;
+    }
+    if (to == 1) {
+        g->sstride_c = v->stride;
+        return i64_mul(own, v->stride, &g->stride_c);
+    }
+    if (own == 1) {
+        if (g->batch % to)
+            return false;
+        g->split = to;
+        g->sstride_a = g->stride_a;
+        g->sstride_b = g->stride_b;
+        if (!i64_mul(to, g->stride_a, &g->stride_a) || !i64_mul(to, g->stride_b, &g->stride_b))
+            return false;
+    } else if (own != to) {
+        return false;
+    }
+    g->stride_c = v->stride;
+    g->sstride_c = v->sstride;
     return true;
 }
 
@@ -272,18 +308,15 @@ static bool view_of(PlanOp *xop, const IrTensor *x, const IrTensor *y, const Sta
     }
     if ((xop->impl != IMPL_CUBLAS_GEMM && xop->impl != IMPL_CBLAS_GEMM) || xop->lt.fused ||
         !gemm_groups(m, x, group, &b->rows, &b->cols) ||
-        !invert(ys, x, group, 1, &b->view, &b->trans))
+        !invert(ys, x, group, 2, &b->view, &b->trans))
         return false;
     /* rows one apart: the product stored the other way round */
-    b->own_ldc = m->ldc;
-    b->own_stride_c = m->stride_c;
-    b->own_out_nm = m->out_nm;
     OpMatch g = *m;
     g.out_nm ^= b->trans;
     g.ldc = b->view.ld;
-    g.stride_c = b->view.stride;
-    if (!cost_gemm_out_ok(&g, xop->impl, y))
+    if (!view_batch(&g, &b->view) || !cost_gemm_out_ok(&g, xop->impl, y))
         return false;
+    b->own = *m;
     *m = g;
     return true;
 }

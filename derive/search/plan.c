@@ -76,11 +76,8 @@ bool plan_runs(const PlanOp *op)
 PlanOp plan_op_alone(const PlanOp *op)
 {
     PlanOp o = *op;
-    if (o.buf.kind == BUF_VIEW && (o.impl == IMPL_CUBLAS_GEMM || o.impl == IMPL_CBLAS_GEMM)) {
-        o.op.ldc = o.buf.own_ldc;
-        o.op.stride_c = o.buf.own_stride_c;
-        o.op.out_nm = o.buf.own_out_nm;
-    }
+    if (o.buf.kind == BUF_VIEW && (o.impl == IMPL_CUBLAS_GEMM || o.impl == IMPL_CBLAS_GEMM))
+        o.op = o.buf.own;
     o.buf = (PlanBuf){.kind = BUF_OWN};
     o.stored_by = NULL;
     o.src_from = NULL;
@@ -213,8 +210,8 @@ bool plan_dnn_fused(const PlanOp *op)
 bool plan_epilogue_pass(const PlanOp *op)
 {
     LibPost post[LIB_POST_MAX];
-    return op->epi.value && op->impl != IMPL_KERNEL && !op->lt.fused && !plan_dnn_fused(op) &&
-           plan_post_ops(op, post) == 0;
+    return op->epi.value && op->impl != IMPL_KERNEL && !op->lt.fused && !op->lt.scale &&
+           !plan_dnn_fused(op) && plan_post_ops(op, post) == 0;
 }
 
 bool plan_has_pass(const PlanOp *op)
@@ -483,6 +480,15 @@ static bool lt_takes(const CostModel *cm, const PlanOp *op)
            m->stride_c >= 0 && m->off_a >= 0 && m->off_b >= 0 && m->split <= 1;
 }
 
+/* A CUDA cuBLAS GEMM whose epilogue may be its alpha: f32 throughout. */
+static bool scale_takes(const CostModel *cm, const PlanOp *op)
+{
+    const OpMatch *m = &op->op;
+    return cm->target == TARGET_CUDA && op->impl == IMPL_CUBLAS_GEMM && op->epi.value &&
+           op->out->elem == ELEM_F32 && m->in[0]->elem == ELEM_F32 &&
+           m->in[1]->elem == ELEM_F32;
+}
+
 void plan_price(IrCtx *cx, const CostModel *cm, PlanOp *op)
 {
     op->measured = false;
@@ -491,8 +497,18 @@ void plan_price(IrCtx *cx, const CostModel *cm, PlanOp *op)
         return;
     }
     if (!lt_takes(cm, op) ||
-        !cost_lt_epilogue(cx, op->stage, op->epi.self, op->epi.value, &op->op, &op->lt))
+        !cost_lt_epilogue(cx, op->stage, op->epi.self, op->epi.value, &op->op, &op->lt)) {
+        /* a scale alone is any cuBLAS call's alpha */
+        LibLt lt;
+        bool scale = scale_takes(cm, op) &&
+                     cost_lt_epilogue(cx, op->stage, op->epi.self, op->epi.value, &op->op,
+                                      &lt) && !lt.c && !lt.bias && lt.act == LT_ACT_NONE;
         memset(&op->lt, 0, sizeof op->lt);
+        if (scale) {
+            op->lt.scale = true;
+            op->lt.alpha = lt.alpha;
+        }
+    }
     if (op->rows) {
         /* the group as one operator, priced once: at its last member */
         op->cost = plan_in_rows(op) ? 0 : plan_rows_cost(cx, cm, op->rows);
@@ -1133,6 +1149,8 @@ static void print_op(const PlanOp *o, FILE *fp)
     char lt[128], pw[256];
     if (o->lt.fused)
         fprintf(fp, " (cublasLt: %s)", plan_lt_name(o, lt, sizeof lt));
+    if (o->lt.scale)
+        fprintf(fp, " (alpha %g)", o->lt.alpha);
     if (plan_dnn_fused(o))
         fprintf(fp, " (cudnn graph: %s)", plan_pw_name(o, pw, sizeof pw));
     if (o->buf.kind == BUF_VIEW)
@@ -1219,6 +1237,8 @@ void plan_print_json_op(const PlanOp *o, Precision prec, FILE *fp)
         fputs(", \"cublaslt\": ", fp);
         plan_json_string(plan_lt_name(o, lt, sizeof lt), fp);
     }
+    if (o->lt.scale)
+        fprintf(fp, ", \"alpha\": %.17g", o->lt.alpha);
     if (plan_dnn_fused(o)) {
         fputs(", \"cudnn_pointwise\": ", fp);
         plan_json_string(plan_pw_name(o, pw, sizeof pw), fp);

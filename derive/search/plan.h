@@ -94,10 +94,9 @@ typedef struct PlanBuf {
     BandView view;
     int64_t rows, cols;
     bool trans;
-    /* a GEMM's own output layout, before the view set its match's
-     * (plan_op_alone) */
-    int64_t own_ldc, own_stride_c;
-    bool own_out_nm;
+    /* a GEMM's own match, before the view set its output's layout (and
+     * its batch's levels: plan_op_alone) */
+    OpMatch own;
 } PlanBuf;
 
 struct PlanOp {
@@ -116,7 +115,9 @@ struct PlanOp {
     PlanEpilogue epi;
     /* A cuBLAS GEMM on CUDA whose epilogue cuBLASLt applies (lt.fused:
      * one cublasLtMatmul with the bias, scale, activation and C that
-     * cost_lt_epilogue decoded from epi; set by plan_price). */
+     * cost_lt_epilogue decoded from epi; set by plan_price), or, one
+     * cuBLASLt cannot take (a two-level batch), whose epilogue is a scale
+     * alone: the call's alpha (lt.scale, lt.alpha), no pass. */
     LibLt lt;
     const PlanRowGroup *rows;   /* NULL: not in a row group */
     PlanBuf buf;
@@ -209,7 +210,8 @@ double plan_rows_cost(IrCtx *cx, const CostModel *cm, const PlanRowGroup *g);
 /* How op's epilogue runs after a library call: as oneDNN's post-ops
  * (plan_post_ops: their number, into post[LIB_POST_MAX], from
  * cost_post_ops; 0 where no library applies it), in cuBLASLt's epilogue
- * (op->lt.fused), as the pointwise nodes of a cuDNN convolution's graph
+ * (op->lt.fused), as a cuBLAS call's alpha (op->lt.scale), as the
+ * pointwise nodes of a cuDNN convolution's graph
  * (plan_pointwise: their number, into pw[LIB_PW_MAX] over post[], from
  * cost_pointwise; 0 where there are none), or as a pass of its own over
  * the output (plan_epilogue_pass).  A cuBLASLt GEMM and a cuDNN graph

@@ -586,7 +586,7 @@ def bf16(x, w, b):
 def heads(x):
     nh, d = 3, 8
     q, k, v = (t.reshape(2, 16, nh, d).transpose(1, 2) for t in x.split(nh * d, dim=2))
-    s = q @ k.transpose(2, 3)
+    s = q @ k.transpose(2, 3) / 4
     y = (s @ v).transpose(1, 2).reshape(2, 16, nh * d)
     # rows 4i + c of batch 1: residue class c is q1[:, c::4]
     q1, k1 = q[1], k[1]
