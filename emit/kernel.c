@@ -207,7 +207,9 @@ static void gen_f(KGen *g, const IExpr *e, Sb *b);
 static void gen_b(KGen *g, const IExpr *e, Sb *b);
 static void line(Sb *b, int depth, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* Row-major offset of dims first..k:  ((i0 * S1 + i1) * S2 + i2) */
+/* Row-major offset of dims first..k:  ((i0 * S1 + i1) * S2 + i2), each
+ * subscript whole before it is added: its terms may not fit apart where
+ * it does (9223372036854775807 * i - 9223372036854775807 at i = 1). */
 static void gen_offset(KGen *g, const IrTensor *t, const Ix **idx, int first, int k, Sb *b)
 {
     if (k < first) {
@@ -227,7 +229,7 @@ static void gen_offset(KGen *g, const IrTensor *t, const Ix **idx, int first, in
     if (k >= first + 2)
         sb_putc(b, ')');
     sb_printf(b, " * %" PRId64 " + ", t->shape[k]);
-    gen_ix(g, idx[k], b);
+    gen_ix_paren(g, idx[k], b);
 }
 
 /* The member index of t in the row group being built where t lives only
