@@ -316,7 +316,9 @@ static bool view_of(PlanOp *xop, const IrTensor *x, const IrTensor *y, const Sta
     g.ldc = b->view.ld;
     if (!view_batch(&g, &b->view) || !cost_gemm_out_ok(&g, xop->impl, y))
         return false;
-    b->own = *m;
+    *b = (PlanBuf){b->kind, b->of, b->view, b->rows, b->cols, b->trans, m->ldc,
+                   {m->stride_a, m->stride_b, m->stride_c}, m->split,
+                   {m->sstride_a, m->sstride_b, m->sstride_c}, m->out_nm};
     *m = g;
     return true;
 }

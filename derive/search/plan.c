@@ -76,8 +76,18 @@ bool plan_runs(const PlanOp *op)
 PlanOp plan_op_alone(const PlanOp *op)
 {
     PlanOp o = *op;
-    if (o.buf.kind == BUF_VIEW && (o.impl == IMPL_CUBLAS_GEMM || o.impl == IMPL_CBLAS_GEMM))
-        o.op = o.buf.own;
+    if (o.buf.kind == BUF_VIEW && (o.impl == IMPL_CUBLAS_GEMM || o.impl == IMPL_CBLAS_GEMM)) {
+        const PlanBuf *b = &o.buf;
+        o.op.ldc = b->own_ldc;
+        o.op.out_nm = b->own_out_nm;
+        o.op.split = b->own_split;
+        o.op.stride_a = b->own_stride[0];
+        o.op.stride_b = b->own_stride[1];
+        o.op.stride_c = b->own_stride[2];
+        o.op.sstride_a = b->own_sstride[0];
+        o.op.sstride_b = b->own_sstride[1];
+        o.op.sstride_c = b->own_sstride[2];
+    }
     o.buf = (PlanBuf){.kind = BUF_OWN};
     o.stored_by = NULL;
     o.src_from = NULL;

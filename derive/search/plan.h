@@ -94,9 +94,10 @@ typedef struct PlanBuf {
     BandView view;
     int64_t rows, cols;
     bool trans;
-    /* a GEMM's own match, before the view set its output's layout (and
-     * its batch's levels: plan_op_alone) */
-    OpMatch own;
+    /* a GEMM's own output layout and batch strides, before the view set
+     * its match's (plan_op_alone) */
+    int64_t own_ldc, own_stride[3], own_split, own_sstride[3];
+    bool own_out_nm;
 } PlanBuf;
 
 struct PlanOp {
