@@ -18,5 +18,5 @@ EXTRA_DIST += tests/derive/showcase.test tests/derive/verify.test tests/derive/s
 	tests/derive/limits.test tests/derive/factor.test tests/derive/views.test \
 	tests/derive/rows.test tests/derive/showcase tests/derive/factor tests/derive/views tests/derive/epilogue.test \
 	tests/derive/epilogue tests/derive/reuse.test tests/derive/reuse tests/derive/rerank.test \
-	tests/derive/handoff.test tests/derive/handoff \
+	tests/derive/handoff.test tests/derive/handoff tests/derive/seeds.py \
 	tests/bench/search.sh tests/bench/README.md

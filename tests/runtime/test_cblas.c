@@ -25,6 +25,26 @@ void ein_sgemm_split(int ta, int tb, int out_nm, int64_t m, int64_t n, int64_t k
 
 static int failures, cases;
 
+/* The largest relative error so far, err, or that of one matrix C = A B
+ * (out_nm: C stored [n][m]) against a sum in double. */
+static double matrix_err(double err, int ta, int tb, int out_nm, int64_t m, int64_t n,
+                         int64_t k, const float *aq, int64_t lda, const float *bq,
+                         int64_t ldb, const float *cq, int64_t ldc)
+{
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double s = 0;
+            for (int64_t l = 0; l < k; l++)
+                s += (double)(ta ? aq[l * lda + i] : aq[i * lda + l]) *
+                     (double)(tb ? bq[j * ldb + l] : bq[l * ldb + j]);
+            float got = out_nm ? cq[j * ldc + i] : cq[i * ldc + j];
+            double e = fabs((double)got - s) / (1.0 + fabs(s));
+            if (!(e <= err))
+                err = isnan(e) ? INFINITY : e;
+        }
+    return err;
+}
+
 /* Batch o, head h of a two-level batch: A [O][rows][H][cols] (heads
  * interleaved in a row), B [O][H][rows][cols], C [O][rows][H][cols]. */
 static void check_split(int ta, int tb, int out_nm, int64_t m, int64_t n, int64_t k)
@@ -43,21 +63,9 @@ static void check_split(int ta, int tb, int out_nm, int64_t m, int64_t n, int64_
                     O * H, H);
     double err = 0;
     for (int64_t o = 0; o < O; o++)
-        for (int64_t h = 0; h < H; h++) {
-            const float *aq = a + o * sa + h * ssa, *bq = b + o * sb + h * ssb;
-            const float *cq = c + o * sc + h * ssc;
-            for (int64_t i = 0; i < m; i++)
-                for (int64_t j = 0; j < n; j++) {
-                    double s = 0;
-                    for (int64_t l = 0; l < k; l++)
-                        s += (double)(ta ? aq[l * lda + i] : aq[i * lda + l]) *
-                             (double)(tb ? bq[j * ldb + l] : bq[l * ldb + j]);
-                    float got = out_nm ? cq[j * ldc + i] : cq[i * ldc + j];
-                    double e = fabs((double)got - s) / (1.0 + fabs(s));
-                    if (!(e <= err))
-                        err = isnan(e) ? INFINITY : e;
-                }
-        }
+        for (int64_t h = 0; h < H; h++)
+            err = matrix_err(err, ta, tb, out_nm, m, n, k, a + o * sa + h * ssa, lda,
+                             b + o * sb + h * ssb, ldb, c + o * sc + h * ssc, ldc);
     cases++;
     if (err > 1e-5) {
         failures++;
@@ -87,19 +95,9 @@ static void check(int ta, int tb, int out_nm, int64_t m, int64_t n, int64_t k, i
     double err = 0;
     int bad_pad = 0;
     for (int64_t q = 0; q < batch; q++) {
-        const float *aq = a + q * sa, *bq = b + q * sb;
         const float *cq = c + q * sc;
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < n; j++) {
-                double s = 0;
-                for (int64_t l = 0; l < k; l++)
-                    s += (double)(ta ? aq[l * lda + i] : aq[i * lda + l]) *
-                         (double)(tb ? bq[j * ldb + l] : bq[l * ldb + j]);
-                float got = out_nm ? cq[j * ldc + i] : cq[i * ldc + j];
-                double e = fabs((double)got - s) / (1.0 + fabs(s));
-                if (!(e <= err))
-                    err = isnan(e) ? INFINITY : e;
-            }
+        err = matrix_err(err, ta, tb, out_nm, m, n, k, a + q * sa, lda, b + q * sb, ldb, cq,
+                         ldc);
         /* the padding of each row of C and the gap to the next matrix */
         int64_t rowsc = out_nm ? n : m, colsc = out_nm ? m : n;
         for (int64_t r = 0; r < rowsc; r++)

@@ -17,17 +17,11 @@ import os
 import random
 import subprocess
 import sys
-import tempfile
 
 sys.dont_write_bytecode = True
-here = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(here, "..", "..", "..", "python"))
-from einc import safetensors  # noqa: E402
-import numpy as np  # noqa: E402
-
-EINC = os.environ.get("EINC", "einc")
-if os.sep in EINC:
-    EINC = os.path.abspath(EINC)       # the programs are made in a folder of their own
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import seeds  # noqa: E402
+from seeds import EINC, np, safetensors  # noqa: E402
 
 
 def program(seed):
@@ -78,13 +72,10 @@ def run(seed, work):
         if p.returncode != 0:
             return f"einc --{mode}: {p.stderr.strip()}", 0
         with open(os.path.join(d, name + ".c")) as fp:
-            first = fp.readline()
             handed = fp.read().count("sp.src_back = ") if mode == "dnnl" else 0
-        cmd = first[len("/* build: "):].rstrip().removesuffix("*/").strip()
-        for args in (cmd, f"./{name} --outputs {name}.st"):
-            p = subprocess.run(args, shell=True, cwd=d, capture_output=True, text=True)
-            if p.returncode != 0:
-                return f"--{mode}: {args}: {p.stderr.strip()[-300:]}", 0
+        err = seeds.build_run(d, name, f"--outputs {name}.st")
+        if err:
+            return f"--{mode}: {err}", 0
         out[mode] = safetensors.load(os.path.join(d, name + ".st"))
         if mode == "dnnl":
             nh = handed
@@ -97,21 +88,4 @@ def run(seed, work):
     return ("; ".join(bad) if bad else None), nh
 
 
-def main():
-    first, last = int(sys.argv[1]), int(sys.argv[2])
-    failed = handed = 0
-    with tempfile.TemporaryDirectory() as work:
-        for seed in range(first, last):
-            err, nh = run(seed, work)
-            handed += nh
-            failed += err is not None
-            print(f"{'FAIL' if err else 'ok'} random seed {seed}: {nh} handed over"
-                  + (f": {err}" if err else ""), flush=True)
-            if err:
-                with open(os.path.join(work, f"s{seed}", "p.ein")) as fp:
-                    print(fp.read())
-    print(f"{last - first} seeds, {failed} failed, {handed} convolutions handed over")
-    return 1 if failed or not handed else 0
-
-
-sys.exit(main())
+sys.exit(seeds.main(run, "handed over", "convolutions handed over"))

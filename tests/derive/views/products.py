@@ -18,17 +18,11 @@ import os
 import random
 import subprocess
 import sys
-import tempfile
 
 sys.dont_write_bytecode = True
-here = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(here, "..", "..", "..", "python"))
-from einc import safetensors  # noqa: E402
-import numpy as np  # noqa: E402
-
-EINC = os.environ.get("EINC", "einc")
-if os.sep in EINC:
-    EINC = os.path.abspath(EINC)       # the programs are made in a folder of their own
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import seeds  # noqa: E402
+from seeds import EINC, np, safetensors  # noqa: E402
 
 
 def operand(r, name, rows, sizes, shared):
@@ -123,12 +117,9 @@ def run(seed, work):
     x = rng.uniform(-1, 1, xop[0]).astype(np.float32)
     y = rng.uniform(-1, 1, yop[0]).astype(np.float32)
     safetensors.save({"x": x, "y": y}, os.path.join(d, "in.st"))
-    with open(os.path.join(d, "p.c")) as fp:
-        cmd = fp.readline()[len("/* build: "):].rstrip().removesuffix("*/").strip()
-    for args in (cmd, "./p --inputs in.st --outputs out.st"):
-        p = subprocess.run(args, shell=True, cwd=d, capture_output=True, text=True)
-        if p.returncode != 0:
-            return f"{args}: {p.stderr.strip()[-300:]}", split
+    err = seeds.build_run(d, "p", "--inputs in.st --outputs out.st")
+    if err:
+        return err, split
     got = safetensors.load(os.path.join(d, "out.st"))
     want = reference(x.astype(np.float64), y.astype(np.float64), sizes, xop, yop, lo, scale,
                      outs)
@@ -144,21 +135,4 @@ def run(seed, work):
     return ("; ".join(bad) if bad else None), split
 
 
-def main():
-    first, last = int(sys.argv[1]), int(sys.argv[2])
-    failed = splits = 0
-    with tempfile.TemporaryDirectory() as work:
-        for seed in range(first, last):
-            err, n = run(seed, work)
-            splits += n
-            failed += err is not None
-            print(f"{'FAIL' if err else 'ok'} random seed {seed}: {n} two-level"
-                  + (f": {err}" if err else ""), flush=True)
-            if err:
-                with open(os.path.join(work, f"s{seed}", "p.ein")) as fp:
-                    print(fp.read())
-    print(f"{last - first} seeds, {failed} failed, {splits} products of two-level batches")
-    return 1 if failed or not splits else 0
-
-
-sys.exit(main())
+sys.exit(seeds.main(run, "two-level", "products of two-level batches"))

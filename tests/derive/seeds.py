@@ -1,0 +1,54 @@
+"""seeds.py - what the random tests of tests/derive share
+(handoff/chains.py, views/products.py): the einc to run (EINC), numpy and
+the safetensors reader, a generated C program built by the command on
+its first line and run, and the loop over the seeds.
+
+  build_run(folder, name, args)  builds NAME.c in folder, runs ./NAME args;
+                                 None, or what failed
+  main(run, each, total)         seeds argv[1]..argv[2]-1: run(seed, work)
+                                 gives (error or None, a count); prints a
+                                 line per seed ("N each") and the sums
+                                 ("N total"); 1 on a failure or a count
+                                 of 0 in all
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "python"))
+from einc import safetensors  # noqa: E402,F401 (for the tests)
+import numpy as np  # noqa: E402,F401
+
+EINC = os.environ.get("EINC", "einc")
+if os.sep in EINC:
+    EINC = os.path.abspath(EINC)       # the programs are made in folders of their own
+
+
+def build_run(folder, name, args):
+    with open(os.path.join(folder, name + ".c")) as fp:
+        cmd = fp.readline()[len("/* build: "):].rstrip().removesuffix("*/").strip()
+    for line in (cmd, f"./{name} {args}"):
+        p = subprocess.run(line, shell=True, cwd=folder, capture_output=True, text=True)
+        if p.returncode != 0:
+            return f"{line}: {p.stderr.strip()[-300:]}"
+    return None
+
+
+def main(run, each, total):
+    first, last = int(sys.argv[1]), int(sys.argv[2])
+    failed = count = 0
+    with tempfile.TemporaryDirectory() as work:
+        for seed in range(first, last):
+            err, n = run(seed, work)
+            count += n
+            failed += err is not None
+            print(f"{'FAIL' if err else 'ok'} random seed {seed}: {n} {each}"
+                  + (f": {err}" if err else ""), flush=True)
+            if err:
+                with open(os.path.join(work, f"s{seed}", "p.ein")) as fp:
+                    print(fp.read())
+    print(f"{last - first} seeds, {failed} failed, {count} {total}")
+    return 1 if failed or not count else 0
