@@ -519,6 +519,39 @@ const IExpr *ir_expr_map_children(IrCtx *cx, const IExpr *e, IrExprMap fn, IrIxM
     return r;
 }
 
+typedef struct Fold {
+    IrCtx *cx;
+    const int64_t *lo, *hi;
+} Fold;
+
+static const Ix *fold_ix(void *arg, const Ix *x)
+{
+    const Fold *f = arg;
+    return ix_simplify(f->cx, x, f->lo, f->hi);
+}
+
+static const IExpr *fold_expr(void *arg, const IExpr *e)
+{
+    const Fold *f = arg;
+    if (e->kind != IE_ICMP)
+        return ir_expr_map_children(f->cx, e, fold_expr, fold_ix, arg);
+    const Ix *x = fold_ix(arg, e->icmp.ix);
+    int64_t mn, mx;
+    ix_bounds(x, f->lo, f->hi, &mn, &mx);
+    bool yes = e->icmp.op == OP_GE ? mn >= 0
+             : e->icmp.op == OP_EQ ? mn == 0 && mx == 0 : mn > 0 || mx < 0;
+    if (yes)
+        return ir_const(f->cx, 1);
+    return x == e->icmp.ix ? e : ir_icmp(f->cx, e->icmp.op, x, ix_const(f->cx, 0));
+}
+
+const IExpr *ir_expr_fold(IrCtx *cx, const IExpr *e, const int64_t *range_lo,
+                          const int64_t *range_hi)
+{
+    Fold f = {cx, range_lo, range_hi};
+    return fold_expr(&f, e);
+}
+
 static void visit_gathers(const Ix *x, IrExprVisit fn, void *arg)
 {
     for (int i = 0; i < x->n; i++) {

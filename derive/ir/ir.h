@@ -321,6 +321,11 @@ const IrVar *ir_var_get(const IrCtx *cx, int id);    /* as made; NULL if none */
  * (2*a + b) / 2 with b in [0, 2) is a, and (2*a + b) % 2 is b. */
 const Ix *ix_simplify(IrCtx *cx, const Ix *a, const int64_t *range_lo,
                       const int64_t *range_hi);
+/* e with every index expression under it ix_simplify'd and each index
+ * comparison the ranges make true folded to 1; e itself where nothing
+ * changes. */
+const IExpr *ir_expr_fold(IrCtx *cx, const IExpr *e, const int64_t *range_lo,
+                          const int64_t *range_hi);
 /* ir_subst on a stage (its free variables; a bound `var` is left alone). */
 const Stage *ir_stage_subst(IrCtx *cx, const Stage *s, int var, const Ix *by);
 /* A copy of the closed stage s in which every bound variable (s's and

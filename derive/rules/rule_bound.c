@@ -188,28 +188,6 @@ static bool tighten_var(RuleCtx *rc, const Conds *cs, const Use *u, int n, int i
     return true;
 }
 
-static const Ix *simp_ix(void *arg, const Ix *x)
-{
-    RuleCtx *rc = arg;
-    return ix_simplify(rc->cx, x, rc->lo, rc->hi);
-}
-
-/* Folds what the ranges decide in the direct index expressions. */
-static const IExpr *simp_expr(void *arg, const IExpr *e)
-{
-    RuleCtx *rc = arg;
-    if (e->kind != IE_ICMP)
-        return ir_expr_map_children(rc->cx, e, simp_expr, simp_ix, rc);
-    const Ix *x = simp_ix(rc, e->icmp.ix);
-    int64_t mn, mx;
-    rc_bounds(rc, x, &mn, &mx);
-    bool yes = e->icmp.op == OP_GE ? mn >= 0
-             : e->icmp.op == OP_EQ ? mn == 0 && mx == 0 : mn > 0 || mx < 0;
-    if (yes)
-        return ir_const(rc->cx, 1);
-    return x == e->icmp.ix ? e : ir_icmp(rc->cx, e->icmp.op, x, ix_const(rc->cx, 0));
-}
-
 void tighten_sites(RuleCtx *rc, const RuleFocus *f, RuleSites *out)
 {
     (void)rc;
@@ -253,10 +231,10 @@ const Stage *tighten_apply(RuleCtx *rc, const RuleFocus *f, const RuleSite *st)
         free(use);
     const IExpr **g = xmalloc((size_t)(s->nguards + 1) * sizeof *g);
     for (int i = 0; i < s->nguards; i++) {
-        g[i] = simp_expr(rc, s->guards[i]);
+        g[i] = ir_expr_fold(rc->cx, s->guards[i], rc->lo, rc->hi);
         any |= g[i] != s->guards[i];
     }
-    const IExpr *body = simp_expr(rc, s->body);
+    const IExpr *body = ir_expr_fold(rc->cx, s->body, rc->lo, rc->hi);
     any |= body != s->body;
     /* mostly nothing changes: then s would be built again as it is */
     const Stage *to = any ? ir_stage(rc->cx, s->red, v, nl, v + nl, ns, g, s->nguards, body)

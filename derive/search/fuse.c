@@ -27,21 +27,6 @@ typedef struct Fuse {
     const int64_t *lo, *hi;     /* ranges of the reader's variables, by id */
 } Fuse;
 
-static const Ix *simp_ix(void *arg, const Ix *x)
-{
-    Fuse *fu = arg;
-    return ix_simplify(fu->cx, x, fu->lo, fu->hi);
-}
-
-/* e's index expressions with what the reader's ranges decide folded: a
- * head split out of a batch of one, q[g / 8, .., 64 (g % 8) + d] with g
- * below 8, reads q[0, .., 64 g + d], a view a library operator takes. */
-static const IExpr *simp_expr(void *arg, const IExpr *e)
-{
-    Fuse *fu = arg;
-    return ir_expr_map_children(fu->cx, e, simp_expr, simp_ix, fu);
-}
-
 /* t's value at idx: its body with its loops replaced, guarded where idx
  * may leave the loop ranges or a guard of t may fail. */
 static const IExpr *value_at(Fuse *fu, const Ix *const *idx)
@@ -56,7 +41,10 @@ static const IExpr *value_at(Fuse *fu, const Ix *const *idx)
         if (cond)
             cond = ir_subst(cx, cond, s->loops[d].id, idx[d]);
     }
-    body = simp_expr(fu, body);
+    /* what the reader's ranges decide, folded: a head split out of a
+     * batch of one, q[g / 8, .., 64 (g % 8) + d] with g below 8, reads
+     * q[0, .., 64 g + d], a view a library operator takes */
+    body = ir_expr_fold(cx, body, fu->lo, fu->hi);
     for (int d = 0; d < s->nloops; d++) {
         int64_t mn, mx;
         ix_bounds(idx[d], fu->lo, fu->hi, &mn, &mx);
