@@ -82,6 +82,7 @@ static Plan *assemble(IrCtx *cx, Derived *d, const IrProgram *p, const Item *it,
 static void post_passes(IrCtx *cx, Plan *pl, const CostModel *cm, const SearchOptions *so,
                         bool verify)
 {
+    derive_unmask(cx, pl, cm, verify);
     derive_fuse(cx, pl, cm, so->budget_ms, verify);
     derive_epilogues(cx, pl, cm, verify);
     derive_rows(cx, pl, cm);
@@ -483,8 +484,12 @@ void derive_print_json(const IrCtx *cx, const Derived *d, FILE *fp)
             n = d->ds[k].res.cands.len;
     fputs("{\"model\": ", fp);
     plan_json_string(d->plan->prog->model, fp);
-    fprintf(fp, ", \"target\": \"%s\", \"chosen\": 0, \"candidates\": [\n",
-            cost_target_name(d->plan->target));
+    fprintf(fp, ", \"target\": \"%s\", \"unmasked\": [", cost_target_name(d->plan->target));
+    for (int i = 0; i < d->plan->nunmasked; i++) {
+        fputs(i ? ", " : "", fp);
+        plan_json_string(d->plan->unmasked[i]->name, fp);
+    }
+    fputs("], \"chosen\": 0, \"candidates\": [\n", fp);
     for (int j = 0; j < n; j++) {
         fputs(j ? ",\n" : "", fp);
         json_candidate(d, j, fp);

@@ -48,6 +48,14 @@ Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o);
  * cost model says that is cheaper (siblings.c).  Returns how many groups. */
 int derive_merge_siblings(IrCtx *cx, IrProgram *p, const CostModel *cm);
 
+/* Masks no reader sees: a map select(c, x, 0) (or x under guards c)
+ * whose every read that counts is made where c holds becomes x, the
+ * points where c fails being dead (unmask.c); with verify, the outputs
+ * that read what changed are checked on random data (an ICE if one
+ * differs).  Runs first of the passes after the search.  Returns how
+ * many masks went. */
+int derive_unmask(IrCtx *cx, Plan *pl, const CostModel *cm, bool verify);
+
 /* Inter-expression fusion: substitute maps read by one other map into it
  * (fuse.c), while the compile is within budget_ms (search_budget_spent).
  * With verify, each fused stage is checked against the pair it replaces

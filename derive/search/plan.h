@@ -245,6 +245,8 @@ typedef struct Plan {
     double cost;                /* seconds, estimated: the ops not at load */
     Target target;
     Precision precision;        /* what library calls compute in */
+    const IrTensor **unmasked;  /* the maps whose mask no reader sees went */
+    int nunmasked;              /* (derive_unmask) */
 } Plan;
 
 /* The plan of `p` as written (-O0 and hand-built programs): one operator

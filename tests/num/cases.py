@@ -592,3 +592,18 @@ def heads(x):
     q1, k1 = q[1], k[1]
     r = torch.stack([q1[:, c::4] @ k1[:, c::4].transpose(1, 2) for c in range(4)], dim=1)
     return {"s": s, "y": y, "r": r}
+
+
+@case({"x": (12, 24)})
+def causal(x):
+    nh, t, d = 2, 12, 4
+    q, k, v = (c.reshape(t, nh, d).transpose(0, 1) for c in x.split(nh * d, dim=1))
+    s = q @ k.transpose(1, 2) / 2
+    keep = torch.ones(t, t, dtype=torch.bool).tril()
+    p = torch.softmax(s.masked_fill(~keep, float("-inf")), dim=-1)
+    a = (p @ v).transpose(0, 1).reshape(t, nh * d)
+    cols = torch.arange(t)
+    u = (x[:, cols % 5] * 3).masked_fill(~keep, 0)
+    w = (x[:, cols % 7] + 1).masked_fill(~keep.tril(-1), 0)
+    tt = (x[:, cols % 3] - 2).masked_fill(~keep, 0)
+    return {"a": a, "us": u.sum(1), "ws": (w * keep).sum(1), "ts": (tt * tt).sum(0)}
