@@ -192,7 +192,7 @@ static void op_label(Emit *em, const IrTensor *t, Sb *o)
     if (op->lt.fused)
         sb_printf(o, "in cuBLASLt's epilogue: %s\\l", plan_lt_name(op, lt, sizeof lt));
     if (op->lt.scale)
-        sb_printf(o, "as the cuBLAS call's alpha: %g\\l", op->lt.alpha);
+        sb_printf(o, "as the BLAS call's alpha: %g\\l", op->lt.alpha);
     if (plan_dnn_fused(op))
         sb_printf(o, "in cuDNN's graph: %s\\l", plan_pw_name(op, pw, sizeof pw));
     if (em->pname[t->id])

@@ -858,6 +858,15 @@ static const char *gemm_alpha(Emit *em, const IrTensor *t, const char *in)
     return "&ein_alpha";
 }
 
+/* C: the last argument of ein_sgemm and ein_sgemm_split, its alpha: the
+ * epilogue's scale where it is one (LibLt.scale), else 1. */
+static void c_alpha(Emit *em, const IrTensor *t)
+{
+    const LibLt *lt = &emit_op(em, t)->lt;
+    emit_float(&em->out, lt->scale ? lt->alpha : 1);
+    sb_puts(&em->out, lt->scale ? ");                /* the epilogue */\n" : ");\n");
+}
+
 /* CUDA: a GEMM of a batch of two levels (OpMatch.split): the pointers of
  * its matrices written for this run's buffers, then cublasGemmBatchedEx. */
 static void write_gemm_batched(Emit *em, const IrTensor *t, const OpMatch *m, const char *in)
@@ -901,23 +910,25 @@ static void write_gemm(Emit *em, const IrTensor *t, const OpMatch *m, const char
                   "%s    %s + %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ",\n"
                   "%s    %s + %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ",\n"
                   "%s    (float *)p[%d], %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
-                  ", %" PRId64 ");\n",
+                  ", %" PRId64 ", ",
                   in, m->trans_a, m->trans_b, m->out_nm, m->m, m->n, m->k,
                   in, c_operand(em, m, 0), m->off_a, m->lda, m->stride_a, m->sstride_a,
                   in, c_operand(em, m, 1), m->off_b, m->ldb, m->stride_b, m->sstride_b,
                   in, emit_store_id(em, t), m->ldc, m->stride_c, m->sstride_c, batch,
                   m->split);
+        c_alpha(em, t);
         return;
     }
     if (!emit_is_cuda(em)) {
         sb_printf(o, "%sein_sgemm(%d, %d, %d, %" PRId64 ", %" PRId64 ", %" PRId64 ",\n"
                   "%s          %s + %" PRId64 ", %" PRId64 ", %" PRId64 ",\n"
                   "%s          %s + %" PRId64 ", %" PRId64 ", %" PRId64 ",\n"
-                  "%s          (float *)p[%d], %" PRId64 ", %" PRId64 ", %" PRId64 ");\n",
+                  "%s          (float *)p[%d], %" PRId64 ", %" PRId64 ", %" PRId64 ", ",
                   in, m->trans_a, m->trans_b, m->out_nm, m->m, m->n, m->k,
                   in, c_operand(em, m, 0), m->off_a, m->lda, m->stride_a,
                   in, c_operand(em, m, 1), m->off_b, m->ldb, m->stride_b,
                   in, emit_store_id(em, t), m->ldc, m->stride_c, batch);
+        c_alpha(em, t);
         return;
     }
     size_t es = emit_elem_size(t->elem);

@@ -19,7 +19,7 @@
 #define EIN_GEMM_EDGE 16        /* rows (or columns) of a block, at least */
 #define EIN_GEMM_BLOCKS 64      /* blocks of a product, at most */
 
-/* One product of ein_gemm_batch, C = A B.  A matrix-vector product (n or
+/* One product of ein_gemm_batch, C = alpha A B.  A matrix-vector product (n or
    m 1: the summation split of an interpolation, a fully connected layer
    at batch 1) is cblas_sgemv, a dot product (both 1) cblas_sdot:
    OpenBLAS's sgemm takes about three times as long for them (0.3.21, one
@@ -30,31 +30,31 @@
    buffers are not cleared. */
 static void ein_gemm_one(int ta, int tb, int64_t m, int64_t n, int64_t k,
                          const float *a, int64_t lda, const float *b, int64_t ldb,
-                         float *c, int64_t ldc)
+                         float *c, int64_t ldc, float alpha)
 {
     /* the strides of A's row 0 and of B's column 0 along k */
     int inca = ta ? (int)lda : 1, incb = tb ? 1 : (int)ldb;
     if (m == 1 && n == 1) {
-        c[0] = cblas_sdot((int)k, a, inca, b, incb);
+        c[0] = alpha * cblas_sdot((int)k, a, inca, b, incb);
     } else if (n == 1) {
         /* c (stride ldc) = A b: A stored m x k, or k x m when ta */
         for (int64_t i = 0; i < m; i++)
             c[i * ldc] = 0.0f;
         cblas_sgemv(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, (int)(ta ? k : m),
-                    (int)(ta ? m : k), 1.0f, a, (int)lda, b, incb, 0.0f, c, (int)ldc);
+                    (int)(ta ? m : k), alpha, a, (int)lda, b, incb, 0.0f, c, (int)ldc);
     } else if (m == 1) {
         /* c = B^T a: B stored k x n, or n x k when tb */
         memset(c, 0, (size_t)n * sizeof *c);
         cblas_sgemv(CblasRowMajor, tb ? CblasNoTrans : CblasTrans, (int)(tb ? n : k),
-                    (int)(tb ? k : n), 1.0f, b, (int)ldb, a, inca, 0.0f, c, 1);
+                    (int)(tb ? k : n), alpha, b, (int)ldb, a, inca, 0.0f, c, 1);
     } else {
         cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-                    tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a, (int)lda,
+                    tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, alpha, a, (int)lda,
                     b, (int)ldb, 0.0f, c, (int)ldc);
     }
 }
 
-/* C = A B for a batch of row-major matrices, C m x n (ldc), A m x k (ta:
+/* C = alpha A B for a batch of row-major matrices, C m x n (ldc), A m x k (ta:
    stored k x m), B k x n (tb: stored n x k), matrix i at a + i sa, b + i
    sb, c + i sc; or, where split > 1 (a batch of two levels: batch and
    heads), at a + (i / split) sa + (i % split) ssa, and so on.  Each
@@ -67,7 +67,7 @@ RT_API void ein_gemm_split(int ta, int tb, int64_t m, int64_t n, int64_t k,
                            const float *a, int64_t lda, int64_t sa, int64_t ssa,
                            const float *b, int64_t ldb, int64_t sb, int64_t ssb,
                            float *c, int64_t ldc, int64_t sc, int64_t ssc,
-                           int64_t batch, int64_t split)
+                           int64_t batch, int64_t split, float alpha)
 {
     if (split < 1)
         split = 1;
@@ -101,43 +101,46 @@ RT_API void ein_gemm_split(int ta, int tb, int64_t m, int64_t n, int64_t k,
             bi += tb ? lo * ldb : lo;
             ci += lo;
         }
-        ein_gemm_one(ta, tb, rows ? len : m, rows ? n : len, k, ai, lda, bi, ldb, ci, ldc);
+        ein_gemm_one(ta, tb, rows ? len : m, rows ? n : len, k, ai, lda, bi, ldb, ci, ldc,
+                     alpha);
     }
 }
 
-/* The same for a batch of one level. */
+/* The same for a batch of one level, alpha 1. */
 RT_API void ein_gemm_batch(int ta, int tb, int64_t m, int64_t n, int64_t k,
                            const float *a, int64_t lda, int64_t sa,
                            const float *b, int64_t ldb, int64_t sb,
                            float *c, int64_t ldc, int64_t sc, int64_t batch)
 {
-    ein_gemm_split(ta, tb, m, n, k, a, lda, sa, 0, b, ldb, sb, 0, c, ldc, sc, 0, batch, 1);
+    ein_gemm_split(ta, tb, m, n, k, a, lda, sa, 0, b, ldb, sb, 0, c, ldc, sc, 0, batch, 1,
+                   1.0f);
 }
 
-/* C = A B for a batch of row-major matrices (out_nm: C stored [n][m],
-   computed as C^T = B^T A^T).  ta: A stored [k][m]; tb: B stored [n][k].
-   Of two levels where split > 1, as ein_gemm_split. */
+/* C = alpha A B for a batch of row-major matrices (out_nm: C stored
+   [n][m], computed as C^T = B^T A^T).  ta: A stored [k][m]; tb: B stored
+   [n][k].  Of two levels where split > 1, as ein_gemm_split.  alpha is
+   the scale of an epilogue that is nothing else (LibLt.scale), else 1. */
 RT_API void ein_sgemm_split(int ta, int tb, int out_nm, int64_t m, int64_t n, int64_t k,
                             const float *a, int64_t lda, int64_t sa, int64_t ssa,
                             const float *b, int64_t ldb, int64_t sb, int64_t ssb,
                             float *c, int64_t ldc, int64_t sc, int64_t ssc,
-                            int64_t batch, int64_t split)
+                            int64_t batch, int64_t split, float alpha)
 {
     if (!out_nm)
         ein_gemm_split(ta, tb, m, n, k, a, lda, sa, ssa, b, ldb, sb, ssb, c, ldc, sc, ssc,
-                       batch, split);
+                       batch, split, alpha);
     else
         ein_gemm_split(!tb, !ta, n, m, k, b, ldb, sb, ssb, a, lda, sa, ssa, c, ldc, sc, ssc,
-                       batch, split);
+                       batch, split, alpha);
 }
 
 RT_API void ein_sgemm(int ta, int tb, int out_nm, int64_t m, int64_t n, int64_t k,
                       const float *a, int64_t lda, int64_t sa,
                       const float *b, int64_t ldb, int64_t sb,
-                      float *c, int64_t ldc, int64_t sc, int64_t batch)
+                      float *c, int64_t ldc, int64_t sc, int64_t batch, float alpha)
 {
     ein_sgemm_split(ta, tb, out_nm, m, n, k, a, lda, sa, 0, b, ldb, sb, 0, c, ldc, sc, 0,
-                    batch, 1);
+                    batch, 1, alpha);
 }
 
 /* y[n, f, ho, wo] = sum x[n, c, st*ho + dil*r - ph, st*wo + dil*s - pw] w[f, c, r, s]

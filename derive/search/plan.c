@@ -490,13 +490,15 @@ static bool lt_takes(const CostModel *cm, const PlanOp *op)
            m->stride_c >= 0 && m->off_a >= 0 && m->off_b >= 0 && m->split <= 1;
 }
 
-/* A CUDA cuBLAS GEMM whose epilogue may be its alpha: f32 throughout. */
+/* A GEMM whose epilogue may be its alpha: cuBLAS on CUDA, CBLAS on C
+ * (runtime/cblas.c), f32 throughout. */
 static bool scale_takes(const CostModel *cm, const PlanOp *op)
 {
     const OpMatch *m = &op->op;
-    return cm->target == TARGET_CUDA && op->impl == IMPL_CUBLAS_GEMM && op->epi.value &&
-           op->out->elem == ELEM_F32 && m->in[0]->elem == ELEM_F32 &&
-           m->in[1]->elem == ELEM_F32;
+    bool blas = cm->target == TARGET_CUDA ? op->impl == IMPL_CUBLAS_GEMM
+                                          : op->impl == IMPL_CBLAS_GEMM;
+    return blas && op->epi.value && op->out->elem == ELEM_F32 &&
+           m->in[0]->elem == ELEM_F32 && m->in[1]->elem == ELEM_F32;
 }
 
 void plan_price(IrCtx *cx, const CostModel *cm, PlanOp *op)
@@ -508,7 +510,7 @@ void plan_price(IrCtx *cx, const CostModel *cm, PlanOp *op)
     }
     if (!lt_takes(cm, op) ||
         !cost_lt_epilogue(cx, op->stage, op->epi.self, op->epi.value, &op->op, &op->lt)) {
-        /* a scale alone is any cuBLAS call's alpha */
+        /* a scale alone is any BLAS call's alpha */
         LibLt lt;
         bool scale = scale_takes(cm, op) &&
                      cost_lt_epilogue(cx, op->stage, op->epi.self, op->epi.value, &op->op,

@@ -5,7 +5,8 @@
  * rather than cblas_sgemm (m or n 1, both 1); and a batch of two levels
  * (ein_sgemm_split: batch and heads, A's and C's heads interleaved in
  * their rows, B's apart).  The output buffer starts as NaN: every element
- * of C is written, nothing in its padding. */
+ * of C is written, nothing in its padding.  Half the products are scaled
+ * (alpha: an epilogue that is a scale alone). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,21 +16,21 @@
 
 void ein_sgemm(int ta, int tb, int out_nm, int64_t m, int64_t n, int64_t k,
                const float *a, int64_t lda, int64_t sa, const float *b, int64_t ldb, int64_t sb,
-               float *c, int64_t ldc, int64_t sc, int64_t batch);
+               float *c, int64_t ldc, int64_t sc, int64_t batch, float alpha);
 
 void ein_sgemm_split(int ta, int tb, int out_nm, int64_t m, int64_t n, int64_t k,
                      const float *a, int64_t lda, int64_t sa, int64_t ssa,
                      const float *b, int64_t ldb, int64_t sb, int64_t ssb,
                      float *c, int64_t ldc, int64_t sc, int64_t ssc,
-                     int64_t batch, int64_t split);
+                     int64_t batch, int64_t split, float alpha);
 
 static int failures, cases;
 
-/* The largest relative error so far, err, or that of one matrix C = A B
- * (out_nm: C stored [n][m]) against a sum in double. */
+/* The largest relative error so far, err, or that of one matrix C =
+ * alpha A B (out_nm: C stored [n][m]) against a sum in double. */
 static double matrix_err(double err, int ta, int tb, int out_nm, int64_t m, int64_t n,
                          int64_t k, const float *aq, int64_t lda, const float *bq,
-                         int64_t ldb, const float *cq, int64_t ldc)
+                         int64_t ldb, const float *cq, int64_t ldc, float alpha)
 {
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {
@@ -37,6 +38,7 @@ static double matrix_err(double err, int ta, int tb, int out_nm, int64_t m, int6
             for (int64_t l = 0; l < k; l++)
                 s += (double)(ta ? aq[l * lda + i] : aq[i * lda + l]) *
                      (double)(tb ? bq[j * ldb + l] : bq[l * ldb + j]);
+            s *= alpha;
             float got = out_nm ? cq[j * ldc + i] : cq[i * ldc + j];
             double e = fabs((double)got - s) / (1.0 + fabs(s));
             if (!(e <= err))
@@ -60,12 +62,12 @@ static void check_split(int ta, int tb, int out_nm, int64_t m, int64_t n, int64_
     for (int64_t i = 0; i < O * sc; i++)
         c[i] = NAN;
     ein_sgemm_split(ta, tb, out_nm, m, n, k, a, lda, sa, ssa, b, ldb, sb, ssb, c, ldc, sc, ssc,
-                    O * H, H);
+                    O * H, H, 0.125f);
     double err = 0;
     for (int64_t o = 0; o < O; o++)
         for (int64_t h = 0; h < H; h++)
             err = matrix_err(err, ta, tb, out_nm, m, n, k, a + o * sa + h * ssa, lda,
-                             b + o * sb + h * ssb, ldb, c + o * sc + h * ssc, ldc);
+                             b + o * sb + h * ssb, ldb, c + o * sc + h * ssc, ldc, 0.125f);
     cases++;
     if (err > 1e-5) {
         failures++;
@@ -91,13 +93,14 @@ static void check(int ta, int tb, int out_nm, int64_t m, int64_t n, int64_t k, i
     float *c = malloc(nc * sizeof *c);
     for (size_t i = 0; i < nc; i++)
         c[i] = NAN;
-    ein_sgemm(ta, tb, out_nm, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc, batch);
+    float alpha = pad ? -0.25f : 1.0f;     /* an epilogue's scale, or none */
+    ein_sgemm(ta, tb, out_nm, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc, batch, alpha);
     double err = 0;
     int bad_pad = 0;
     for (int64_t q = 0; q < batch; q++) {
         const float *cq = c + q * sc;
         err = matrix_err(err, ta, tb, out_nm, m, n, k, a + q * sa, lda, b + q * sb, ldb, cq,
-                         ldc);
+                         ldc, alpha);
         /* the padding of each row of C and the gap to the next matrix */
         int64_t rowsc = out_nm ? n : m, colsc = out_nm ? m : n;
         for (int64_t r = 0; r < rowsc; r++)
