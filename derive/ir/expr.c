@@ -579,20 +579,30 @@ void ir_expr_visit(const IExpr *e, IrExprVisit fn, void *arg)
 
 typedef struct Finds {
     const IrTensor *t;
-    bool found;
+    bool found, deep;               /* deep: into nested stages too */
 } Finds;
 
 static bool find_visit(void *arg, const IExpr *e)
 {
     Finds *f = arg;
+    const Stage *s = f->deep ? ir_expr_stage(e) : NULL;
     if (e->kind == IE_ACCESS && e->access.tensor == f->t)
         f->found = true;
+    for (int i = 0; s && !f->found && i <= s->nguards; i++)
+        ir_expr_visit(i < s->nguards ? s->guards[i] : s->body, find_visit, f);
     return !f->found;
 }
 
 bool ir_expr_reads(const IExpr *e, const IrTensor *t)
 {
-    Finds f = {t, false};
+    Finds f = {t, false, false};
+    ir_expr_visit(e, find_visit, &f);
+    return f.found;
+}
+
+bool ir_expr_reads_deep(const IExpr *e, const IrTensor *t)
+{
+    Finds f = {t, false, true};
     ir_expr_visit(e, find_visit, &f);
     return f.found;
 }

@@ -326,6 +326,8 @@ const Ix *ix_simplify(IrCtx *cx, const Ix *a, const int64_t *range_lo,
  * changes. */
 const IExpr *ir_expr_fold(IrCtx *cx, const IExpr *e, const int64_t *range_lo,
                           const int64_t *range_hi);
+/* ir_expr_reads, inside the stages nested in e too. */
+bool ir_expr_reads_deep(const IExpr *e, const IrTensor *t);
 /* ir_subst on a stage (its free variables; a bound `var` is left alone). */
 const Stage *ir_stage_subst(IrCtx *cx, const Stage *s, int var, const Ix *by);
 /* A copy of the closed stage s in which every bound variable (s's and

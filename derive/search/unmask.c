@@ -153,30 +153,6 @@ static bool read_ok(Unmask *u, const Reader *rd, const IExpr *acc, const Conds *
     return rest.len == 0 || dead_where_not(u, rd->r, rd->rs, &rest, rd->depth + 1);
 }
 
-/* Does e read t anywhere, nested stages included? */
-typedef struct Find {
-    const IrTensor *t;
-    bool found;
-} Find;
-
-static bool find_visit(void *arg, const IExpr *e)
-{
-    Find *f = arg;
-    const Stage *s = ir_expr_stage(e);
-    if (e->kind == IE_ACCESS && e->access.tensor == f->t)
-        f->found = true;
-    for (int i = 0; s && !f->found && i <= s->nguards; i++)
-        ir_expr_visit(i < s->nguards ? s->guards[i] : s->body, find_visit, f);
-    return !f->found;
-}
-
-static bool reads_deep(const IExpr *e, const IrTensor *t)
-{
-    Find f = {t, false};
-    ir_expr_visit(e, find_visit, &f);
-    return f.found;
-}
-
 /* Every read of t in e, under the conditions k (k->data[0 .. k->len) on
  * entry, restored on return). */
 static bool reads_ok(Unmask *u, const Reader *rd, const IExpr *e, Conds *k)
@@ -184,7 +160,7 @@ static bool reads_ok(Unmask *u, const Reader *rd, const IExpr *e, Conds *k)
     if (e->kind == IE_ACCESS && e->access.tensor == rd->t)
         return read_ok(u, rd, e, k);
     if (ir_expr_stage(e))           /* a nested stage's reads are not followed */
-        return !reads_deep(e, rd->t);
+        return !ir_expr_reads_deep(e, rd->t);
     const IExpr *kids[IR_MAX_CHILDREN];
     int n = ir_expr_children(e, kids);
     if (e->kind == IE_CALL && e->call.fn == FN_SELECT && n == 3) {
@@ -220,7 +196,7 @@ static bool dead_where_not(Unmask *u, const IrTensor *t, const Stage *ts, const 
         Reader rd = {t, ts, c, r, rs, depth};
         Conds k = {0};
         for (int g = 0; g < rs->nguards; g++) {
-            if (reads_deep(rs->guards[g], t))
+            if (ir_expr_reads_deep(rs->guards[g], t))
                 return false;
             conjuncts(u->a, rs->guards[g], &k);
         }
@@ -282,7 +258,7 @@ static bool check(IrCtx *cx, const IrProgram *p, const Stage **old, const bool *
             if (down[j]) {
                 const Stage *s = t->stage;
                 for (int g = 0; g <= s->nguards && !down[i]; g++)
-                    down[i] = reads_deep(g < s->nguards ? s->guards[g] : s->body,
+                    down[i] = ir_expr_reads_deep(g < s->nguards ? s->guards[g] : s->body,
                                          p->tensors[j]);
             }
     }

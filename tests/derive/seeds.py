@@ -1,10 +1,14 @@
 """seeds.py - what the random tests of tests/derive share
-(handoff/chains.py, views/products.py): the einc to run (EINC), numpy and
-the safetensors reader, a generated C program built by the command on
-its first line and run, and the loop over the seeds.
+(handoff/chains.py, views/products.py, unmask/masks.py): the einc to run
+(EINC), numpy and the safetensors reader, a generated C program built by
+the command on its first line and run, the comparison of its outputs with
+numpy's, and the loop over the seeds.
 
   build_run(folder, name, args)  builds NAME.c in folder, runs ./NAME args;
                                  None, or what failed
+  compare(got, want)             each output of want (numpy, float64) against
+                                 got's: max |a - b| / max |b| < 1e-5; None,
+                                 or what differs
   main(run, each, total)         seeds argv[1]..argv[2]-1: run(seed, work)
                                  gives (error or None, a count); prints a
                                  line per seed ("N each") and the sums
@@ -35,6 +39,19 @@ def build_run(folder, name, args):
         if p.returncode != 0:
             return f"{line}: {p.stderr.strip()[-300:]}"
     return None
+
+
+def compare(got, want):
+    bad = []
+    for k, b in want.items():
+        a = got[k].astype(np.float64)
+        if a.shape != b.shape:
+            bad.append(f"{k}: shape {a.shape}, want {b.shape}")
+            continue
+        err = np.abs(a - b).max() / max(np.abs(b).max(), 1e-30)
+        if not err < 1e-5:
+            bad.append(f"{k}: rel err {err:.3g}")
+    return "; ".join(bad) if bad else None
 
 
 def main(run, each, total):

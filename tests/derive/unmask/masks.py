@@ -142,16 +142,7 @@ def run(seed, work):
         return err, dropped
     got = safetensors.load(os.path.join(d, "out.st"))
     want = reference(x.astype(np.float64), y.astype(np.float64), n, mask, body, chain, readers)
-    bad = []
-    for k, b in want.items():
-        a = got[k].astype(np.float64)
-        if a.shape != b.shape:
-            bad.append(f"{k}: shape {a.shape}, want {b.shape}")
-            continue
-        e = np.abs(a - b).max() / max(np.abs(b).max(), 1e-30)
-        if not e < 1e-5:
-            bad.append(f"{k}: rel err {e:.3g}")
-    return ("; ".join(bad) if bad else None), dropped
+    return seeds.compare(got, want), dropped
 
 
 sys.exit(seeds.main(run, "masks dropped", "masks dropped"))

@@ -123,16 +123,7 @@ def run(seed, work):
     got = safetensors.load(os.path.join(d, "out.st"))
     want = reference(x.astype(np.float64), y.astype(np.float64), sizes, xop, yop, lo, scale,
                      outs)
-    bad = []
-    for k, b in want.items():
-        a = got[k].astype(np.float64)
-        if a.shape != b.shape:
-            bad.append(f"{k}: shape {a.shape}, want {b.shape}")
-            continue
-        err = np.abs(a - b).max() / max(np.abs(b).max(), 1e-30)
-        if not err < 1e-5:
-            bad.append(f"{k}: rel err {err:.3g}")
-    return ("; ".join(bad) if bad else None), split
+    return seeds.compare(got, want), split
 
 
 sys.exit(seeds.main(run, "two-level", "products of two-level batches"))
