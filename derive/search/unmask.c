@@ -19,7 +19,8 @@
  * branch), and the variable ranges; for a reader that is a map and not an
  * output, also any condition on its loops that its own reads all meet
  * (recursively, a few readers deep).  A library operator computes the
- * whole of its sums, so only its guards on loop variables count.  The
+ * whole of its sums, so only its guards on loop variables count (not the
+ * selects it reads through).  The
  * conditions are integer comparisons (x >= 0, x == 0) whose terms are
  * plain variables, each a plain subscript of the read; anything else
  * keeps the mask.  Runs first among the passes after the search, on the
@@ -82,6 +83,8 @@ static bool implied(Unmask *u, const Conds *k, const Cond *c)
         const Cond *q = &k->data[i];
         /* c.ix - q.ix and c.ix + q.ix: constants that make c follow */
         const Ix *diff = ix_sub(u->cx, c->ix, q->ix), *sum = ix_add(u->cx, c->ix, q->ix);
+        if (ir_ctx_overflowed(u->cx))
+            return false;           /* the two are then meaningless */
         if (c->op == OP_GE) {
             if (ix_is_const(diff, &d) && d >= 0)
                 return true;
@@ -122,6 +125,7 @@ typedef struct Reader {
     const Conds *c;                 /* to hold at every read */
     const IrTensor *r;              /* the reader */
     const Stage *rs;                /* its stage (or the one its epilogue runs over) */
+    bool lib;                       /* a library's: it reads through selects too */
     int depth;
 } Reader;
 
@@ -167,7 +171,8 @@ static bool reads_ok(Unmask *u, const Reader *rd, const IExpr *e, Conds *k)
         int len = k->len;
         if (!reads_ok(u, rd, kids[0], k) || !reads_ok(u, rd, kids[2], k))
             return false;
-        conjuncts(u->a, kids[0], k);
+        if (!rd->lib)
+            conjuncts(u->a, kids[0], k);
         bool ok = reads_ok(u, rd, kids[1], k);
         k->len = len;
         return ok;
@@ -193,14 +198,14 @@ static bool dead_where_not(Unmask *u, const IrTensor *t, const Stage *ts, const 
         if (r->kind != IT_STAGE || r == t)
             continue;
         const Stage *rs = r->stage;
-        Reader rd = {t, ts, c, r, rs, depth};
+        Reader rd = {t, ts, c, r, rs, op->impl != IMPL_KERNEL, depth};
         Conds k = {0};
         for (int g = 0; g < rs->nguards; g++) {
             if (ir_expr_reads_deep(rs->guards[g], t))
                 return false;
             conjuncts(u->a, rs->guards[g], &k);
         }
-        if (op->impl != IMPL_KERNEL) {      /* a library sums every term */
+        if (rd.lib) {                       /* a library sums every term */
             int m = 0;
             for (int j = 0; j < k.len; j++)
                 if (!uses_any(k.data[j].ix, rs->sums, rs->nsums))
