@@ -16,15 +16,14 @@
  *
  * A read counts under the conditions that hold where it is made: its
  * reader's guards, the conditions of the selects it sits in (their true
- * branch), and the variable ranges; for a reader that is a map and not an
- * output, also any condition on its loops that its own reads all meet
+ * branch), and the variable ranges; for a reader that is not an output,
+ * also any condition on its loops that its own reads all meet
  * (recursively, a few readers deep).  A library operator computes the
  * whole of its sums, so only its guards on loop variables count (not the
- * selects it reads through).  The
- * conditions are integer comparisons (x >= 0, x == 0) whose terms are
- * plain variables, each a plain subscript of the read; anything else
- * keeps the mask.  Runs first among the passes after the search, on the
- * plan's program. */
+ * selects it reads through).  The conditions are integer comparisons
+ * (x >= 0, x == 0) whose terms are plain variables, each a plain
+ * subscript of the read; anything else keeps the mask.  Runs first among
+ * the passes after the search, on the plan's program. */
 #include "config.h"
 #include "derive.h"
 
