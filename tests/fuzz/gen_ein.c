@@ -751,12 +751,33 @@ static void stmt_pool(G *g)
             x->name, (long long)9);
 }
 
-/* A row softmax: max, exp, sum, divide. */
+/* A row softmax: max, exp, sum, divide.  Or a causal one (GPT-2's):
+ * the scores masked to j <= i + a, the rows' max, sum and quotient taken
+ * where j <= i + b, so that the mask is one no reader sees where b <= a
+ * (derive/search/unmask.c drops it) and is read on a diagonal where not. */
 static void stmt_softmax(G *g)
 {
     int64_t m = small_or(g, 4, 64), n = small_or(g, 6, 256);
     int64_t xd[2] = {m, n}, rd[1] = {m};
     Ten *x = declare(g, xd, 2, false);
+    if (chance(&g->r, 40)) {
+        int a = (int)pick(&g->r, 3) - 1, b = (int)pick(&g->r, 3) - 1;
+        Ten *s = define(g, xd, 2);
+        put(&g->body, "%s[i, j] : ", s->name);
+        put_shape(g, &g->body, xd, 2);
+        put(&g->body, " = %s[i, j] / 2 where j <= i + %d\n", x->name, a);
+        x = s;
+        char w[32];
+        snprintf(w, sizeof w, " where j <= i + %d", b);
+        Ten *mx = define(g, rd, 1), *e = define(g, xd, 2), *sm = define(g, rd, 1),
+            *y = define(g, xd, 2);
+        put(&g->body, "%s[i] max= %s[i, j]%s\n", mx->name, x->name, w);
+        put(&g->body, "%s[i, j] = exp(%s[i, j] - %s[i])\n", e->name, x->name, mx->name);
+        put(&g->body, "%s[i] += %s[i, j]%s\n", sm->name, e->name, w);
+        put(&g->body, "%s[i, j] = select(j <= i + %d, %s[i, j] / %s[i], 0)\n", y->name, b,
+            e->name, sm->name);
+        return;
+    }
     Ten *mx = define(g, rd, 1), *e = define(g, xd, 2), *sm = define(g, rd, 1),
         *y = define(g, xd, 2);
     put(&g->body, "%s[i] max= %s[i, j]\n", mx->name, x->name);
