@@ -475,6 +475,23 @@ static void json_candidate(const Derived *d, int j, FILE *fp)
     fputs("]}", fp);
 }
 
+/* The plan as it runs, after fusion and the passes: what --emit=plan
+ * shows, an operator per tensor. */
+static void json_plan(const Plan *pl, Precision prec, FILE *fp)
+{
+    fprintf(fp, "\"plan\": {\"cost_us\": %.3f, \"ops\": [", pl->cost * 1e6);
+    bool first = true;
+    for (int i = 0; i < pl->prog->ntensors; i++) {
+        const IrTensor *t = pl->prog->tensors[i];
+        if (t->kind != IT_STAGE)
+            continue;
+        fputs(first ? "\n      " : ",\n      ", fp);
+        plan_print_json_op(&pl->ops[t->id], prec, fp);
+        first = false;
+    }
+    fputs("]}", fp);
+}
+
 void derive_print_json(const IrCtx *cx, const Derived *d, FILE *fp)
 {
     (void)cx;
@@ -489,7 +506,9 @@ void derive_print_json(const IrCtx *cx, const Derived *d, FILE *fp)
         fputs(i ? ", " : "", fp);
         plan_json_string(d->plan->unmasked[i]->name, fp);
     }
-    fputs("], \"chosen\": 0, \"candidates\": [\n", fp);
+    fputs("],\n  ", fp);
+    json_plan(d->plan, d->precision, fp);
+    fputs(",\n  \"chosen\": 0, \"candidates\": [\n", fp);
     for (int j = 0; j < n; j++) {
         fputs(j ? ",\n" : "", fp);
         json_candidate(d, j, fp);

@@ -1272,9 +1272,12 @@ void plan_print_json_op(const PlanOp *o, Precision prec, FILE *fp)
     if (o->rows && o->rows->threads > 1)
         fprintf(fp, ", \"row_threads\": %d", o->rows->threads);
     /* what runs each time: its launches (a library call's pass counts
-     * one more) and the bytes its generated code moves */
+     * one more, and so does the kernel that writes the pointers of a
+     * cuBLAS product of a two-level batch) and the bytes its generated
+     * code moves */
     fprintf(fp, ", \"launches\": %d, \"kernel_bytes\": %.0f",
-            !plan_runs(o) ? 0 : 1 + (o->impl != IMPL_KERNEL && plan_epilogue_pass(o)),
+            !plan_runs(o) ? 0 : 1 + (o->impl != IMPL_KERNEL && plan_epilogue_pass(o)) +
+                                    (o->impl == IMPL_CUBLAS_GEMM && o->op.split > 1),
             plan_kernel_bytes(o));
     if (o->engine >= 0)
         fprintf(fp, ", \"engine\": %" PRId64, o->engine);

@@ -10,9 +10,12 @@ estimate, at B=1 and B=16.
 
 With --base, the same columns from another einc (an older build: "before")
 side by side.  Both read `--emit=plan-json`'s "launches" and
-"kernel_bytes" of the chosen candidate; an einc without those fields is
-counted from the plan's operators (a library call with an epilogue and
-no post-ops: one more launch) and shows no bytes.  Prints Markdown."""
+"kernel_bytes" of the plan as it runs ("plan"); an einc without it, those
+of the chosen candidate, whose searched tensors are the search's pieces
+before fusion, epilogues and row groups (so its counts are too high
+where those passes merged operators); an einc without those fields is
+counted from the operators (a library call with an epilogue and no
+post-ops: one more launch) and shows no bytes.  Prints Markdown."""
 import json
 import os
 import subprocess
@@ -28,7 +31,9 @@ def plan(einc, ein, b):
         args[1:1] = ["-D", "B=%d" % b]
     out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
     doc = json.loads(out)
-    cand = doc["candidates"][doc["chosen"]]
+    # the plan as it runs; an older einc: the chosen candidate, whose
+    # searched tensors are the search's pieces before fusion and the passes
+    cand = doc.get("plan") or doc["candidates"][doc["chosen"]]
     ops = [o for o in cand["ops"] if not o["at_load"]]
     launches, nbytes, known = 0, 0.0, True
     for o in ops:
