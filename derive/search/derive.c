@@ -583,6 +583,9 @@ void derive_explain(const IrCtx *cx, const Derived *d, FILE *fp)
             fputc('\n', fp);
         }
     }
+    for (int i = 0; i < d->plan->nunmasked; i++)
+        fprintf(fp, "%s: mask dropped after the search: no reader sees it\n",
+                d->plan->unmasked[i]->name);
 }
 
 /* Text in a DOT string: quotes and backslashes escaped, line breaks and
