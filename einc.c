@@ -123,6 +123,8 @@ static void usage(FILE *fp)
 "      --search-depth=N   depth of the explicit search phase (default 1)\n"
 "      --search-budget=MS stop deriving (search and fusion) once the compile\n"
 "                        has used MS ms of CPU time (default 60000)\n"
+"  -j N, --jobs=N      search with N threads (default: one per processor);\n"
+"                        the output is the same whatever N\n"
 "      --device=NAME   cost model of h200, a100, v100 or cpu (default: cpu\n"
 "                        for C output, h200 for the rest)\n"
 "      --precision=P   arithmetic of GEMMs and convolutions: fp32 (the\n"
@@ -253,6 +255,7 @@ static const struct { const char *name; int has_arg; int id; } long_opts[] = {
     {"max-errors", 1, 'x'}, {"help", 0, 'h'}, {"version", 0, 'V'},
     {"output", 1, 'o'}, {"define", 1, 'D'}, {"include", 1, 'I'},
     {"explain", 0, 'X'}, {"search-depth", 1, 'S'}, {"search-budget", 1, 'B'},
+    {"jobs", 1, 'j'},
     {"device", 1, 'E'}, {"verify", 2, 'v'}, {"precision", 1, 'P'},
     {"tune-db", 1, 'T'}, {"from", 1, 'F'}, {"shared", 0, 'L'}, {"bind", 1, 'Y'}, {"weights-out", 1, 'U'},
     {"dnnl", 0, 'N'}, {"no-dnnl", 0, 'n'}, {"sleef", 0, 'Q'}, {"no-sleef", 0, 'q'},
@@ -324,6 +327,7 @@ static void handle(Options *o, int id, const char *val, const char *spelled)
         break;
     case 'S': o->derive.search.depth = (int)number(val, 0, 12, "--search-depth"); break;
     case 'B': o->derive.search.budget_ms = (double)number(val, 1, 86400000, "--search-budget"); break;
+    case 'j': o->derive.jobs = (int)number(val, 1, 1024, "--jobs"); break;
     case 'E':
         if (!(o->derive.search.dev = cost_device(val)))
             usage_error("unknown device '%s' (h200, a100, v100, cpu)", val);
@@ -408,7 +412,7 @@ static void parse_args(Options *o, int argc, char **argv)
             set_warning("no-all");
             continue;
         }
-        if (strchr("oDIW", a[1])) {
+        if (strchr("oDIWj", a[1])) {
             const char *val = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
             if (!val)
                 usage_error("option '%s' requires an argument", a);

@@ -453,8 +453,10 @@ const Stage *ir_expr_stage(const IExpr *e)
     return e->kind == IE_ACCESS ? e->access.stage : NULL;
 }
 
-const IExpr *ir_expr_rebuild(IrCtx *cx, const IExpr *e, const IExpr *const *kids,
-                             const Ix *const *ixs, const Stage *stage)
+/* ir_expr_rebuild; with `fresh`, a new node in cx even where every part
+ * is e's own (ir_expr_clone). */
+static const IExpr *rebuild(IrCtx *cx, const IExpr *e, const IExpr *const *kids,
+                            const Ix *const *ixs, const Stage *stage, bool fresh)
 {
     const IExpr *old[IR_MAX_CHILDREN];
     const Ix *const *oldx;
@@ -464,7 +466,7 @@ const IExpr *ir_expr_rebuild(IrCtx *cx, const IExpr *e, const IExpr *const *kids
         same &= kids[i] == old[i];
     for (int i = 0; ixs && i < nx; i++)
         same &= ixs[i] == oldx[i];
-    if (same)
+    if (same && !fresh)
         return e;
     if (!kids)
         kids = old;
@@ -472,7 +474,7 @@ const IExpr *ir_expr_rebuild(IrCtx *cx, const IExpr *e, const IExpr *const *kids
         ixs = oldx;
     switch (e->kind) {
     case IE_CONST:
-        return e;
+        return fresh ? ir_const(cx, e->value) : e;
     case IE_INDEX:
         return ir_index(cx, ixs[0]);
     case IE_ICMP:
@@ -494,6 +496,18 @@ const IExpr *ir_expr_rebuild(IrCtx *cx, const IExpr *e, const IExpr *const *kids
         return ir_binary(cx, e->kind, kids[0], kids[1]);
     }
     ICE("ir_expr_rebuild: kind %d", (int)e->kind);
+}
+
+const IExpr *ir_expr_rebuild(IrCtx *cx, const IExpr *e, const IExpr *const *kids,
+                             const Ix *const *ixs, const Stage *stage)
+{
+    return rebuild(cx, e, kids, ixs, stage, false);
+}
+
+const IExpr *ir_expr_clone(IrCtx *cx, const IExpr *e, const IExpr *const *kids,
+                           const Ix *const *ixs, const Stage *stage)
+{
+    return rebuild(cx, e, kids, ixs, stage, true);
 }
 
 const IExpr *ir_expr_map_children(IrCtx *cx, const IExpr *e, IrExprMap fn, IrIxMap ix_fn,

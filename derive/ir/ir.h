@@ -242,6 +242,11 @@ const Stage *ir_expr_stage(const IExpr *e);
  * the same pointer as e's. */
 const IExpr *ir_expr_rebuild(IrCtx *cx, const IExpr *e, const IExpr *const *kids,
                              const Ix *const *ixs, const Stage *stage);
+/* The same, but a node made in cx even where the parts are e's own (a
+ * constant): what a copy from another context (a fork) needs.  (A
+ * constructor may still give one of the parts, folding.) */
+const IExpr *ir_expr_clone(IrCtx *cx, const IExpr *e, const IExpr *const *kids,
+                           const Ix *const *ixs, const Stage *stage);
 /* e rebuilt with each child c replaced by fn(arg, c) and, where ix_fn is
  * given, each index expression x by ix_fn(arg, x) (a nested stage is
  * kept); e itself when nothing changed. */
@@ -313,6 +318,12 @@ typedef struct IrMark {
 } IrMark;
 IrMark ir_ctx_mark(IrCtx *cx);
 void ir_ctx_release(IrCtx *cx, IrMark m);
+/* A context in `arena` that knows cx's variables (the same ids, names and
+ * ranges) and its nodes, and makes its own after them: a search in a
+ * thread of its own works in one (derive.c), then its result is copied
+ * back into cx (ir_stage_copy).  cx must not change while a fork reads
+ * it; nodes made in the fork are freed with its arena. */
+IrCtx *ir_ctx_fork(const IrCtx *cx, Arena *arena);
 /* Whether an index coefficient overflowed int64 since the last call (the
  * result of that constructor is then meaningless); clears the flag. */
 bool ir_ctx_overflowed(IrCtx *cx);
@@ -334,7 +345,8 @@ const Stage *ir_stage_subst(IrCtx *cx, const Stage *s, int var, const Ix *by);
  * those of the stages nested in it) is a new one of the same name and
  * range, and every read of from[i] reads to[i] (n pairs): the same
  * computation for another statement of its form.  NULL if s reads a
- * tensor that is none of from[]. */
+ * tensor that is none of from[].  Every node of the copy is made in cx,
+ * so s may be another context's (a fork's). */
 const Stage *ir_stage_copy(IrCtx *cx, const Stage *s, const IrTensor *const *from,
                            const IrTensor *const *to, int n);
 /* The distinct tensors s reads (in nested stages and gathers too), in the

@@ -105,6 +105,19 @@ IrCtx *ir_ctx_new(Arena *arena)
     return cx;
 }
 
+IrCtx *ir_ctx_fork(const IrCtx *cx, Arena *arena)
+{
+    IrCtx *f = arena_alloc(arena, sizeof *f);
+    f->arena = arena;
+    memcpy(f->small, cx->small, sizeof f->small);
+    f->vars.len = f->vars.cap = cx->vars.len;
+    f->var_ix.len = f->var_ix.cap = cx->var_ix.len;
+    f->vars.data = arena_dup(arena, cx->vars.data, (size_t)cx->vars.len * sizeof *f->vars.data);
+    f->var_ix.data = arena_dup(arena, cx->var_ix.data,
+                               (size_t)cx->var_ix.len * sizeof *f->var_ix.data);
+    return f;
+}
+
 Arena *ir_arena(IrCtx *cx)
 {
     return cx->arena;

@@ -255,8 +255,8 @@ static const IExpr *copy_expr(Copy *c, const IExpr *e)
         r = ir_access_tensor(c->cx, copy_tensor(c, e->access.tensor), nix, nx);
     else if (e->kind == IE_ACCESS)
         r = ir_access_stage(c->cx, copy_stage(c, e->access.stage), nix, nx);
-    else
-        r = ir_expr_rebuild(c->cx, e, kids, nix, NULL);
+    else                            /* every node in cx: s may be a fork's */
+        r = ir_expr_clone(c->cx, e, kids, nix, NULL);
     if (nix != small)
         free(nix);
     return r;

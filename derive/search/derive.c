@@ -4,8 +4,10 @@
 #include "derive.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Expressions worth a search: reductions.  Maps cannot become library
  * operators; they run as generated kernels. */
@@ -28,6 +30,79 @@ static bool rerank_on(void)
 {
     const char *v = getenv("EINC_RERANK");
     return !v || strcmp(v, "0") != 0;
+}
+
+/* ---- searches in threads -----------------------------------------------------
+ * The first reduction of each form is searched in a context of its own, a
+ * fork of the program's (ir_ctx_fork) made before any search, by one of
+ * the worker threads; then, in program order, each result is adopted into
+ * the program's context (search_adopt) and the others of its form reuse
+ * it.  Every search starts from the same context and is adopted in the
+ * same order whatever the number of threads, so the plan and the output
+ * do not depend on it. */
+
+typedef struct Job {
+    const IrCtx *base;              /* what each search's context is a fork of */
+    const IrTensor *t;
+    const SearchOptions *so;
+    int first_id;                   /* of the fork's intermediates */
+    Arena *arena;                   /* the fork's, freed once adopted */
+    SearchResult res;
+} Job;
+
+typedef struct Pool {
+    Job *jobs;
+    int n, next;                    /* jobs taken so far */
+    pthread_mutex_t lock;
+} Pool;
+
+static void run_job(Job *j)
+{
+    j->arena = arena_new();
+    RuleCtx *rc = rule_ctx_new(ir_ctx_fork(j->base, j->arena));
+    int next_id = j->first_id;
+    search_tensor(rc, j->t, j->so, &next_id, &j->res);
+    rule_ctx_free(rc);
+}
+
+static void *worker(void *arg)
+{
+    Pool *p = arg;
+    for (;;) {
+        pthread_mutex_lock(&p->lock);
+        int k = p->next++;
+        pthread_mutex_unlock(&p->lock);
+        if (k >= p->n)
+            return NULL;
+        run_job(&p->jobs[k]);
+    }
+}
+
+/* Runs the n jobs on `threads` threads (0: one per processor online),
+ * the calling one among them. */
+static void run_jobs(Job *jobs, int n, int threads)
+{
+    if (threads <= 0) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = cpus > 0 ? (int)(cpus < 64 ? cpus : 64) : 1;
+    }
+    if (threads > n)
+        threads = n;
+    Pool p;
+    p.jobs = jobs;
+    p.n = n;
+    p.next = 0;
+    pthread_mutex_init(&p.lock, NULL);
+    pthread_t *tid = xmalloc((size_t)(threads + 1) * sizeof *tid);
+    int started = 0;
+    for (int i = 1; i < threads; i++)
+        if (pthread_create(&tid[started], NULL, worker, &p) == 0)
+            started++;              /* where one cannot start, fewer do it all */
+    worker(&p);
+    for (int i = 0; i < started; i++)
+        pthread_join(tid[i], NULL);
+    pthread_mutex_destroy(&p.lock);
+    free(tid);
 }
 
 /* A tensor of the program as the plan will hold it: a plain operator
@@ -240,20 +315,45 @@ Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o)
         dv->original = t->stage;
         dv->form = ir_fingerprint_form(t->stage);
         dv->from = -1;
-        for (int k = 0; reuse && k < d->nds - 1 && dv->from < 0; k++) {
-            const Derivation *e = &d->ds[k];
-            if (e->from < 0 && e->form == dv->form
-                && search_reuse(rc, t, e->tensor, e->original, &e->res, &so, &next_id,
-                                &dv->res))
-                dv->from = k;
-        }
-        if (dv->from < 0) {
-            search_tensor(rc, t, &so, &next_id, &dv->res);
-            d->states += dv->res.nodes.len;
-        }
-        d->ms += dv->res.ms;
         vec_push(a, &items, ((Item){t, d->nds - 1, {0}}));
     }
+    /* the first of each form searched in the threads */
+    Job *jobs = xcalloc((size_t)d->nds + 1, sizeof *jobs);
+    int *job_of = xmalloc((size_t)(d->nds + 1) * sizeof *job_of), njobs = 0;
+    for (int k = 0; k < d->nds; k++) {
+        bool first = true;
+        for (int e = 0; reuse && e < k && first; e++)
+            first = d->ds[e].form != d->ds[k].form;
+        job_of[k] = first ? njobs : -1;
+        if (first)
+            jobs[njobs++] = (Job){.base = cx, .t = d->ds[k].tensor, .so = &so,
+                                  .first_id = next_id};
+    }
+    run_jobs(jobs, njobs, o->jobs);
+    for (int k = 0; k < d->nds; k++) {
+        Derivation *dv = &d->ds[k];
+        const IrTensor *t = dv->tensor;
+        for (int e = 0; job_of[k] < 0 && e < k && dv->from < 0; e++) {
+            const Derivation *f = &d->ds[e];
+            if (f->from < 0 && f->form == dv->form
+                && search_reuse(rc, t, f->tensor, f->original, &f->res, &so, &next_id,
+                                &dv->res))
+                dv->from = e;
+        }
+        if (dv->from < 0) {
+            Job *j = job_of[k] >= 0 ? &jobs[job_of[k]] : NULL;
+            if (!j || !search_adopt(rc, t, &j->res, &so, &next_id, &dv->res))
+                search_tensor(rc, t, &so, &next_id, &dv->res);
+            else
+                dv->res.ms = j->res.ms;     /* the search's, not the copy's */
+            d->states += dv->res.nodes.len;
+        }
+        if (job_of[k] >= 0)
+            arena_free(jobs[job_of[k]].arena);
+        d->ms += dv->res.ms;
+    }
+    free(jobs);
+    free(job_of);
     rule_ctx_free(rc);
 
     int *choice = arena_alloc(a, (size_t)(d->nds + 1) * sizeof *choice);

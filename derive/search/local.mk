@@ -13,11 +13,12 @@ derive_libderive_a_SOURCES += derive/search/plan.h derive/search/plan.c \
 TESTS += tests/derive/showcase.test tests/derive/verify.test tests/derive/scale.test \
 	tests/derive/limits.test tests/derive/factor.test tests/derive/views.test \
 	tests/derive/epilogue.test tests/derive/rows.test tests/derive/reuse.test \
-	tests/derive/rerank.test tests/derive/handoff.test tests/derive/unmask.test
+	tests/derive/rerank.test tests/derive/handoff.test tests/derive/unmask.test \
+	tests/derive/jobs.test
 EXTRA_DIST += tests/derive/showcase.test tests/derive/verify.test tests/derive/scale.test \
 	tests/derive/limits.test tests/derive/factor.test tests/derive/views.test \
 	tests/derive/rows.test tests/derive/showcase tests/derive/factor tests/derive/views tests/derive/epilogue.test \
 	tests/derive/epilogue tests/derive/reuse.test tests/derive/reuse tests/derive/rerank.test \
 	tests/derive/handoff.test tests/derive/handoff tests/derive/seeds.py \
-	tests/derive/unmask.test tests/derive/unmask \
+	tests/derive/unmask.test tests/derive/unmask tests/derive/jobs.test \
 	tests/bench/search.sh tests/bench/README.md

@@ -504,32 +504,24 @@ static bool pair_reads(IrCtx *cx, const Stage *from_stage, uint64_t want,
 /* Pairings tried at most: n! for the n tensors an expression reads. */
 #define MAX_PAIRED 5
 
-bool search_reuse(RuleCtx *rc, const IrTensor *result, const IrTensor *from,
-                  const Stage *from_stage, const SearchResult *done,
-                  const SearchOptions *opt, int *next_id, SearchResult *out)
+/* done's states copied into rc's context with each read of was[i] reading
+ * to[i] (n pairs), and its candidates instantiated again for result and
+ * priced, the cheapest chosen; false where a state reads another tensor.
+ * Whatever it made stays (the caller releases it). */
+static bool copy_result(RuleCtx *rc, const IrTensor *result, const SearchResult *done,
+                        const IrTensor *const *was, const IrTensor *const *to, int n,
+                        const SearchOptions *opt, int *next_id, SearchResult *out)
 {
     IrCtx *cx = rule_ir(rc);
-    const IrTensor *was[MAX_PAIRED], *now[MAX_PAIRED], *to[MAX_PAIRED];
-    bool taken[MAX_PAIRED] = {false};
-    int n = ir_stage_tensors(from_stage, was, MAX_PAIRED);
-    if (done->out_of_budget || n > MAX_PAIRED
-        || ir_stage_tensors(result->stage, now, MAX_PAIRED) != n
-        || !same_form(from, result))
-        return false;
     double t0 = now_ms();
-    IrMark mark = ir_ctx_mark(cx);
-    int first_id = *next_id;
-    /* the same computation: `from`'s expression over result's tensors */
-    if (!pair_reads(cx, from_stage, ir_fingerprint(result->stage), was, now, taken, to, 0, n))
-        goto differ;
     SearchResult r = {0};
     Arena *a = ir_arena(cx);
     for (int i = 0; i < done->nodes.len; i++) {
         SearchNode node = done->nodes.data[i];
         node.expr = ir_stage_copy(cx, node.expr, was, to, n);
         if (!node.expr)
-            goto differ;
-        /* what the rule was applied to is the other statement's */
+            return false;
+        /* what the rule was applied to is done's */
         node.via.focus = node.via.target = NULL;
         node.via.tensor = NULL;
         vec_push(a, &r.nodes, node);
@@ -549,11 +541,52 @@ bool search_reuse(RuleCtx *rc, const IrTensor *result, const IrTensor *from,
         qsort(r.cands.data, (size_t)r.cands.len, sizeof *r.cands.data, cand_cmp);
     r.chosen = 0;
     r.expanded = done->expanded;
+    r.out_of_budget = done->out_of_budget;
     r.ms = now_ms() - t0;
     *out = r;
     return true;
-differ:
+}
+
+bool search_reuse(RuleCtx *rc, const IrTensor *result, const IrTensor *from,
+                  const Stage *from_stage, const SearchResult *done,
+                  const SearchOptions *opt, int *next_id, SearchResult *out)
+{
+    IrCtx *cx = rule_ir(rc);
+    const IrTensor *was[MAX_PAIRED], *now[MAX_PAIRED], *to[MAX_PAIRED];
+    bool taken[MAX_PAIRED] = {false};
+    int n = ir_stage_tensors(from_stage, was, MAX_PAIRED);
+    if (done->out_of_budget || n > MAX_PAIRED
+        || ir_stage_tensors(result->stage, now, MAX_PAIRED) != n
+        || !same_form(from, result))
+        return false;
+    IrMark mark = ir_ctx_mark(cx);
+    int first_id = *next_id;
+    /* the same computation: `from`'s expression over result's tensors */
+    if (pair_reads(cx, from_stage, ir_fingerprint(result->stage), was, now, taken, to, 0, n) &&
+        copy_result(rc, result, done, was, to, n, opt, next_id, out))
+        return true;
     ir_ctx_release(cx, mark);
     *next_id = first_id;
     return false;
+}
+
+bool search_adopt(RuleCtx *rc, const IrTensor *result, const SearchResult *done,
+                  const SearchOptions *opt, int *next_id, SearchResult *out)
+{
+    IrCtx *cx = rule_ir(rc);
+    int max = 64, n;
+    const IrTensor **ts = xmalloc((size_t)max * sizeof *ts);
+    while ((n = ir_stage_tensors(result->stage, ts, max)) > max) {
+        max = n;
+        ts = xrealloc(ts, (size_t)max * sizeof *ts);
+    }
+    IrMark mark = ir_ctx_mark(cx);
+    int first_id = *next_id;
+    bool ok = copy_result(rc, result, done, ts, ts, n, opt, next_id, out);
+    free(ts);
+    if (!ok) {
+        ir_ctx_release(cx, mark);
+        *next_id = first_id;
+    }
+    return ok;
 }

@@ -13,7 +13,9 @@
  * expanded twice.  Every state is instantiated and priced; the distinct
  * plans are the candidates.  The search is deterministic: the limits are
  * counts of states; the time budget is a safety net.  A statement of the
- * same form as one searched before takes that search (search_reuse).
+ * same form as one searched before takes that search (search_reuse); a
+ * search done in a fork of the context (a thread's) is taken back into
+ * it the same way (search_adopt).
  * Prefix: search_. */
 #ifndef EINC_SEARCH_H
 #define EINC_SEARCH_H
@@ -82,6 +84,15 @@ void search_tensor(RuleCtx *rc, const IrTensor *result, const SearchOptions *opt
  * the two are not the same computation; then result needs a search. */
 bool search_reuse(RuleCtx *rc, const IrTensor *result, const IrTensor *from,
                   const Stage *from_stage, const SearchResult *done,
+                  const SearchOptions *opt, int *next_id, SearchResult *out);
+
+/* The search of result done in another context (a fork of rc's,
+ * ir_ctx_fork: a thread's, derive.c), brought into rc's: its states
+ * copied (ir_stage_copy), its candidates instantiated again (ids from
+ * *next_id) and priced, as search_reuse does for another statement.
+ * False, with nothing made, where a state reads a tensor result's
+ * expression does not. */
+bool search_adopt(RuleCtx *rc, const IrTensor *result, const SearchResult *done,
                   const SearchOptions *opt, int *next_id, SearchResult *out);
 
 /* Mismatches between the product stages of `s` and plain operands
