@@ -6,10 +6,12 @@
 #
 # Columns: the tensors searched (and of them, those whose search was that
 # of an earlier statement of the same form, reused: einc(1), --explain),
-# the states the search visited and its wall ms in all (the "search" field
+# the states the search visited and its wall ms in all, summed over the
+# searches, which run in threads (the "search" field
 # of `einc --emit=plan-json`), the wall ms of a whole
 # `einc FILE -o x.c` (median of 3 runs, process start and writing
-# included), the part of it outside the search, the size of x.c, and the
+# included), the part of it outside the search (with -j1 as an option:
+# at more threads the search ms is theirs summed), the size of x.c, and the
 # wall seconds of building x.c with the command on its first line (once).
 #
 # Usage: tests/bench/compile.sh [EINC_OPTION]...
