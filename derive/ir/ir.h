@@ -346,7 +346,10 @@ const Stage *ir_stage_subst(IrCtx *cx, const Stage *s, int var, const Ix *by);
  * range, and every read of from[i] reads to[i] (n pairs): the same
  * computation for another statement of its form.  NULL if s reads a
  * tensor that is none of from[].  Every node of the copy is made in cx,
- * so s may be another context's (a fork's). */
+ * so s may be another context's (a fork's); the new variables are made
+ * in the order of the old ones' ids, one for each (a variable bound in
+ * two places stays one), so the copy's index expressions order their
+ * terms as s's do. */
 const Stage *ir_stage_copy(IrCtx *cx, const Stage *s, const IrTensor *const *from,
                            const IrTensor *const *to, int n);
 /* The distinct tensors s reads (in nested stages and gathers too), in the

@@ -193,6 +193,9 @@ typedef struct Copy {
     int *old, *new;                 /* bound variables, innermost last */
     int nv, cap;
     bool unmapped;                  /* a read of a tensor none of from[] */
+    IrVar *made;                    /* the new variable of each variable s binds, */
+    int nmade, capmade;             /* made in the order of the old ids */
+    int *made_old;
 } Copy;
 
 static const Stage *copy_stage(Copy *c, const Stage *s);
@@ -262,11 +265,81 @@ static const IExpr *copy_expr(Copy *c, const IExpr *e)
     return r;
 }
 
+/* The variables s binds, at any depth, into c->made_old (unsorted, maybe
+ * twice). */
+static bool collect_visit(void *arg, const IExpr *e);
+
+static void collect(Copy *c, const Stage *s)
+{
+    for (int i = 0; i < s->nloops + s->nsums; i++) {
+        const IrVar *v = i < s->nloops ? &s->loops[i] : &s->sums[i - s->nloops];
+        if (c->nmade == c->capmade) {
+            c->capmade = c->capmade ? 2 * c->capmade : 32;
+            c->made_old = xrealloc(c->made_old, (size_t)c->capmade * sizeof *c->made_old);
+            c->made = xrealloc(c->made, (size_t)c->capmade * sizeof *c->made);
+        }
+        c->made[c->nmade] = *v;
+        c->made_old[c->nmade++] = v->id;
+    }
+    for (int i = 0; i <= s->nguards; i++)
+        ir_expr_visit(i < s->nguards ? s->guards[i] : s->body, collect_visit, c);
+}
+
+static bool collect_visit(void *arg, const IExpr *e)
+{
+    const Stage *s = ir_expr_stage(e);
+    if (s)
+        collect(arg, s);
+    return true;
+}
+
+static int made_cmp(const void *a, const void *b)
+{
+    const IrVar *x = a, *y = b;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+/* A new variable for each one s binds, made in the order of their ids,
+ * so that the copy's index expressions order their terms as s's do (by
+ * variable id) and the copy is s over again, not only the same
+ * computation. */
+static void make_vars(Copy *c, const Stage *s)
+{
+    collect(c, s);
+    qsort(c->made, (size_t)c->nmade, sizeof *c->made, made_cmp);
+    int m = 0;
+    for (int i = 0; i < c->nmade; i++)
+        if (m == 0 || c->made[i].id != c->made[m - 1].id) {
+            c->made_old[m] = c->made[i].id;
+            c->made[m++] = c->made[i];
+        }
+    c->nmade = m;
+    for (int i = 0; i < m; i++)
+        c->made[i] = ir_var_new(c->cx, c->made[i].name, c->made[i].lo, c->made[i].hi);
+}
+
+static int made_for(const Copy *c, int old)
+{
+    int lo = 0, hi = c->nmade - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (c->made_old[mid] == old)
+            return c->made[mid].id;
+        if (c->made_old[mid] < old)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    ICE("ir_stage_copy: variable %d is bound but was not collected", old);
+}
+
 static IrVar *copy_bind(Copy *c, const IrVar *v, int n)
 {
     IrVar *nv = xmalloc((size_t)(n + 1) * sizeof *nv);
     for (int i = 0; i < n; i++) {
-        nv[i] = ir_var_new(c->cx, v[i].name, v[i].lo, v[i].hi);
+        nv[i] = v[i];               /* the binding's own range */
+        nv[i].id = made_for(c, v[i].id);
+        nv[i].name = ir_var_name(c->cx, nv[i].id);
         if (c->nv == c->cap) {
             c->cap = c->cap ? 2 * c->cap : 32;
             c->old = xrealloc(c->old, (size_t)c->cap * sizeof *c->old);
@@ -298,10 +371,13 @@ static const Stage *copy_stage(Copy *c, const Stage *s)
 const Stage *ir_stage_copy(IrCtx *cx, const Stage *s, const IrTensor *const *from,
                            const IrTensor *const *to, int n)
 {
-    Copy c = {cx, from, to, n, NULL, NULL, 0, 0, false};
+    Copy c = {cx, from, to, n, NULL, NULL, 0, 0, false, NULL, 0, 0, NULL};
+    make_vars(&c, s);
     const Stage *r = copy_stage(&c, s);
     free(c.old);
     free(c.new);
+    free(c.made);
+    free(c.made_old);
     return c.unmapped ? NULL : r;
 }
 
