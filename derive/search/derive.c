@@ -17,7 +17,8 @@ static bool searchable(const IrTensor *t)
 }
 
 /* EINC_SEARCH_REUSE=0: every reduction searched on its own (search_reuse
- * off), to check that reuse changes no plan. */
+ * off), to check that reuse changes no plan (but among equally priced
+ * choices: tests/derive/reuse.test). */
 static bool reuse_on(void)
 {
     const char *v = getenv("EINC_SEARCH_REUSE");
@@ -78,8 +79,8 @@ static void *worker(void *arg)
     }
 }
 
-/* Runs the n jobs on `threads` threads (0: one per processor online),
- * the calling one among them. */
+/* Runs the n jobs on `threads` threads (0: one per processor online, at
+ * most 64), the calling one among them. */
 static void run_jobs(Job *jobs, int n, int threads)
 {
     if (threads <= 0) {

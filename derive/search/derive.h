@@ -12,7 +12,8 @@ typedef struct DeriveOptions {
     int level;                  /* -O0: none; -O1: instantiate only; -O2: search */
     SearchOptions search;
     int verify;                 /* derive_verify: 0 no, 1 chosen plans, 2 every candidate */
-    int jobs;                   /* threads that search (derive.c); 0: one per processor */
+    int jobs;                   /* threads that search (derive.c); 0: one per
+                                   processor, at most 64 */
 } DeriveOptions;
 
 /* The search of one tensor's expression. */
