@@ -306,7 +306,8 @@ static int made_cmp(const void *a, const void *b)
 static void make_vars(Copy *c, const Stage *s)
 {
     collect(c, s);
-    qsort(c->made, (size_t)c->nmade, sizeof *c->made, made_cmp);
+    if (c->nmade > 1)               /* none at all: a scalar stage (made is NULL) */
+        qsort(c->made, (size_t)c->nmade, sizeof *c->made, made_cmp);
     int m = 0;
     for (int i = 0; i < c->nmade; i++)
         if (m == 0 || c->made[i].id != c->made[m - 1].id) {
