@@ -447,7 +447,7 @@ static void write_op(Emit *em, const IrTensor *t)
      * C code need none. */
     bool rc = cuda && (!lib || impl == IMPL_CUDNN_CONV || impl == IMPL_CUDA_BAND ||
                        em->pass_of[t->id] >= 0 || lib_rounds(em, t) ||
-                       (impl == IMPL_CUBLAS_GEMM && emit_op(em, t)->op.split > 1));
+                       plan_gemm_ptrs(emit_op(em, t)));
     sb_printf(o, "/* %s: %s */\nstatic int ein_op_%d(%s_ctx *ctx, void *const *p", t->name,
               lib_call_name(em, t), t->id, em->model);
     stream_param(em);

@@ -345,7 +345,8 @@ const Stage *ir_stage_subst(IrCtx *cx, const Stage *s, int var, const Ix *by);
  * those of the stages nested in it) is a new one of the same name and
  * range, and every read of from[i] reads to[i] (n pairs): the same
  * computation for another statement of its form.  NULL if s reads a
- * tensor that is none of from[].  Every node of the copy is made in cx,
+ * tensor that is none of from[]; with from NULL, every tensor is read as
+ * itself (n is not looked at).  Every node of the copy is made in cx,
  * so s may be another context's (a fork's); the new variables are made
  * in the order of the old ones' ids, one for each (a variable bound in
  * two places stays one), so the copy's index expressions order their

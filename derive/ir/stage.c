@@ -190,27 +190,20 @@ typedef struct Copy {
     IrCtx *cx;
     const IrTensor *const *from, *const *to;
     int n;
-    int *old, *new;                 /* bound variables, innermost last */
-    int nv, cap;
     bool unmapped;                  /* a read of a tensor none of from[] */
     IrVar *made;                    /* the new variable of each variable s binds, */
-    int nmade, capmade;             /* made in the order of the old ids */
-    int *made_old;
+    int nmade, capmade;             /* made in the order of the old ids, */
+    int *made_old;                  /* which are these, ascending */
 } Copy;
 
 static const Stage *copy_stage(Copy *c, const Stage *s);
 static const IExpr *copy_expr(Copy *c, const IExpr *e);
-
-static int copy_var(const Copy *c, int var)
-{
-    for (int i = c->nv - 1; i >= 0; i--)
-        if (c->old[i] == var)
-            return c->new[i];
-    return var;                     /* free: not s's to rename */
-}
+static int copy_var(const Copy *c, int var);
 
 static const IrTensor *copy_tensor(Copy *c, const IrTensor *t)
 {
+    if (!c->from)
+        return t;                   /* every tensor read as itself */
     for (int i = 0; i < c->n; i++)
         if (c->from[i] == t)
             return c->to[i];
@@ -319,42 +312,36 @@ static void make_vars(Copy *c, const Stage *s)
         c->made[i] = ir_var_new(c->cx, c->made[i].name, c->made[i].lo, c->made[i].hi);
 }
 
-static int made_for(const Copy *c, int old)
+/* The new variable of `var`, or var itself where s does not bind it
+ * (free: not s's to rename). */
+static int copy_var(const Copy *c, int var)
 {
     int lo = 0, hi = c->nmade - 1;
     while (lo <= hi) {
         int mid = (lo + hi) / 2;
-        if (c->made_old[mid] == old)
+        if (c->made_old[mid] == var)
             return c->made[mid].id;
-        if (c->made_old[mid] < old)
+        if (c->made_old[mid] < var)
             lo = mid + 1;
         else
             hi = mid - 1;
     }
-    ICE("ir_stage_copy: variable %d is bound but was not collected", old);
+    return var;
 }
 
-static IrVar *copy_bind(Copy *c, const IrVar *v, int n)
+static IrVar *copy_bind(const Copy *c, const IrVar *v, int n)
 {
     IrVar *nv = xmalloc((size_t)(n + 1) * sizeof *nv);
     for (int i = 0; i < n; i++) {
         nv[i] = v[i];               /* the binding's own range */
-        nv[i].id = made_for(c, v[i].id);
+        nv[i].id = copy_var(c, v[i].id);
         nv[i].name = ir_var_name(c->cx, nv[i].id);
-        if (c->nv == c->cap) {
-            c->cap = c->cap ? 2 * c->cap : 32;
-            c->old = xrealloc(c->old, (size_t)c->cap * sizeof *c->old);
-            c->new = xrealloc(c->new, (size_t)c->cap * sizeof *c->new);
-        }
-        c->old[c->nv] = v[i].id;
-        c->new[c->nv++] = nv[i].id;
     }
     return nv;
 }
 
 static const Stage *copy_stage(Copy *c, const Stage *s)
 {
-    int base = c->nv;
     IrVar *loops = copy_bind(c, s->loops, s->nloops);
     IrVar *sums = copy_bind(c, s->sums, s->nsums);
     const IExpr **g = xmalloc((size_t)(s->nguards + 1) * sizeof *g);
@@ -362,7 +349,6 @@ static const Stage *copy_stage(Copy *c, const Stage *s)
         g[i] = copy_expr(c, s->guards[i]);
     const Stage *r = ir_stage(c->cx, s->red, loops, s->nloops, sums, s->nsums, g,
                               s->nguards, copy_expr(c, s->body));
-    c->nv = base;
     free(loops);
     free(sums);
     free(g);
@@ -372,11 +358,9 @@ static const Stage *copy_stage(Copy *c, const Stage *s)
 const Stage *ir_stage_copy(IrCtx *cx, const Stage *s, const IrTensor *const *from,
                            const IrTensor *const *to, int n)
 {
-    Copy c = {cx, from, to, n, NULL, NULL, 0, 0, false, NULL, 0, 0, NULL};
+    Copy c = {cx, from, to, n, false, NULL, 0, 0, NULL};
     make_vars(&c, s);
     const Stage *r = copy_stage(&c, s);
-    free(c.old);
-    free(c.new);
     free(c.made);
     free(c.made_old);
     return c.unmapped ? NULL : r;

@@ -342,11 +342,13 @@ Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o)
                 dv->from = e;
         }
         if (dv->from < 0) {
-            Job *j = job_of[k] >= 0 ? &jobs[job_of[k]] : NULL;
-            if (!j || !search_adopt(rc, t, &j->res, &so, &next_id, &dv->res))
-                search_tensor(rc, t, &so, &next_id, &dv->res);
-            else
+            const Job *j = job_of[k] >= 0 ? &jobs[job_of[k]] : NULL;
+            if (j) {
+                search_adopt(rc, t, &j->res, &so, &next_id, &dv->res);
                 dv->res.ms = j->res.ms;     /* the search's, not the copy's */
+            } else {                        /* its form's search did not fit it */
+                search_tensor(rc, t, &so, &next_id, &dv->res);
+            }
             d->states += dv->res.nodes.len;
         }
         if (job_of[k] >= 0)

@@ -224,6 +224,11 @@ bool plan_epilogue_pass(const PlanOp *op)
            !plan_dnn_fused(op) && plan_post_ops(op, post) == 0;
 }
 
+bool plan_gemm_ptrs(const PlanOp *op)
+{
+    return op->impl == IMPL_CUBLAS_GEMM && op->op.split > 1;
+}
+
 bool plan_has_pass(const PlanOp *op)
 {
     return plan_epilogue_pass(op) || op->lt.fused || plan_dnn_fused(op);
@@ -1277,7 +1282,7 @@ void plan_print_json_op(const PlanOp *o, Precision prec, FILE *fp)
      * code moves */
     fprintf(fp, ", \"launches\": %d, \"kernel_bytes\": %.0f",
             !plan_runs(o) ? 0 : 1 + (o->impl != IMPL_KERNEL && plan_epilogue_pass(o)) +
-                                    (o->impl == IMPL_CUBLAS_GEMM && o->op.split > 1),
+                                    plan_gemm_ptrs(o),
             plan_kernel_bytes(o));
     if (o->engine >= 0)
         fprintf(fp, ", \"engine\": %" PRId64, o->engine);

@@ -227,6 +227,9 @@ bool plan_dnn_fused(const PlanOp *op);          /* plan_pointwise > 0 */
 bool plan_gemm_dst_whole(const PlanOp *op);
 bool plan_epilogue_pass(const PlanOp *op);
 bool plan_has_pass(const PlanOp *op);
+/* A cuBLAS product of a batch of two levels (OpMatch.split): a kernel
+ * writes its matrices' pointers before cublasGemmBatchedEx. */
+bool plan_gemm_ptrs(const PlanOp *op);
 /* The library call that computes op, as the generated file names it
  * (cost_impl_call; "cublasLtMatmul" for op->lt.fused). */
 const char *plan_call_name(const PlanOp *op);

@@ -505,7 +505,7 @@ static bool pair_reads(IrCtx *cx, const Stage *from_stage, uint64_t want,
 #define MAX_PAIRED 5
 
 /* done's states copied into rc's context with each read of was[i] reading
- * to[i] (n pairs), and its candidates instantiated again for result and
+ * to[i] (n pairs; was NULL: each tensor itself), and its candidates instantiated again for result and
  * priced, the cheapest chosen; false where a state reads another tensor.
  * Whatever it made stays (the caller releases it). */
 static bool copy_result(RuleCtx *rc, const IrTensor *result, const SearchResult *done,
@@ -570,23 +570,10 @@ bool search_reuse(RuleCtx *rc, const IrTensor *result, const IrTensor *from,
     return false;
 }
 
-bool search_adopt(RuleCtx *rc, const IrTensor *result, const SearchResult *done,
+void search_adopt(RuleCtx *rc, const IrTensor *result, const SearchResult *done,
                   const SearchOptions *opt, int *next_id, SearchResult *out)
 {
-    IrCtx *cx = rule_ir(rc);
-    int max = 64, n;
-    const IrTensor **ts = xmalloc((size_t)max * sizeof *ts);
-    while ((n = ir_stage_tensors(result->stage, ts, max)) > max) {
-        max = n;
-        ts = xrealloc(ts, (size_t)max * sizeof *ts);
-    }
-    IrMark mark = ir_ctx_mark(cx);
-    int first_id = *next_id;
-    bool ok = copy_result(rc, result, done, ts, ts, n, opt, next_id, out);
-    free(ts);
-    if (!ok) {
-        ir_ctx_release(cx, mark);
-        *next_id = first_id;
-    }
-    return ok;
+    /* each tensor read as itself: no state reads one it cannot copy */
+    if (!copy_result(rc, result, done, NULL, NULL, 0, opt, next_id, out))
+        ICE("search_adopt: a state of %s could not be copied", result->name);
 }

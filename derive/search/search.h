@@ -89,10 +89,8 @@ bool search_reuse(RuleCtx *rc, const IrTensor *result, const IrTensor *from,
 /* The search of result done in another context (a fork of rc's,
  * ir_ctx_fork: a thread's, derive.c), brought into rc's: its states
  * copied (ir_stage_copy), its candidates instantiated again (ids from
- * *next_id) and priced, as search_reuse does for another statement.
- * False, with nothing made, where a state reads a tensor result's
- * expression does not. */
-bool search_adopt(RuleCtx *rc, const IrTensor *result, const SearchResult *done,
+ * *next_id) and priced, as search_reuse does for another statement. */
+void search_adopt(RuleCtx *rc, const IrTensor *result, const SearchResult *done,
                   const SearchOptions *opt, int *next_id, SearchResult *out);
 
 /* Mismatches between the product stages of `s` and plain operands

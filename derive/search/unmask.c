@@ -141,11 +141,11 @@ static void bind(Unmask *u, const Stage *s)
 static bool read_ok(Unmask *u, const Reader *rd, const IExpr *acc, const Conds *k)
 {
     Conds rest = {0};               /* those only the reader's readers can make */
+    bind(u, rd->rs);
     for (int i = 0; i < rd->c->len; i++) {
         Cond c;
         if (!at_read(u, rd->ts, acc, &rd->c->data[i], &c))
             return false;
-        bind(u, rd->rs);
         if (implied(u, k, &c))
             continue;
         /* one on the reader's loops that its own reads may all meet */
@@ -250,9 +250,8 @@ static bool mask_of(Unmask *u, const IrTensor *t, Conds *c, const IExpr **inner)
 
 /* --verify: the outputs that read the tensors changed[] (in turn) as the
  * old stages old[] give them and as the new ones do, on random data. */
-static bool check(IrCtx *cx, const IrProgram *p, const Stage **old, const bool *changed)
+static bool check(const IrProgram *p, const Stage **old, const bool *changed)
 {
-    (void)cx;
     int nt = p->ntensors;
     bool *down = xcalloc((size_t)nt + 1, sizeof *down);
     for (int i = 0; i < nt; i++) {
@@ -334,7 +333,7 @@ int derive_unmask(IrCtx *cx, Plan *pl, const CostModel *cm, bool verify)
         pl->unmasked[pl->nunmasked++] = t;
         made++;
     }
-    bool bad = made && verify && !check(cx, p, old, changed);
+    bool bad = made && verify && !check(p, old, changed);
     free(old);
     free(changed);
     free(u.lo);
