@@ -109,6 +109,7 @@ class Row:
         self.einc = []              # per round: median ms
         self.torch = []
         self.einc_n = self.torch_n = 0
+        self.paced = [0, 0]         # einc's timed runs at another count, of all
         self.err = None
         self.note = ""
 
@@ -305,6 +306,15 @@ class Case:
                 return
             r.einc.append(float(m.group(1)))
             r.einc_n = n
+            # the pace (runtime/pace.c) runs some at fewer threads: its
+            # trials, or its choice where fewer were faster
+            at = re.search(r"runs per thread count:([0-9: ]*)", p.stdout)
+            if at:
+                f = [int(x) for x in at.group(1).replace(":", " ").split()]
+                for cnt, runs in zip(f[0::2], f[1::2]):
+                    r.paced[1] += runs
+                    if cnt != r.threads:
+                        r.paced[0] += runs
         except subprocess.TimeoutExpired:
             r.fail("einc program timed out")
         except Exception as e:
@@ -416,6 +426,10 @@ def table(cases, a):
                 scale = "%.2fx" % (one / r.einc_ms())
             err = "-" if r.err is None else "%.1e" % r.err
             note = r.note
+            if r.paced[0]:
+                note = ("einc: %d of %d runs at fewer threads (its pace, "
+                        "runtime/pace.c)" % tuple(r.paced)
+                        + ("; " + note if note else ""))
             if 0 < r.einc_n < a.iters or 0 < r.torch_n < a.iters:
                 note = ("fewer runs (budget)" + ("; " + note if note else ""))
             spread = ""

@@ -3,13 +3,14 @@
 operator, next to what the cost model estimated (a helper of cpucal.sh and
 of the cost model's CPU figures; not part of `make check`).
 
-  cpuprof.py [--einc EINC] [--iters N] [--keep DIR] FILE.ein [EINC OPTION]...
+  cpuprof.py [--einc EINC] [--iters N] [--threads T] [--keep DIR] FILE.ein
+             [EINC OPTION]...
 
 compiles FILE.ein twice with the options given (`--emit=plan` for the
 estimates, `--main -o x.c` for the program), wraps every operator call of
 the generated run function (`ein_op_N`) in a clock, builds it with the
-command on its first line, runs `./x --bench N` with one thread
-(OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1) and prints, per operator, the
+command on its first line, runs `./x --threads T --bench N` (T threads,
+default 1; OMP_NUM_THREADS and OPENBLAS_NUM_THREADS T) and prints, per operator, the
 plan's line, its estimate and the median measured microseconds, then the
 totals.  Inputs and weights are the program's seeded values.
 """
@@ -87,9 +88,9 @@ def instrument(src):
     return src[:start] + pre + body + src[end:]
 
 
-def profile(einc, path, opts, iters, keep=None):
-    """Compile `path` with `opts`, time it operator by operator (one
-    thread, `--bench iters`): (the --emit=plan text, {tensor: median us},
+def profile(einc, path, opts, iters, keep=None, threads=1):
+    """Compile `path` with `opts`, time it operator by operator (`threads`
+    threads, `--bench iters`): (the --emit=plan text, {tensor: median us},
     the program's standard output)."""
     wd = os.path.abspath(keep or tempfile.mkdtemp(prefix="einc-cpuprof."))
     os.makedirs(wd, exist_ok=True)
@@ -104,8 +105,10 @@ def profile(einc, path, opts, iters, keep=None):
         cmd = re.sub(r"^/\* build: (.*) \*/$", r"\1", cmd)
         open(os.path.join(wd, "x.c"), "w").write(instrument(src))
         subprocess.run(cmd, shell=True, cwd=wd, check=True)
-        env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-        p = subprocess.run(["./x", "--bench", str(iters)], cwd=wd, env=env,
+        env = dict(os.environ, OMP_NUM_THREADS=str(threads),
+                   OPENBLAS_NUM_THREADS=str(threads))
+        p = subprocess.run(["./x", "--threads", str(threads), "--bench", str(iters)],
+                           cwd=wd, env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            universal_newlines=True, check=True)
     finally:
@@ -135,11 +138,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--einc", default=os.environ.get("EINC", "./einc"))
     ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--keep")
     ap.add_argument("file")
     a, rest = ap.parse_known_args()
     plan, meas, out = profile(os.path.abspath(a.einc), a.file, rest, a.iters,
-                              a.keep)
+                              a.keep, a.threads)
     est_total = meas_total = 0.0
     print(plan.split("\n", 1)[0])
     print("%9s %9s %6s  %s" % ("est us", "meas us", "ratio", "operator"))
