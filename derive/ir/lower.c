@@ -476,7 +476,21 @@ void ir_program_reorder(IrProgram *p, IrTensor **order, int n)
     p->tensors = order;
     p->ntensors = n;
     for (int i = 0; i < n; i++)
+        order[i]->id = -1;
+    /* ids as positions, each stage after what it reads (a pass that moves
+       tensors must keep that: an ICE here, not a read of a buffer made
+       later) */
+    enum { MAX_READS = 256 };
+    const IrTensor *reads[MAX_READS];
+    for (int i = 0; i < n; i++) {
+        int nr = order[i]->kind == IT_STAGE
+                     ? ir_stage_tensors(order[i]->stage, reads, MAX_READS) : 0;
+        for (int k = 0; k < nr && k < MAX_READS; k++)
+            if (reads[k]->id < 0 && reads[k] != order[i])
+                ICE("ir_program_reorder: '%s' comes before '%s', which reads it",
+                    order[i]->name, reads[k]->name);
         order[i]->id = i;
+    }
     for (int i = 0; i < p->noutputs; i++)
         p->outputs[i] = outs[i]->id;
     free(outs);

@@ -593,6 +593,8 @@ typedef struct Flat {
     VEC(Made) made;
     int64_t *lo, *hi;           /* ranges of the variables in scope, by id */
     int nvars;
+    bool swap;                  /* intermediate GEMMs store C^T (see plan_instantiate) */
+    bool free_gemm;             /* an intermediate GEMM chose its output's layout */
 } Flat;
 
 static void bind(Flat *f, const IrVar *v, int n)
@@ -750,7 +752,10 @@ static const Stage *fit_gemm(Flat *f, const Stage *s, bool free_output, int *per
         !b->bin.a->access.tensor || !b->bin.b->access.tensor ||
         s->nloops + s->nsums > MATCH_MAX_VARS)
         return NULL;
-    const IExpr *A = b->bin.a, *B = b->bin.b;
+    /* An intermediate's layout is free: rows of A or of B first, by
+       f->swap (the operands' order is only their hashes') */
+    bool swap = free_output && f->swap;
+    const IExpr *A = swap ? b->bin.b : b->bin.a, *B = swap ? b->bin.a : b->bin.b;
     int cls[MATCH_MAX_VARS], nv = s->nloops + s->nsums;
     for (int i = 0; i < nv; i++) {
         bool loop = i < s->nloops;
@@ -793,8 +798,10 @@ static const Stage *fit_gemm(Flat *f, const Stage *s, bool free_output, int *per
         const Stage *t = ir_stage(f->cx, s->red, s->loops, s->nloops, s->sums, s->nsums,
                                   NULL, 0, ir_binary(f->cx, IE_MUL, ea, eb));
         const Stage *r = reorder_shift(f, t, perm, s->nloops);
-        if (pass == 4)
+        if (pass == 4) {
+            f->free_gemm |= free_output;
             return t;
+        }
         const IrTensor *out = free_output ? NULL : f->result;
         const Stage *op_stage = free_output ? r : t;
         if (is_call(f, out, op_stage)) {
@@ -1064,10 +1071,10 @@ static const Stage *flatten_stage(Flat *f, const Stage *s)
                     s->nguards, body);
 }
 
-void plan_instantiate(IrCtx *cx, const CostModel *cm, const IrTensor *result,
-                      const Stage *s, int *next_id, Pieces *out)
+static bool instantiate(IrCtx *cx, const CostModel *cm, const IrTensor *result,
+                        const Stage *s, int *next_id, Pieces *out, bool swap)
 {
-    Flat f = {cx, cm, result, next_id, out, {0}, NULL, NULL, 0};
+    Flat f = {cx, cm, result, next_id, out, {0}, NULL, NULL, 0, swap, false};
     const Stage *flat = flatten_stage(&f, s);
     int *perm = arena_alloc(ir_arena(cx), (size_t)(flat->nloops + 1) * sizeof *perm);
     flat = instantiate_stage(&f, flat, false, perm);
@@ -1078,6 +1085,27 @@ void plan_instantiate(IrCtx *cx, const CostModel *cm, const IrTensor *result,
     out->cost = 0;
     for (int i = 0; i < out->ops.len; i++)
         out->cost += !out->ops.data[i].out->weight_only ? out->ops.data[i].cost : 0;
+    return f.free_gemm;
+}
+
+/* An intermediate GEMM may store its product in either order, C or C^T
+ * (rows of A first, or of B): the pieces that read it decide which is
+ * cheaper, so where one chose, the pieces are made both ways and the
+ * cheaper kept (the first on a tie), whatever order the product's
+ * operands come in. */
+void plan_instantiate(IrCtx *cx, const CostModel *cm, const IrTensor *result,
+                      const Stage *s, int *next_id, Pieces *out)
+{
+    if (out->ops.len)
+        ICE("plan_instantiate: pieces given are not empty");
+    Pieces first = *out;
+    if (!instantiate(cx, cm, result, s, next_id, &first, false)) {
+        *out = first;
+        return;
+    }
+    Pieces other = *out;
+    instantiate(cx, cm, result, s, next_id, &other, true);
+    *out = other.cost < first.cost ? other : first;
 }
 
 /* ---- whole plans ------------------------------------------------------------ */

@@ -150,7 +150,11 @@ typedef struct Pieces {
 /* Flatten `s`, a derived form of the definition of `result`, into pieces;
  * new tensors are named "<result>@N" and get ids from *next_id.  The last
  * piece computes `result` itself: its stage is `s` with every nested stage
- * replaced by an access to its tensor.  Nothing existing is changed. */
+ * replaced by an access to its tensor.  An intermediate GEMM may store
+ * its product either way round (C or C^T): where one does, the pieces are
+ * made both ways and the cheaper kept, so the plan does not depend on the
+ * order of a product's operands (their hashes).  `out` must be empty.
+ * Nothing existing is changed. */
 void plan_instantiate(IrCtx *cx, const CostModel *cm, const IrTensor *result,
                       const Stage *s, int *next_id, Pieces *out);
 
