@@ -302,6 +302,8 @@ Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o)
         so.depth = 0;
     else
         derive_merge_siblings(cx, p, &cm);
+    if (o->level >= 1)
+        d->folds = derive_fold_scales(cx, p, o->verify != 0, &d->nfolds);
     for (int i = 0; i < p->ntensors; i++) {
         IrTensor *t = p->tensors[i];
         if (o->level == 0 || !searchable(t)) {
@@ -609,6 +611,16 @@ void derive_print_json(const IrCtx *cx, const Derived *d, FILE *fp)
         fputs(i ? ", " : "", fp);
         plan_json_string(d->plan->unmasked[i]->name, fp);
     }
+    fputs("], \"folded\": [", fp);
+    for (int i = 0; i < d->nfolds; i++) {
+        fputs(i ? ", {\"map\": " : "{\"map\": ", fp);
+        plan_json_string(d->folds[i].map, fp);
+        fputs(", \"sum\": ", fp);
+        plan_json_string(d->folds[i].sum, fp);
+        fputs(", \"weight\": ", fp);
+        plan_json_string(d->folds[i].weight, fp);
+        fputc('}', fp);
+    }
     fputs("],\n  ", fp);
     json_plan(d->plan, d->precision, fp);
     fputs(",\n  \"chosen\": 0, \"candidates\": [\n", fp);
@@ -686,6 +698,9 @@ void derive_explain(const IrCtx *cx, const Derived *d, FILE *fp)
             fputc('\n', fp);
         }
     }
+    for (int i = 0; i < d->nfolds; i++)
+        fprintf(fp, "%s: its factor went into the weight of %s before the search: %s, "
+                "computed at load\n", d->folds[i].map, d->folds[i].sum, d->folds[i].weight);
     for (int i = 0; i < d->plan->nunmasked; i++)
         fprintf(fp, "%s: mask dropped after the search: no reader sees it\n",
                 d->plan->unmasked[i]->name);

@@ -28,8 +28,16 @@ typedef struct Derivation {
     int from;                   /* the derivation whose search res reuses, or -1 */
 } Derivation;
 
+/* A factor folded into a weight at load (scalefold.c): map's factor went
+ * into the weight of sum, as the weight-only tensor weight. */
+typedef struct DeriveFold {
+    const char *map, *sum, *weight;
+} DeriveFold;
+
 typedef struct Derived {
     Plan *plan;                 /* the chosen program */
+    DeriveFold *folds;          /* before the search (derive_fold_scales) */
+    int nfolds;
     Derivation *ds;             /* one per searched tensor */
     int nds;
     long states;                /* in all searches */
@@ -49,6 +57,16 @@ Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o);
  * that differ in one weight become one over the stacked weights, where the
  * cost model says that is cheaper (siblings.c).  Returns how many groups. */
 int derive_merge_siblings(IrCtx *cx, IrProgram *p, const CostModel *cm);
+
+/* Weight-only factors folded into weights: a map y that multiplies (or
+ * divides) a sum of products a, read by y alone, by a factor g that reads
+ * weights only, through loop variables that are plain subscripts of a
+ * weight K read once in a's product, becomes a read of a over K' = K * g,
+ * a weight-only tensor (run at load): batch norm's scale after a
+ * convolution (scalefold.c).  With verify, y is checked on random data
+ * (an ICE if it differs).  Before the search, until nothing folds;
+ * returns the folds (*nfolds of them), in ir_arena(cx). */
+DeriveFold *derive_fold_scales(IrCtx *cx, IrProgram *p, bool verify, int *nfolds);
 
 /* Masks no reader sees: a map select(c, x, 0) (or x under guards c)
  * whose every read that counts is made where c holds becomes x, the

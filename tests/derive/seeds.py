@@ -1,9 +1,13 @@
 """seeds.py - what the random tests of tests/derive share
-(handoff/chains.py, views/products.py, unmask/masks.py): the einc to run
+(handoff/chains.py, views/products.py, unmask/masks.py,
+scalefold/folds.py): the einc to run
 (EINC), numpy and the safetensors reader, a generated C program built by
 the command on its first line and run, the comparison of its outputs with
 numpy's, and the loop over the seeds.
 
+  compile_c(folder)              einc --verify --main p.ein -o p.c in folder,
+                                 then its plan-json for the C target: (None,
+                                 the plan-json), or (what failed, None)
   build_run(folder, name, args)  builds NAME.c in folder, runs ./NAME args;
                                  None, or what failed
   compare(got, want)             each output of want (numpy, float64) against
@@ -16,6 +20,7 @@ numpy's, and the loop over the seeds.
                                  of 0 in all
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -29,6 +34,18 @@ import numpy as np  # noqa: E402,F401
 EINC = os.environ.get("EINC", "einc")
 if os.sep in EINC:
     EINC = os.path.abspath(EINC)       # the programs are made in folders of their own
+
+
+def compile_c(folder):
+    p = subprocess.run([EINC, "--verify", "--main", "p.ein", "-o", "p.c"], cwd=folder,
+                       capture_output=True, text=True)
+    if p.returncode != 0 or "error" in p.stderr:     # warnings: a tensor unused
+        return f"einc: {p.stderr.strip()}", None
+    p = subprocess.run([EINC, "--emit=plan-json", "--target=c", "p.ein", "-o", "-"],
+                       cwd=folder, capture_output=True, text=True)
+    if p.returncode != 0:
+        return f"einc --emit=plan-json: {p.stderr.strip()}", None
+    return None, json.loads(p.stdout)
 
 
 def build_run(folder, name, args):

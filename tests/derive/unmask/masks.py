@@ -15,16 +15,14 @@ and when no seed dropped one.
   masks.py FIRST LAST      (seeds FIRST..LAST-1; EINC, the einc to run)
 """
 
-import json
 import os
 import random
-import subprocess
 import sys
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import seeds  # noqa: E402
-from seeds import EINC, np, safetensors  # noqa: E402
+from seeds import np, safetensors  # noqa: E402
 
 
 def cond(r):
@@ -124,15 +122,10 @@ def run(seed, work):
     src, n, mask, body, chain, readers, outs = program(seed)
     with open(os.path.join(d, "p.ein"), "w") as fp:
         fp.write(src)
-    p = subprocess.run([EINC, "--verify", "--main", "p.ein", "-o", "p.c"], cwd=d,
-                       capture_output=True, text=True)
-    if p.returncode != 0 or "error" in p.stderr:     # warnings: y unused
-        return f"einc: {p.stderr.strip()}", 0
-    p = subprocess.run([EINC, "--emit=plan-json", "--target=c", "p.ein", "-o", "-"], cwd=d,
-                       capture_output=True, text=True)
-    if p.returncode != 0:
-        return f"einc --emit=plan-json: {p.stderr.strip()}", 0
-    dropped = len(json.loads(p.stdout)["unmasked"])
+    err, plan = seeds.compile_c(d)
+    if err:
+        return err, 0
+    dropped = len(plan["unmasked"])
     rng = np.random.default_rng(seed)
     x = rng.uniform(-1, 1, (n, n)).astype(np.float32)
     y = rng.uniform(-1, 1, (n, n)).astype(np.float32)
