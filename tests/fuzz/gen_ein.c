@@ -560,7 +560,7 @@ static int64_t small_or(G *g, int64_t lim_small, int64_t lim)
 }
 
 /* Convolution: stride, dilation, padding; plain, grouped or depthwise;
- * then bias and relu sometimes. */
+ * then bias and relu sometimes, at times after a per-channel scale. */
 static void stmt_conv(G *g)
 {
     int64_t n = small_or(g, 2, 2), c = small_or(g, 3, 64), h = small_or(g, 6, 28),
@@ -603,9 +603,16 @@ static void stmt_conv(G *g)
     if (chance(&g->r, 50)) {
         int64_t bd[1] = {f};
         Ten *b = declare(g, bd, 1, true);
+        /* at times batch norm's scale first, which goes into the weight at
+           load (derive/search/scalefold.c) */
+        Ten *sc = chance(&g->r, 50) ? declare(g, bd, 1, true) : NULL;
         Ten *z = define(g, yd, 4);
-        put(&g->body, "%s[n, f, h, w] = relu(%s[n, f, h, w] + %s[f])\n", z->name, y->name,
-            b->name);
+        if (sc)
+            put(&g->body, "%s[n, f, h, w] = relu(%s[n, f, h, w] * %s[f] + %s[f])\n", z->name,
+                y->name, sc->name, b->name);
+        else
+            put(&g->body, "%s[n, f, h, w] = relu(%s[n, f, h, w] + %s[f])\n", z->name,
+                y->name, b->name);
     }
 }
 
