@@ -1008,6 +1008,14 @@ bool match_stage(const Stage *s, OpMatch *out)
     return reads && match_gemm(s, &t, a, b, out);
 }
 
+bool match_gemm_swapped(const Stage *s, OpMatch *out)
+{
+    const IExpr *a, *b;
+    Table t;
+    return !ir_stage_has_gather(s) && product_of_two(s, &a, &b) && table_build(s, &t) &&
+           tensor_read(a) && tensor_read(b) && match_gemm(s, &t, b, a, out);
+}
+
 /* One operation per node with operands (a call counts one). */
 static double expr_flops(const IExpr *e)
 {

@@ -93,6 +93,11 @@ int match_dims(const OpMatch *m, OpDim *out);
 /* Fill *out and return true when the stage is exactly one library
  * operator over tensors (no nested stages). */
 bool match_stage(const Stage *s, OpMatch *out);
+/* A GEMM is C = A B or, the same memory, C^T = B^T A^T: match_stage gives
+ * the first with A the product's first operand (an order of hashes and
+ * tensor ids); this gives the GEMM with the operands the other way round.
+ * False where s is no GEMM that way. */
+bool match_gemm_swapped(const Stage *s, OpMatch *out);
 
 /* Floating-point operations of a stage or operator (2 per multiply-add). */
 double match_flops(const Stage *s);

@@ -559,6 +559,16 @@ static PlanOp match_op(const CostModel *cm, const IrTensor *out, const Stage *s)
         memset(&op.op, 0, sizeof op.op);
         op.op.kind = OPK_KERNEL;
     }
+    /* C = A B or C^T = B^T A^T, whichever the library runs faster (the
+       first on a tie): the operands' order is only that of the IR */
+    OpMatch alt;
+    if ((op.op.kind == OPK_MATMUL || op.op.kind == OPK_BATCH_MATMUL) &&
+        match_gemm_swapped(s, &alt) && cost_impl(cm, out, s, &alt) == op.impl) {
+        bool measured;
+        if (cost_stage_impl(cm, s, &alt, op.impl, &measured) <
+            cost_stage_impl(cm, s, &op.op, op.impl, &measured))
+            op.op = alt;
+    }
     return op;
 }
 
