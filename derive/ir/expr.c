@@ -151,7 +151,7 @@ int ir_expr_cmp(const IExpr *a, const IExpr *b)
             if (ta->rank != tb->rank)
                 return CMP3(tb->rank, ta->rank);
             if (ta->id != tb->id)
-                return CMP3(ta->id, tb->id);
+                return ir_operand_order * CMP3(ta->id, tb->id);
         }
     }
     if (a->kind == IE_ICMP) {

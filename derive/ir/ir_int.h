@@ -36,6 +36,10 @@ static inline uint64_t ir_fmix(uint64_t k)
     return k;
 }
 
+/* 1, or -1 where EINC_OPERAND_ORDER=reverse: the sign of the tensor-id
+ * key in ir_expr_cmp (set by ir_ctx_new). */
+extern int ir_operand_order;
+
 static inline uint64_t ir_hcomb(uint64_t h, uint64_t v)
 {
     return ir_fmix(h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)));

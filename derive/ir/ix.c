@@ -92,8 +92,15 @@ static Ix *ix_alloc(IrCtx *cx, int n)
     return arena_alloc(cx->arena, sizeof(Ix) + (size_t)n * sizeof(IxTerm));
 }
 
+int ir_operand_order = 1;
+
 IrCtx *ir_ctx_new(Arena *arena)
 {
+    /* EINC_OPERAND_ORDER=reverse: commutative operands ordered by tensor
+       ids the other way round (expr.c), to check that no plan depends on
+       that order (tests/derive/operands.test); read here, before any thread */
+    const char *v = getenv("EINC_OPERAND_ORDER");
+    ir_operand_order = v && strcmp(v, "reverse") == 0 ? -1 : 1;
     IrCtx *cx = arena_alloc(arena, sizeof *cx);
     cx->arena = arena;
     for (int64_t c = IR_SMALL_LO; c < IR_SMALL_HI; c++) {

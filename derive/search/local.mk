@@ -14,12 +14,12 @@ TESTS += tests/derive/showcase.test tests/derive/verify.test tests/derive/scale.
 	tests/derive/limits.test tests/derive/factor.test tests/derive/views.test \
 	tests/derive/epilogue.test tests/derive/rows.test tests/derive/reuse.test \
 	tests/derive/rerank.test tests/derive/handoff.test tests/derive/unmask.test \
-	tests/derive/jobs.test tests/derive/scalefold.test
+	tests/derive/jobs.test tests/derive/scalefold.test tests/derive/operands.test
 EXTRA_DIST += tests/derive/showcase.test tests/derive/verify.test tests/derive/scale.test \
 	tests/derive/limits.test tests/derive/factor.test tests/derive/views.test \
 	tests/derive/rows.test tests/derive/showcase tests/derive/factor tests/derive/views tests/derive/epilogue.test \
 	tests/derive/epilogue tests/derive/reuse.test tests/derive/reuse tests/derive/rerank.test \
 	tests/derive/handoff.test tests/derive/handoff tests/derive/seeds.py \
 	tests/derive/unmask.test tests/derive/unmask tests/derive/jobs.test \
-	tests/derive/scalefold.test tests/derive/scalefold \
+	tests/derive/scalefold.test tests/derive/scalefold tests/derive/operands.test \
 	tests/bench/search.sh tests/bench/README.md
