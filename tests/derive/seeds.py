@@ -5,9 +5,11 @@ scalefold/folds.py): the einc to run
 the command on its first line and run, the comparison of its outputs with
 numpy's, and the loop over the seeds.
 
-  compile_c(folder)              einc --verify --main p.ein -o p.c in folder,
-                                 then its plan-json for the C target: (None,
-                                 the plan-json), or (what failed, None)
+  compile_c(work, seed, src)     src as p.ein in a folder of its own under
+                                 work, einc --verify --main p.ein -o p.c
+                                 there, then its plan-json for the C target:
+                                 (the folder, None, the plan-json), or (the
+                                 folder, what failed, None)
   build_run(folder, name, args)  builds NAME.c in folder, runs ./NAME args;
                                  None, or what failed
   compare(got, want)             each output of want (numpy, float64) against
@@ -36,16 +38,20 @@ if os.sep in EINC:
     EINC = os.path.abspath(EINC)       # the programs are made in folders of their own
 
 
-def compile_c(folder):
+def compile_c(work, seed, src):
+    folder = os.path.join(work, f"s{seed}")
+    os.makedirs(folder)
+    with open(os.path.join(folder, "p.ein"), "w") as fp:
+        fp.write(src)
     p = subprocess.run([EINC, "--verify", "--main", "p.ein", "-o", "p.c"], cwd=folder,
                        capture_output=True, text=True)
     if p.returncode != 0 or "error" in p.stderr:     # warnings: a tensor unused
-        return f"einc: {p.stderr.strip()}", None
+        return folder, f"einc: {p.stderr.strip()}", None
     p = subprocess.run([EINC, "--emit=plan-json", "--target=c", "p.ein", "-o", "-"],
                        cwd=folder, capture_output=True, text=True)
     if p.returncode != 0:
-        return f"einc --emit=plan-json: {p.stderr.strip()}", None
-    return None, json.loads(p.stdout)
+        return folder, f"einc --emit=plan-json: {p.stderr.strip()}", None
+    return folder, None, json.loads(p.stdout)
 
 
 def build_run(folder, name, args):

@@ -145,12 +145,8 @@ def program(r):
 
 
 def run(seed, work):
-    d = os.path.join(work, f"s{seed}")
-    os.makedirs(d)
     src, shapes, outs, want_folds = program(random.Random(seed))
-    with open(os.path.join(d, "p.ein"), "w") as fp:
-        fp.write(src)
-    err, plan = seeds.compile_c(d)
+    d, err, plan = seeds.compile_c(work, seed, src)
     if err:
         return err, 0
     folds = len(plan["folded"])

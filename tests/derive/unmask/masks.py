@@ -117,12 +117,8 @@ def reference(x, y, n, mask, body, chain, readers):
 
 
 def run(seed, work):
-    d = os.path.join(work, f"s{seed}")
-    os.makedirs(d)
     src, n, mask, body, chain, readers, outs = program(seed)
-    with open(os.path.join(d, "p.ein"), "w") as fp:
-        fp.write(src)
-    err, plan = seeds.compile_c(d)
+    d, err, plan = seeds.compile_c(work, seed, src)
     if err:
         return err, 0
     dropped = len(plan["unmasked"])
