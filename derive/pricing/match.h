@@ -94,8 +94,8 @@ int match_dims(const OpMatch *m, OpDim *out);
  * operator over tensors (no nested stages). */
 bool match_stage(const Stage *s, OpMatch *out);
 /* A GEMM is C = A B or, the same memory, C^T = B^T A^T: match_stage gives
- * the first with A the product's first operand (an order of hashes and
- * tensor ids); this gives the GEMM with the operands the other way round.
+ * the first with A the product's first operand (the IR's order: kind,
+ * rank, tensor id); this gives the GEMM with the operands the other way round.
  * False where s is no GEMM that way. */
 bool match_gemm_swapped(const Stage *s, OpMatch *out);
 

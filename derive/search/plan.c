@@ -763,7 +763,8 @@ static const Stage *fit_gemm(Flat *f, const Stage *s, bool free_output, int *per
         s->nloops + s->nsums > MATCH_MAX_VARS)
         return NULL;
     /* An intermediate's layout is free: rows of A or of B first, by
-       f->swap (the operands' order is only their hashes') */
+       f->swap (which operand is first is only the IR's order: kind, rank,
+       tensor id) */
     bool swap = free_output && f->swap;
     const IExpr *A = swap ? b->bin.b : b->bin.a, *B = swap ? b->bin.a : b->bin.b;
     int cls[MATCH_MAX_VARS], nv = s->nloops + s->nsums;

@@ -153,7 +153,7 @@ typedef struct Pieces {
  * replaced by an access to its tensor.  An intermediate GEMM may store
  * its product either way round (C or C^T): where one does, the pieces are
  * made both ways and the cheaper kept, so the plan does not depend on the
- * order of a product's operands (their hashes).  `out` must be empty.
+ * order of a product's operands (the IR's: kind, rank, tensor id).  `out` must be empty.
  * Nothing existing is changed. */
 void plan_instantiate(IrCtx *cx, const CostModel *cm, const IrTensor *result,
                       const Stage *s, int *next_id, Pieces *out);

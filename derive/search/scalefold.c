@@ -1,7 +1,8 @@
 /* scalefold.c - a factor that depends on weights only, applied to a sum
  * of products, goes into the product's weight at load: batch norm's
  * per-channel scale after a convolution (inference: scale * conv +
- * shift), a scaled linear layer, a constant factor.
+ * shift), a linear layer scaled per output feature.  A constant alone is
+ * not folded: a BLAS call takes it free, as its alpha.
  *
  *   a = L<I> Σ<S> { X[..] * K[.., f, ..] }    a read by y alone, once
  *   y = L<I> { E(a[I] * G(f)) }               G reads weights, only
@@ -70,34 +71,21 @@ static int reads_of(const Stage *s, const IrTensor *t)
     return c.nested ? -1 : c.n;
 }
 
-typedef struct Uses {
-    int var;
-    bool yes;
-} Uses;
-
-static bool uses_visit(void *arg, const IExpr *e)
+/* The dimension of the read kread whose subscript is the plain variable
+ * var; -1 if none is. */
+static int dim_of(const IExpr *kread, int var)
 {
-    Uses *u = arg;
-    const Ix *const *ixs;
-    int n = ir_expr_ixs(e, &ixs);
-    for (int i = 0; i < n && !u->yes; i++)
-        u->yes = ix_uses(ixs[i], u->var);
-    return !u->yes;
+    for (int d = 0; d < kread->access.nidx; d++)
+        if (plain(kread->access.idx[d], var))
+            return d;
+    return -1;
 }
 
-static bool expr_uses(const IExpr *e, int var)
-{
-    Uses u = {var, false};
-    ir_expr_visit(e, uses_visit, &u);
-    return u.yes;
-}
-
-/* A fold found: y's node `prod` (a[I] * g or a[I] / g) and, in a's
- * product, the read `kread` of the weight. */
+/* A fold found: y's node `prod` (a[I] * g or a[I] / g) and its read
+ * `aread` of a, and in a's product the read `kread` of the weight. */
 typedef struct Fold {
     IrTensor *y, *a;
     const IExpr *prod, *aread, *g, *kread;
-    bool divide;
 } Fold;
 
 static bool any_read(void *arg, const IExpr *e)
@@ -137,15 +125,12 @@ static const IExpr *weight_factor(const Stage *as, const Stage *ys, const IExpr 
         return NULL;
     const IrTensor *k = e->access.tensor;
     for (int v = 0; v < ys->nloops; v++) {
-        if (!expr_uses(g, ys->loops[v].id))
+        if (!ir_expr_uses(g, ys->loops[v].id))
             continue;
         const IrVar *av = &as->loops[v];
-        if (av->lo != ys->loops[v].lo || av->hi != ys->loops[v].hi || av->lo != 0)
-            return NULL;
-        int d = 0;
-        while (d < e->access.nidx && !plain(e->access.idx[d], av->id))
-            d++;
-        if (d == e->access.nidx || k->shape[d] != av->hi)
+        int d = dim_of(e, av->id);
+        if (av->lo != ys->loops[v].lo || av->hi != ys->loops[v].hi || av->lo != 0 ||
+            d < 0 || k->shape[d] != av->hi)
             return NULL;
     }
     return e;
@@ -182,7 +167,7 @@ static bool find_visit(void *arg, const IExpr *e)
         const IExpr *k = weight_factor(a->stage, ys, g, a->stage->body);
         if (!k)
             continue;
-        *fd->f = (Fold){fd->y, a, e, r, g, k, e->kind == IE_DIV};
+        *fd->f = (Fold){fd->y, a, e, r, g, k};
         fd->found = true;
         return false;
     }
@@ -246,15 +231,10 @@ static IrTensor *scaled_weight(IrCtx *cx, const IrProgram *p, const Fold *f)
         idx[d] = ix_var(cx, l[d].id);
     }
     const IExpr *g = f->g;
-    for (int v = 0; v < ys->nloops; v++) {
-        if (!expr_uses(g, ys->loops[v].id))
-            continue;
-        int d = 0;
-        while (!plain(f->kread->access.idx[d], as->loops[v].id))
-            d++;                        /* weight_factor found one */
-        g = ir_subst(cx, g, ys->loops[v].id, idx[d]);
-    }
-    const IExpr *body = ir_binary(cx, f->divide ? IE_DIV : IE_MUL,
+    for (int v = 0; v < ys->nloops; v++)     /* weight_factor found each */
+        if (ir_expr_uses(g, ys->loops[v].id))
+            g = ir_subst(cx, g, ys->loops[v].id, idx[dim_of(f->kread, as->loops[v].id)]);
+    const IExpr *body = ir_binary(cx, f->prod->kind,
                                   ir_access_tensor(cx, k, idx, k->rank), g);
     IrTensor *t = arena_alloc(ar, sizeof *t);
     *t = (IrTensor){0, fresh_name(ar, p, arena_printf(ar, "%s@scaled", k->name)), IT_STAGE,
