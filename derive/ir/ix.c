@@ -482,9 +482,38 @@ static int64_t sat64(i128 v)
     return v > INT64_MAX ? INT64_MAX : v < INT64_MIN ? INT64_MIN : (int64_t)v;
 }
 
+/* bounds_rec for a sum of variables, in 64 bits: false where a term is
+ * not a variable or a step overflows, and bounds_rec must do it.  Where
+ * nothing overflows, no bound of bounds_rec leaves [-LIM, LIM] either,
+ * so both give the same (most subscripts are such sums: this is the
+ * search's most frequent question). */
+static bool bounds_vars(const Ix *a, const int64_t *lo, const int64_t *hi, int64_t *mn,
+                        int64_t *mx)
+{
+    int64_t s0 = a->c, s1 = a->c;
+    for (int i = 0; i < a->n; i++) {
+        const IxTerm *t = &a->t[i];
+        int64_t l, h, tl, th;
+        if (t->kind != IX_VAR || __builtin_sub_overflow(hi[t->var], 1, &h))
+            return false;
+        l = lo[t->var];
+        if (h < l)
+            h = l;
+        if (__builtin_mul_overflow(t->coef >= 0 ? l : h, t->coef, &tl) ||
+            __builtin_mul_overflow(t->coef >= 0 ? h : l, t->coef, &th) ||
+            __builtin_add_overflow(s0, tl, &s0) || __builtin_add_overflow(s1, th, &s1))
+            return false;
+    }
+    *mn = s0;
+    *mx = s1;
+    return true;
+}
+
 void ix_bounds(const Ix *a, const int64_t *range_lo, const int64_t *range_hi,
                int64_t *min, int64_t *max)
 {
+    if (range_lo && bounds_vars(a, range_lo, range_hi, min, max))
+        return;
     i128 mn = -INF, mx = INF;
     if (!bounds_rec(a, range_lo, range_hi, &mn, &mx))
         mn = -INF, mx = INF;

@@ -338,6 +338,65 @@ static void test_bounds(void)
     CHECK(mn == INT64_MIN && mx == INT64_MAX);
 }
 
+/* A value for a random sum's coefficients, ranges and constant: small,
+ * or near a power of two up to 2^62 (where products and sums overflow 64
+ * bits), either sign. */
+static int64_t edge_value(void)
+{
+    if (rng_range(0, 1) == 0)
+        return rng_range(-9, 9);
+    int64_t p = (int64_t)1 << rng_range(0, 62);
+    int64_t v = p + rng_range(-3, 3);
+    return rng_range(0, 1) ? v : -v;
+}
+
+/* Bounds of random sums c + coef_k * v_k against exact 128-bit interval
+ * arithmetic: never inside the true range, and equal to it where no
+ * partial sum can leave 64 bits (ix.c works such sums in 64 bits and
+ * the rest in 128). */
+static void test_bounds_sums(void)
+{
+    typedef __int128 i128;
+    int bad_sound = 0, bad_exact = 0, exact = 0;
+    for (int round = 0; round < 20000; round++) {
+        int64_t lo[64] = {0}, hi[64] = {0};
+        int64_t c = edge_value();
+        const Ix *x = ix_const(cx, c);
+        i128 emin = c, emax = c, mag = c < 0 ? -(i128)c : c;
+        int n = (int)rng_range(1, NV);
+        for (int k = 0; k < n; k++) {
+            int64_t coef = edge_value();
+            if (coef == 0)
+                coef = 1;
+            lo[v[k]] = edge_value();
+            hi[v[k]] = rng_range(0, 3) ? lo[v[k]] + rng_range(0, 9) : edge_value();
+            x = ix_add(cx, x, ix_scale(cx, ix_var(cx, v[k]), coef));
+            i128 l = lo[v[k]], h = (i128)hi[v[k]] - 1;
+            if (h < l)
+                h = l;                  /* an empty range reads as its lower end */
+            i128 a = l * coef, b = h * coef;
+            emin += a < b ? a : b;
+            emax += a < b ? b : a;
+            mag += (a < 0 ? -a : a) > (b < 0 ? -b : b) ? (a < 0 ? -a : a) : (b < 0 ? -b : b);
+        }
+        if (ir_ctx_overflowed(cx))
+            continue;                   /* the constructors refused: not this test's */
+        int64_t mn, mx;
+        ix_bounds(x, lo, hi, &mn, &mx);
+        /* outside 64 bits a bound is the nearest 64-bit value */
+        i128 smin = emin < INT64_MIN ? INT64_MIN : emin > INT64_MAX ? INT64_MAX : emin;
+        i128 smax = emax < INT64_MIN ? INT64_MIN : emax > INT64_MAX ? INT64_MAX : emax;
+        bad_sound += mn > smin || mx < smax;
+        if (mag < ((i128)1 << 62)) {
+            exact++;
+            bad_exact += mn != emin || mx != emax;
+        }
+    }
+    CHECK(bad_sound == 0);
+    CHECK(bad_exact == 0);
+    CHECK(exact > 5000);                /* both kinds of sum were drawn */
+}
+
 #define EXS(e) PRINTED(ir_print_expr(cx, (e), fp))
 
 static void test_icmp(void)
@@ -427,6 +486,7 @@ int main(void)
     test_div_mod_forms();
     test_simplify_subst();
     test_bounds();
+    test_bounds_sums();
     test_icmp();
     test_overflow();
     test_mark_release();
