@@ -105,7 +105,8 @@ static Chunk *new_chunk(Arena *a, size_t need)
     return c;
 }
 
-void *arena_alloc(Arena *a, size_t n)
+/* n bytes, not cleared: for those who fill them at once. */
+static void *arena_raw(Arena *a, size_t n)
 {
     size_t need = (n + 15) & ~(size_t)15;
     if (need < n) {
@@ -116,24 +117,26 @@ void *arena_alloc(Arena *a, size_t n)
 #ifdef EINC_TRACKED_ALLOC
     c = new_chunk(a, n ? n : 1);
     c->used = c->size;
-    memset(c->data, 0, c->size);
     return c->data;
 #else
     if (!c || c->size - c->used < need)
         c = new_chunk(a, need);
     void *p = c->data + c->used;
     c->used += need;
-    memset(p, 0, n);
     return p;
 #endif
 }
 
+void *arena_alloc(Arena *a, size_t n)
+{
+    return memset(arena_raw(a, n), 0, n);
+}
+
 void *arena_dup(Arena *a, const void *p, size_t n)
 {
-    void *q = arena_alloc(a, n);
-    if (n)
-        memcpy(q, p, n);
-    return q;
+    if (!n)
+        return arena_alloc(a, 0);
+    return memcpy(arena_raw(a, n), p, n);
 }
 
 char *arena_strdup(Arena *a, const char *s)
@@ -169,9 +172,10 @@ void arena_release(Arena *a, ArenaMark m)
 void vec_grow_(Arena *a, void **data, int *cap, size_t elem)
 {
     int ncap = *cap ? *cap * 2 : 8;
-    void *nd = arena_alloc(a, (size_t)ncap * elem);
+    unsigned char *nd = arena_raw(a, (size_t)ncap * elem);
     if (*data)
         memcpy(nd, *data, (size_t)*cap * elem);
+    memset(nd + (size_t)*cap * elem, 0, (size_t)(ncap - *cap) * elem);
     *data = nd;
     *cap = ncap;
 }
