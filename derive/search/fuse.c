@@ -287,16 +287,23 @@ static bool is_view(const IrTensor *t)
     return s->nguards == 0 && s->body->kind == IE_ACCESS && s->body->access.tensor;
 }
 
-/* The single stage that reads t, once, if it is a map (or, t a view, any
- * stage); else -1. */
-static int single_reader(Readers *rd, const IrProgram *p, int t)
+/* The single stage that reads t if it is a map (or, t a view, any
+ * stage), with the number of its reads of t in *reads; else -1.  A map
+ * other than a view goes into a reader that reads it once (more would
+ * compute it again per read); a view costs nothing per read but its
+ * subscripts, so a map that reads it several times takes it in too (a
+ * rotary embedding's three reads of the heads split out of a
+ * projection).  A reduction takes a view read once: one read more of its
+ * source can cost a library operator's match or a row group's shape. */
+static int single_reader(Readers *rd, const IrProgram *p, int t, int *reads)
 {
     if (rd->nreaders[t] != 1)
         return -1;
     int r = (int)rd->idsum[t];
-    if (*pair_count(&rd->pairs, t, r) != 1 ||
-        (!is_map(p->tensors[r]) && !(is_view(p->tensors[t]) &&
-                                     p->tensors[r]->kind == IT_STAGE &&
+    bool view = is_view(p->tensors[t]);
+    *reads = *pair_count(&rd->pairs, t, r);
+    if ((*reads != 1 && !(view && is_map(p->tensors[r]))) ||
+        (!is_map(p->tensors[r]) && !(view && p->tensors[r]->kind == IT_STAGE &&
                                      p->tensors[r]->elem == ELEM_F32)))
         return -1;
     return r;
@@ -360,7 +367,8 @@ int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm, double budget_ms, bool
          * stays unfused */
         if (search_budget_spent(budget_ms))
             break;
-        int ri = single_reader(&rd, p, i);
+        int reads;
+        int ri = single_reader(&rd, p, i, &reads);
         if (ri < 0 || p->tensors[ri]->weight_only)
             continue;
         IrTensor *r = p->tensors[ri];
@@ -375,9 +383,10 @@ int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm, double budget_ms, bool
                 sub = subscript_size(s->guards[k], t);
         /* every node of t may take a subscript of r in place of a loop
          * variable (a chain of t[i % 7 + i / 3] grows its indices
-         * exponentially), and a guard per bound of each */
-        long est = (long)info[ri].nodes + (long)info[i].nodes * (sub > 1 ? sub : 1) +
-                   4L * t->stage->nloops * sub;
+         * exponentially), and a guard per bound of each, at each read */
+        long est = (long)info[ri].nodes +
+                   reads * ((long)info[i].nodes * (sub > 1 ? sub : 1) +
+                            4L * t->stage->nloops * sub);
         if (info[i].depth + info[ri].depth > FUSE_MAX_DEPTH || est > FUSE_MAX_NODES)
             continue;
         /* the ranges of every variable of r, its sums too: a view goes
