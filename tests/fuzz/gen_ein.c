@@ -814,7 +814,9 @@ static void stmt_high_rank(G *g)
     put(&g->body, "]\n");
 }
 
-/* Reshapes and layout changes: a merge by / and %, a transpose. */
+/* Reshapes and layout changes: a merge by / and %, a transpose; at
+ * times a map that reads the transpose three times, at shifted places (a
+ * rotary embedding's form: the view goes into it, derive/search/fuse.c). */
 static void stmt_reshape(G *g)
 {
     int64_t a = small_or(g, 4, 32), b = small_or(g, 4, 32);
@@ -826,6 +828,11 @@ static void stmt_reshape(G *g)
     put(&g->body, " = %s[i / %lld, i %% %lld]\n", m->name, (long long)b, (long long)b);
     Ten *t = define(g, td, 2);
     put(&g->body, "%s[i, j] = %s[j, i]\n", t->name, m->name);
+    if (chance(&g->r, 50)) {
+        Ten *r = define(g, td, 2);
+        put(&g->body, "%s[i, j] = %s[i, j] * 0.5 + select(j + 1 < %lld, %s[i, j + 1], -%s[i, 0])\n",
+            r->name, t->name, (long long)a, t->name, t->name);
+    }
 }
 
 /* Products of one input with several weights of one shape: candidates for
