@@ -1,10 +1,11 @@
 /* fuse.c - inter-expression fusion: a chain of memory-bound stages
  * becomes one.  A map (a stage with no sum variables) whose only reader is
- * another map is substituted into it (traversal merging across tensors),
- * so the pair runs as one kernel with one pass over memory; a map that
- * is only a read of another tensor (a view) is substituted into any
- * single reader, a reduction too, where a library operator can then take
- * the tensor as a strided view instead of a copy.  A read of
+ * another map, reading it once, is substituted into it (traversal merging
+ * across tensors), so the pair runs as one kernel with one pass over
+ * memory; a map that is only a read of another tensor (a view) goes into
+ * a map however many times it reads it, and into any other single reader
+ * that reads it once, a reduction too, where a library operator can then
+ * take the tensor as a strided view instead of a copy.  A read of
  * the map outside its loop ranges is zero; where the reader's indices can
  * leave them, the substituted body is guarded with select.  Weight-only
  * maps stay where they are: they run once, at load.  A pair is fused only
