@@ -301,13 +301,12 @@ static int single_reader(Readers *rd, const IrProgram *p, int t, int *reads)
     if (rd->nreaders[t] != 1)
         return -1;
     int r = (int)rd->idsum[t];
+    const IrTensor *rt = p->tensors[r];
     bool view = is_view(p->tensors[t]);
     *reads = *pair_count(&rd->pairs, t, r);
-    if ((*reads != 1 && !(view && is_map(p->tensors[r]))) ||
-        (!is_map(p->tensors[r]) && !(view && p->tensors[r]->kind == IT_STAGE &&
-                                     p->tensors[r]->elem == ELEM_F32)))
-        return -1;
-    return r;
+    bool takes = is_map(rt) ? *reads == 1 || view
+                            : view && *reads == 1 && rt->kind == IT_STAGE && rt->elem == ELEM_F32;
+    return takes ? r : -1;
 }
 
 /* The estimated seconds of `s` computing `t`, as its own operator. */
