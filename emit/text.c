@@ -26,11 +26,7 @@ const char *emit_ctype(ElemType e)
 
 size_t emit_elem_size(ElemType e)
 {
-    static const size_t n[ELEM_COUNT] = {
-        [ELEM_F32] = 4, [ELEM_F16] = 2, [ELEM_BF16] = 2, [ELEM_I8] = 1, [ELEM_I16] = 2,
-        [ELEM_I32] = 4, [ELEM_I64] = 8, [ELEM_U8] = 1, [ELEM_BOOL] = 1,
-    };
-    return (unsigned)e < ELEM_COUNT ? n[e] : 4;
+    return elem_size(e);
 }
 
 bool emit_has_16bit(const IrProgram *p)

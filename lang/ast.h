@@ -24,6 +24,8 @@ const char *elem_name(ElemType t);
 /* An element type's name, or -1 when `name` is none. */
 int elem_lookup(const char *name);
 bool elem_is_int(ElemType t);        /* the integer types and bool */
+/* Bytes per element in a buffer: 1, 2, 4 or 8. */
+size_t elem_size(ElemType t);
 /* The range of an integer type's values (bool: 0..1). */
 void elem_int_range(ElemType t, int64_t *lo, int64_t *hi);
 

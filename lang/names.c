@@ -28,6 +28,15 @@ bool elem_is_int(ElemType t)
     return t >= ELEM_I8 && t <= ELEM_BOOL;
 }
 
+size_t elem_size(ElemType t)
+{
+    static const size_t n[ELEM_COUNT] = {
+        [ELEM_F32] = 4, [ELEM_F16] = 2, [ELEM_BF16] = 2, [ELEM_I8] = 1, [ELEM_I16] = 2,
+        [ELEM_I32] = 4, [ELEM_I64] = 8, [ELEM_U8] = 1, [ELEM_BOOL] = 1,
+    };
+    return (unsigned)t < ELEM_COUNT ? n[t] : 4;
+}
+
 void elem_int_range(ElemType t, int64_t *lo, int64_t *hi)
 {
     switch (t) {

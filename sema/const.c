@@ -125,14 +125,9 @@ bool const_eval(Sema *s, const Scope *sc, const Expr *e, int64_t *out)
     return ka && kb && const_binop(s, e, e->bin.op, a, b, out);
 }
 
-static int elem_size(ElemType t)
-{
-    return t == ELEM_F32 ? 4 : 2;
-}
-
 bool shape_fits(int rank, const int64_t *shape, ElemType elem)
 {
-    int64_t n = elem_size(elem);
+    int64_t n = (int64_t)elem_size(elem);
     for (int i = 0; i < rank; i++)
         if (!i64_mul(n, shape[i], &n) || n > SEMA_MAX_BYTES)
             return false;
