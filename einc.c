@@ -51,6 +51,7 @@ typedef struct Options {
     bool main;
     bool shared;                    /* --shared */
     bool sleef;                     /* --sleef, --no-sleef */
+    bool keep;                      /* --keep-intermediates */
     const char *tune_db;            /* --tune-db */
     int verify;                     /* 0 no, 1 chosen plans, 2 every candidate */
     bool device_given;              /* --device: else the target's own (resolve_target) */
@@ -110,6 +111,11 @@ static void usage(FILE *fp)
 "                        (its file then links -lsleef), or from glibc's\n"
 "                        libmvec as their other functions; default:\n"
 "                        " SLEEF_DEFAULT "\n"
+"      --keep-intermediates  C and CUDA output: every tensor computed in a\n"
+"                        run keeps a buffer of its own, which model_get_tensor\n"
+"                        reads after the run; default: those that are not\n"
+"                        outputs share one arena where their lives in the run\n"
+"                        do not overlap (--emit=plan's last line)\n"
 "      --explain       write each chosen derivation step by step\n"
 "                        (to standard output unless -o is given)\n"
 "      --dot=derivation  write the search trees as Graphviz (standard\n"
@@ -259,6 +265,7 @@ static const struct { const char *name; int has_arg; int id; } long_opts[] = {
     {"device", 1, 'E'}, {"verify", 2, 'v'}, {"precision", 1, 'P'},
     {"tune-db", 1, 'T'}, {"from", 1, 'F'}, {"shared", 0, 'L'}, {"bind", 1, 'Y'}, {"weights-out", 1, 'U'},
     {"dnnl", 0, 'N'}, {"no-dnnl", 0, 'n'}, {"sleef", 0, 'Q'}, {"no-sleef", 0, 'q'},
+    {"keep-intermediates", 0, 'K'},
 };
 #define NLONG (sizeof long_opts / sizeof *long_opts)
 
@@ -351,6 +358,7 @@ static void handle(Options *o, int id, const char *val, const char *spelled)
     case 'n': o->derive.search.dnnl = false; break;
     case 'Q': o->sleef = true; break;
     case 'q': o->sleef = false; break;
+    case 'K': o->keep = true; break;
     case 'x':
         diag_set_max_errors((int)number(val, 0, 1000000, "--max-errors"));
         break;
@@ -844,6 +852,8 @@ static char *compile(const Options *o, size_t *len)
     if (o->emit != EMIT_IR) {
         dopt.verify = o->verify;
         d = derive_program(cx, p, &dopt);
+        if (!o->keep)
+            derive_storage(cx, d->plan);
     }
 
     char *buf = NULL;

@@ -359,7 +359,19 @@ static void write_tables(Emit *em)
     for (int i = 0; i < nt; i++)
         if (p->tensors[i]->kind == IT_STAGE && emit_op(em, p->tensors[i])->buf.kind == BUF_VIEW)
             sb_printf(o, " || (i) == %d", i);
-    sb_puts(o, ")\n\n");
+    sb_puts(o, ")\n");
+    /* the intermediates that share one arena (plan.h, Plan.at): the
+     * byte offset of each, -1 for a buffer of its own or none */
+    const Plan *pl = em->plan;
+    if (pl->at && pl->nshared) {
+        sb_printf(o, "#define EIN_ARENA_BYTES ((size_t)%" PRId64 ")\n"
+                  "static const int64_t ein_at[EIN_NT] = {", pl->arena);
+        for (int i = 0; i < nt; i++)
+            sb_printf(o, "%s%s%" PRId64, i ? "," : "", i % 16 ? " " : "\n    ", pl->at[i]);
+        sb_puts(o, "\n};\n#define EIN_AT(i) (ein_at[i])\n\n");
+    } else {
+        sb_puts(o, "#define EIN_ARENA_BYTES ((size_t)0)\n#define EIN_AT(i) (-1)\n\n");
+    }
     for (int i = 0; i < nt; i++) {
         const IrTensor *t = p->tensors[i];
         if (t->rank == 0)
@@ -400,6 +412,8 @@ static void write_tables(Emit *em)
 "struct model_ctx {\n"
 "    void *buf[EIN_NT];              /* one per tensor, ");
     sb_puts(o, cuda ? "device memory */\n" : "host memory */\n");
+    emit_api_text(em,
+"    void *arena;                    /* the intermediates' (EIN_AT); NULL: none */\n");
     emit_api_text(em,
 "    unsigned char valid[EIN_NT];    /* holds a value */\n"
 "    int weights_changed;            /* the load-time stages must rerun */\n"

@@ -38,11 +38,12 @@ static int ein_check_data(model_ctx *ctx, int i, const void *data, size_t nbytes
 
 /* After a run: the computed tensors it left in the context's own
    buffers hold values (model_run's outputs went to the caller's; a view
-   has no buffer of its own). */
+   has no buffer of its own; the arena's tensors share theirs). */
 RT_API void ein_run_done(model_ctx *ctx, void *const *p)
 {
     for (int i = 0; i < EIN_NT; i++)
-        if (p[i] == ctx->buf[i] && ein_tensors[i].kind == MODEL_COMPUTED && !EIN_VIEW(i))
+        if (p[i] == ctx->buf[i] && ein_tensors[i].kind == MODEL_COMPUTED && !EIN_VIEW(i) &&
+            EIN_AT(i) < 0)
             ctx->valid[i] = 1;
 }
 
@@ -58,9 +59,17 @@ int model_create(model_ctx **out)
     ctx->weights_changed = 1;
     if ((rc = ein_ctx_open(ctx)) != MODEL_OK)
         return rc;
-    for (int i = 0; i < EIN_NT; i++)
-        if (!EIN_VIEW(i) && (rc = ein_buf_alloc(ctx, i)) != MODEL_OK)
+    if (EIN_ARENA_BYTES &&
+        (rc = ein_mem_alloc(ctx, &ctx->arena, EIN_ARENA_BYTES, "")) != MODEL_OK)
+        return rc;
+    for (int i = 0; i < EIN_NT; i++) {
+        if (EIN_AT(i) >= 0)
+            ctx->buf[i] = (char *)ctx->arena + EIN_AT(i);
+        else if (!EIN_VIEW(i) &&
+                 (rc = ein_mem_alloc(ctx, &ctx->buf[i], ein_tensors[i].nbytes,
+                                     ein_tensors[i].name)) != MODEL_OK)
             return rc;
+    }
     return ein_lib_create(ctx);
 }
 
@@ -96,8 +105,10 @@ int model_destroy(model_ctx *ctx)
     if ((r = ein_lib_destroy(ctx)) != MODEL_OK && rc == MODEL_OK)
         rc = r;
     for (int i = 0; i < EIN_NT; i++)
-        if ((r = ein_buf_free(ctx->buf[i])) != MODEL_OK && rc == MODEL_OK)
+        if (EIN_AT(i) < 0 && (r = ein_buf_free(ctx->buf[i])) != MODEL_OK && rc == MODEL_OK)
             rc = r;
+    if ((r = ein_buf_free(ctx->arena)) != MODEL_OK && rc == MODEL_OK)
+        rc = r;
     if ((r = ein_ctx_close(ctx)) != MODEL_OK && rc == MODEL_OK)
         rc = r;
     free(ctx);
@@ -180,6 +191,10 @@ int model_get_tensor(model_ctx *ctx, const char *name, void *data, size_t nbytes
         return ein_fail(ctx, MODEL_EMISSING, "tensor '%s' holds no value: its operator "
                         "stores it straight into the buffer of the copy that reorders it "
                         "(einc --emit=plan: into=)", name);
+    if (EIN_AT(i) >= 0)
+        return ein_fail(ctx, MODEL_EMISSING, "tensor '%s' holds no value: during a run "
+                        "it shares memory with other intermediates (compile with einc "
+                        "--keep-intermediates to keep it)", name);
     if (!ctx->valid[i])
         return ein_fail(ctx, MODEL_EMISSING, "tensor '%s' holds no value: it was not "
                         "set, loaded or computed (outputs of model_run go to the "

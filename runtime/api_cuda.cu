@@ -72,17 +72,18 @@ RT_API int ein_ctx_close(model_ctx *ctx)
     return rc;
 }
 
-RT_API int ein_buf_alloc(model_ctx *ctx, int i)
+/* *out: `bytes` of device memory for `what` (a tensor's name, or the
+   arena of the intermediates: ""). */
+RT_API int ein_mem_alloc(model_ctx *ctx, void **out, size_t bytes, const char *what)
 {
-    size_t bytes = ein_tensors[i].nbytes;
-    cudaError_t e = cudaMalloc((void **)&ctx->buf[i], bytes);
+    cudaError_t e = cudaMalloc(out, bytes);
     if (e != cudaSuccess) {
-        ctx->buf[i] = NULL;
+        *out = NULL;
         (void)cudaGetLastError();       /* reported below: clear it */
         return ein_fail(ctx, e == cudaErrorMemoryAllocation ? MODEL_ENOMEM : MODEL_ECUDA,
-                        "cannot allocate %zu bytes of device memory for tensor "
-                        "'%s': %s", bytes, ein_tensors[i].name,
-                        cudaGetErrorString(e));
+                        "cannot allocate %zu bytes of device memory for %s%s%s: %s", bytes,
+                        *what ? "tensor '" : "the intermediates' arena", what,
+                        *what ? "'" : "", cudaGetErrorString(e));
     }
     return MODEL_OK;
 }

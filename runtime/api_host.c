@@ -104,13 +104,15 @@ RT_API void ein_threads_end(model_ctx *ctx, int rc)
 #endif
 }
 
-RT_API int ein_buf_alloc(model_ctx *ctx, int i)
+/* *out: `bytes` of zeroed memory for `what` (a tensor's name, or the
+   arena of the intermediates: "" ). */
+RT_API int ein_mem_alloc(model_ctx *ctx, void **out, size_t bytes, const char *what)
 {
-    size_t bytes = ein_tensors[i].nbytes;
-    ctx->buf[i] = calloc(bytes, 1);
-    if (!ctx->buf[i])
-        return ein_fail(ctx, MODEL_ENOMEM, "cannot allocate %zu bytes for tensor '%s'",
-                        bytes, ein_tensors[i].name);
+    *out = calloc(bytes ? bytes : 1, 1);
+    if (!*out)
+        return ein_fail(ctx, MODEL_ENOMEM, "cannot allocate %zu bytes for %s%s%s", bytes,
+                        *what ? "tensor '" : "the intermediates' arena", what,
+                        *what ? "'" : "");
     return MODEL_OK;
 }
 

@@ -72,10 +72,15 @@ const model_tensor_info *model_output_at(int k);
  * GEMM's output view, derive/search/plan.h's PlanBuf): no buffer, never a
  * value of its own. */
 #define EIN_VIEW(i) ((i) < 0)
+/* The bytes of the arena the intermediates share, and the offset of
+ * tensor i in it, -1 for none (derive/search/plan.h's Plan.at). */
+#define EIN_ARENA_BYTES ((size_t)0)
+#define EIN_AT(i) (-1)
 extern const model_tensor_info ein_tensors[EIN_NT];
 
 struct model_ctx {
     void *buf[EIN_NT];
+    void *arena;
     unsigned char valid[EIN_NT];
     int weights_changed;
     int threads;
@@ -153,7 +158,7 @@ RT_API StDtype ein_st_dtype(int elem);
 RT_API int ein_ctx_open(model_ctx *ctx);
 RT_API int ein_ctx_idle(model_ctx *ctx);
 RT_API int ein_ctx_close(model_ctx *ctx);
-RT_API int ein_buf_alloc(model_ctx *ctx, int i);
+RT_API int ein_mem_alloc(model_ctx *ctx, void **out, size_t bytes, const char *what);
 RT_API int ein_buf_free(void *buf);
 RT_API int ein_io_after_runs(model_ctx *ctx);
 RT_API int ein_buf_load(model_ctx *ctx, StFile *f, int i);

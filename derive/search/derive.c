@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -594,7 +595,22 @@ static void json_plan(const Plan *pl, Precision prec, FILE *fp)
         plan_print_json_op(&pl->ops[t->id], prec, fp);
         first = false;
     }
-    fputs("]}", fp);
+    /* the arena of the intermediates (storage.c): each one's offset */
+    fputs("],\n    \"memory\": {", fp);
+    if (pl->at) {
+        fprintf(fp, "\"arena_bytes\": %" PRId64 ", \"apart_bytes\": %" PRId64
+                ", \"peak_bytes\": %" PRId64 ", \"at\": {", pl->arena, pl->apart, pl->peak);
+        first = true;
+        for (int i = 0; i < pl->prog->ntensors; i++)
+            if (pl->at[i] >= 0) {
+                fputs(first ? "" : ", ", fp);
+                plan_json_string(pl->prog->tensors[i]->name, fp);
+                fprintf(fp, ": %" PRId64, pl->at[i]);
+                first = false;
+            }
+        fputc('}', fp);
+    }
+    fputs("}}", fp);
 }
 
 void derive_print_json(const IrCtx *cx, const Derived *d, FILE *fp)

@@ -4,7 +4,7 @@
 derive_libderive_a_SOURCES += derive/search/plan.h derive/search/plan.c \
 	derive/search/search.h derive/search/search.c derive/search/derive.h \
 	derive/search/derive.c derive/search/unmask.c derive/search/epilogue.c derive/search/fuse.c derive/search/outview.c \
-	derive/search/handoff.c \
+	derive/search/handoff.c derive/search/storage.c \
 	derive/search/rows.c derive/search/siblings.c derive/search/scalefold.c \
 	derive/search/tune.h derive/search/tune.c
 
@@ -14,7 +14,8 @@ TESTS += tests/derive/showcase.test tests/derive/verify.test tests/derive/scale.
 	tests/derive/limits.test tests/derive/factor.test tests/derive/views.test \
 	tests/derive/epilogue.test tests/derive/rows.test tests/derive/reuse.test \
 	tests/derive/rerank.test tests/derive/handoff.test tests/derive/unmask.test \
-	tests/derive/jobs.test tests/derive/scalefold.test tests/derive/operands.test
+	tests/derive/jobs.test tests/derive/scalefold.test tests/derive/operands.test \
+	tests/derive/storage.test
 EXTRA_DIST += tests/derive/showcase.test tests/derive/verify.test tests/derive/scale.test \
 	tests/derive/limits.test tests/derive/factor.test tests/derive/views.test \
 	tests/derive/rows.test tests/derive/showcase tests/derive/factor tests/derive/views tests/derive/epilogue.test \
@@ -22,4 +23,5 @@ EXTRA_DIST += tests/derive/showcase.test tests/derive/verify.test tests/derive/s
 	tests/derive/handoff.test tests/derive/handoff tests/derive/seeds.py \
 	tests/derive/unmask.test tests/derive/unmask tests/derive/jobs.test \
 	tests/derive/scalefold.test tests/derive/scalefold tests/derive/operands.test \
+	tests/derive/storage.test tests/derive/storage \
 	tests/bench/search.sh tests/bench/README.md

@@ -1236,6 +1236,13 @@ void plan_print(const Plan *pl, FILE *fp)
         if (t->kind == IT_STAGE)
             print_op(&pl->ops[t->id], fp);
     }
+    if (pl->at)
+        fprintf(fp, "memory: %d intermediate%s share%s an arena of %.2f MiB (%.2f MiB in "
+                "buffers of their own)\n", pl->nshared, pl->nshared == 1 ? "" : "s",
+                pl->nshared == 1 ? "s" : "", (double)pl->arena / 1048576,
+                (double)pl->apart / 1048576);
+    else
+        fputs("memory: every tensor in a buffer of its own\n", fp);
 }
 
 /* A JSON string of `s`, quotes included (RFC 8259: quotes, backslashes
