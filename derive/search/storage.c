@@ -3,7 +3,10 @@
  * while it is live (derive.h, derive_storage; plan.h, Plan.at).
  *
  * A run executes the operators in program order (tensor ids), one after
- * the other on one stream (CUDA) or thread team (C).  A tensor is live
+ * the other on one stream (CUDA) or thread team (C), after the stages
+ * that depend on weights only where a weight changed (at load: in program
+ * order too, before the others, so a run's order puts them first).  A
+ * tensor is live
  * from the first operator that writes its buffer to the last that reads
  * it, both ends included: an operator's inputs and its output never share
  * memory, whatever the operator does (a library call with C, a pass after
@@ -15,9 +18,11 @@
  *
  * Outside the arena, in buffers of their own: inputs and weights (set by
  * the API), outputs (read by it after a run, or the caller's buffers),
- * what runs at load (read by every run), and a convolution's output that
- * the next convolution takes in oneDNN's layout (handoff.c: its buffer is
- * filled when the API reads it).  A view has no buffer.
+ * what runs at load and a run reads (every run reads it; what only other
+ * load-time stages read, a folded weight before its relayout, is dead
+ * once they ran), and a convolution's output that the next convolution
+ * takes in oneDNN's layout (handoff.c: its buffer is filled when the API
+ * reads it).  A view has no buffer.
  *
  * Placement is greedy by size (largest first, then by id): each tensor
  * goes to the lowest 256-byte-aligned offset where it overlaps no placed
@@ -106,20 +111,19 @@ void derive_storage(IrCtx *cx, Plan *pl)
                xmalloc(((size_t)nt + 1) * sizeof *lf.last), 0};
     bool *shared = xcalloc((size_t)nt + 1, sizeof *shared);
     for (int i = 0; i < nt; i++) {
-        lf.first[i] = nt;
+        lf.first[i] = 2 * nt;
         lf.last[i] = -1;
         const IrTensor *t = p->tensors[i];
-        const PlanOp *op = &pl->ops[i];
-        shared[i] = t->kind == IT_STAGE && !t->is_output && !op->at_load &&
-                    op->buf.kind == BUF_OWN;
+        shared[i] = t->kind == IT_STAGE && !t->is_output && pl->ops[i].buf.kind == BUF_OWN;
     }
+    /* the load-time stages at positions 0 .. nt-1, then the run's */
     for (int i = 0; i < nt; i++) {
         const PlanOp *op = &pl->ops[i];
-        if (p->tensors[i]->kind != IT_STAGE || op->at_load)
+        if (p->tensors[i]->kind != IT_STAGE)
             continue;
         if (op->src_from)
             shared[op->src_from->id] = false;
-        lf.when = position(op);
+        lf.when = position(op) + (op->at_load ? 0 : nt);
         touch(&lf, op->buf.kind == BUF_VIEW ? op->buf.of->id : i);
         if (op->rows && !plan_in_rows(op))
             for (int k = 0; k < op->rows->nmembers; k++)
@@ -127,6 +131,10 @@ void derive_storage(IrCtx *cx, Plan *pl)
         else
             op_reads(&lf, op);
     }
+    /* a load-time tensor that a run reads is read by every run */
+    for (int i = 0; i < nt; i++)
+        if (shared[i] && pl->ops[i].at_load && lf.last[i] >= nt)
+            shared[i] = false;
 
     Slot *s = xmalloc(((size_t)nt + 1) * sizeof *s);
     int n = 0;
@@ -160,7 +168,7 @@ void derive_storage(IrCtx *cx, Plan *pl)
 
     /* the most bytes live at once: no arena is smaller */
     int64_t peak = 0;
-    for (int w = 0; w < nt; w++) {
+    for (int w = 0; w < 2 * nt; w++) {
         int64_t sum = 0;
         for (int k = 0; k < n; k++)
             if (lf.first[s[k].id] <= w && w <= lf.last[s[k].id])
