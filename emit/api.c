@@ -145,12 +145,14 @@ void api_write_header_comment(Emit *em)
 " *   int model_get_tensor(model_ctx *ctx, const char *name, void *data,\n"
 " *                     size_t nbytes);\n"
 " *       Copy a tensor that holds a value (set, loaded or computed) to\n"
-" *       host memory (not an operator's output that it stores straight into\n"
-" *       the copy that reorders it: einc --emit=plan's into=).");
-    emit_api_text(em, cuda ? "  model_load_weights, model_set_tensor and model_get_tensor\n"
-                             " *       wait for the runs queued before them and return when their\n"
-                             " *       copy is done." : "");
-    sb_puts(o, "\n");
+" *       host memory: not an intermediate that shares memory with others\n"
+" *       during a run (einc --keep-intermediates gives each its own), nor\n"
+" *       an operator's output that it stores straight into the copy that\n"
+" *       reorders it (einc --emit=plan's into=).\n");
+    if (cuda)
+        emit_api_text(em, " *       model_load_weights, model_set_tensor and model_get_tensor\n"
+                          " *       wait for the runs queued before them and return when\n"
+                          " *       their copy is done.\n");
     /* The run prototype on one line, wrapped at the commas. */
     Sb proto = {0};
     sb_printf(&proto, "int %s_run(%s_ctx *ctx", em->model, em->model);
