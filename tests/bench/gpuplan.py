@@ -3,8 +3,10 @@
 (no GPU needed): per run its launches (kernels, library calls, and the
 epilogue passes after library calls; a run is one CUDA graph launch of
 these), the bytes its generated kernels move (each tensor a kernel reads
-once, what it stores: the model's best case) and the cost model's
-estimate, at B=1 and B=16.
+once, what it stores: the model's best case), the cost model's estimate,
+and the device memory of the intermediates that share one arena
+(plan-json's "memory": the arena, and what they would take in buffers
+of their own), at B=1 and B=16.
 
   EINC=./einc /usr/bin/python3 ../tests/bench/gpuplan.py [--base EINC0] [NAME...]
 
@@ -47,7 +49,8 @@ def plan(einc, ein, b):
         launches += 1
         if o["impl"] != "kernel" and "epilogue" in o and "post_ops" not in o:
             launches += 1
-    return launches, (nbytes if known else None), cand["cost_us"]
+    mem = doc.get("plan", {}).get("memory")
+    return launches, (nbytes if known else None), cand["cost_us"], mem
 
 
 def has_b(ein):
@@ -61,6 +64,14 @@ def fmt_bytes(n):
     return "-" if n is None else "%.1f" % (n / 1e6)
 
 
+def fmt_mem(m):
+    """The intermediates' arena and what they take apart, MiB; "-" for an
+    einc that shares no memory (--keep-intermediates, or older)."""
+    if not m:
+        return "-"
+    return "%.1f (%.1f)" % (m["arena_bytes"] / 2**20, m["apart_bytes"] / 2**20)
+
+
 def main():
     argv = sys.argv[1:]
     base = None
@@ -69,7 +80,7 @@ def main():
     einc = os.environ.get("EINC", "./einc")
     names = argv or sorted(f[:-4] for f in os.listdir(os.path.join(top, "examples"))
                            if f.endswith(".ein"))
-    cols = "launches | MB moved by kernels | estimate us"
+    cols = "launches | MB moved by kernels | estimate us | arena MiB (apart)"
     head = "| example | B | " + (cols if not base else
                                  " | ".join("%s before | %s after" % (c, c)
                                             for c in cols.split(" | "))) + " |"
@@ -79,12 +90,14 @@ def main():
         ein = os.path.join(top, "examples", name + ".ein")
         for b in ([1, 16] if has_b(ein) else [None]):
             after = plan(einc, ein, b)
-            row = ["%d" % after[0], fmt_bytes(after[1]), "%.1f" % after[2]]
+            row = ["%d" % after[0], fmt_bytes(after[1]), "%.1f" % after[2],
+                   fmt_mem(after[3])]
             if base:
                 before = plan(base, ein, b)
                 row = ["%d | %d" % (before[0], after[0]),
                        "%s | %s" % (fmt_bytes(before[1]), fmt_bytes(after[1])),
-                       "%.1f | %.1f" % (before[2], after[2])]
+                       "%.1f | %.1f" % (before[2], after[2]),
+                       "%s | %s" % (fmt_mem(before[3]), fmt_mem(after[3]))]
             print("| %s | %s | %s |" % (name, "-" if b is None else b, " | ".join(row)))
 
 
