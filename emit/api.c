@@ -413,7 +413,8 @@ static void write_tables(Emit *em)
     emit_api_text(em,
 "struct model_ctx {\n"
 "    void *buf[EIN_NT];              /* one per tensor, ");
-    sb_puts(o, cuda ? "device memory */\n" : "host memory */\n");
+    sb_puts(o, cuda ? "device memory (EIN_AT: in the arena) */\n"
+                    : "host memory (EIN_AT: in the arena) */\n");
     emit_api_text(em,
 "    void *arena;                    /* the intermediates' (EIN_AT); NULL: none */\n");
     emit_api_text(em,
