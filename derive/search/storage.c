@@ -18,11 +18,12 @@
  *
  * Outside the arena, in buffers of their own: inputs and weights (set by
  * the API), outputs (read by it after a run, or the caller's buffers),
- * what runs at load and a run reads (every run reads it; what only other
- * load-time stages read, a folded weight before its relayout, is dead
- * once they ran), and a convolution's output that the next convolution
- * takes in oneDNN's layout (handoff.c: its buffer is filled when the API
- * reads it).  A view has no buffer.
+ * and what runs at load and a run reads (every run reads it; what only
+ * other load-time stages read, a folded weight before its relayout, is
+ * dead once they ran).  A view has no buffer.  A convolution's output
+ * that the next takes in oneDNN's layout (handoff.c) is in its buffer in
+ * that layout from the one to the other like any tensor; in the arena,
+ * the API never reads it back into einc's (ein_lib_fetch).
  *
  * Placement is greedy by size (largest first, then by id): each tensor
  * goes to the lowest 256-byte-aligned offset where it overlaps no placed
@@ -121,8 +122,6 @@ void derive_storage(IrCtx *cx, Plan *pl)
         const PlanOp *op = &pl->ops[i];
         if (p->tensors[i]->kind != IT_STAGE)
             continue;
-        if (op->src_from)
-            shared[op->src_from->id] = false;
         lf.when = position(op) + (op->at_load ? 0 : nt);
         touch(&lf, op->buf.kind == BUF_VIEW ? op->buf.of->id : i);
         if (op->rows && !plan_in_rows(op))
