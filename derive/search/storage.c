@@ -142,6 +142,8 @@ void derive_storage(IrCtx *cx, Plan *pl)
         if (shared[i]) {
             int64_t bytes = round_up((int64_t)(ir_tensor_numel(p->tensors[i]) *
                                                elem_size(p->tensors[i]->elem)));
+            if (bytes == 0)         /* no elements: nothing to share */
+                continue;
             s[n++] = (Slot){i, bytes, 0};
             apart += bytes;
         }
