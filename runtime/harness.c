@@ -14,7 +14,7 @@ RT_API void rt_usage(FILE *out, const char *prog)
 {
     fprintf(out,
 "usage: %s [--weights FILE] [--inputs FILE] [--outputs FILE] [--seed N]\n"
-"          [--bench ITERS] [--threads N]\n"
+"          [--bench ITERS] [--threads N] [--runs N]\n"
 "  --weights FILE  read the weights from a safetensors file; without it\n"
 "                  they are seeded uniform(-1, 1) values\n"
 "  --inputs FILE   read the inputs from a safetensors file; without it\n"
@@ -26,6 +26,9 @@ RT_API void rt_usage(FILE *out, const char *prog)
 "                  median milliseconds per run\n"
 "  --threads N     compute with N threads (default: as many as OpenMP\n"
 "                  would use, OMP_NUM_THREADS or every processor)\n"
+"  --runs N        run N times (default 1) and take the outputs from the\n"
+"                  last, which reuses what the runs before left in the\n"
+"                  context (its CUDA graph, the intermediates' memory)\n"
 "  --help          print this help\n", prog);
 }
 
@@ -71,7 +74,7 @@ RT_API int rt_parse_args(int argc, char **argv, RtArgs *a, char *err,
                          size_t errlen)
 {
     static const char *const opts[] = {
-        "--weights", "--inputs", "--outputs", "--seed", "--bench", "--threads"
+        "--weights", "--inputs", "--outputs", "--seed", "--bench", "--threads", "--runs"
     };
     enum { NOPTS = sizeof opts / sizeof *opts };
     int seen[NOPTS] = { 0 };
@@ -120,12 +123,13 @@ RT_API int rt_parse_args(int argc, char **argv, RtArgs *a, char *err,
                 return rt_fail(err, errlen, "option '--seed': '%s' is not a "
                                "number from 0 to 18446744073709551615", val);
             break;
-        case 4: {
+        case 4:
+        case 6: {
             uint64_t v;
             if (rt_parse_u64(val, (uint64_t)RT_BENCH_MAX, &v) < 0 || v == 0)
-                return rt_fail(err, errlen, "option '--bench': '%s' is not "
-                               "a count from 1 to %ld", val, RT_BENCH_MAX);
-            a->bench = (long)v;
+                return rt_fail(err, errlen, "option '%s': '%s' is not "
+                               "a count from 1 to %ld", opts[k], val, RT_BENCH_MAX);
+            *(k == 4 ? &a->bench : &a->runs) = (long)v;
             break;
         }
         default: {

@@ -3,7 +3,7 @@
  * lists, a wall-clock timer and the median of the timings.
  *
  *   ./net [--weights F] [--inputs F] [--outputs F] [--seed N] [--bench ITERS]
- *         [--threads N]
+ *         [--threads N] [--runs N]
  *
  * Unlike st.c this is the program's front end, so rt_main_args and
  * rt_load_or_fill may print to stderr (and rt_main_args may exit); the
@@ -30,6 +30,7 @@ typedef struct RtArgs {
     uint64_t seed;              /* --seed N; 0 by default */
     long bench;                 /* --bench ITERS; 0: no benchmark */
     int threads;                /* --threads N; 0: the default (OpenMP's) */
+    long runs;                  /* --runs N: runs before the outputs; 0: one */
     int help;                   /* --help was given */
 } RtArgs;
 

@@ -106,8 +106,9 @@ int main(int argc, char **argv)
     for (i = 0; i < nx; i++)
         if (model_set_tensor(ctx, x[i].name, x[i].data, rt_nbytes(&x[i])) != MODEL_OK)
             goto fail;
-    if (ein_main_run(ctx) != MODEL_OK)
-        goto fail;
+    for (long r = 0; r < (args.runs ? args.runs : 1); r++)
+        if (ein_main_run(ctx) != MODEL_OK)
+            goto fail;
     if (ctx->note[0])
         fprintf(stderr, "%s: note: %s\n", args.prog, ctx->note);
     for (i = 0; i < ny; i++)

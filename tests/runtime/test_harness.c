@@ -51,7 +51,9 @@ static void test_args(void)
 
     CHECK(parse(&a, err, "/usr/bin/net", (const char *)NULL) == 0);
     CHECK(strcmp(a.prog, "net") == 0 && !a.weights && !a.inputs &&
-          !a.outputs && a.seed == 0 && a.bench == 0 && !a.help);
+          !a.outputs && a.seed == 0 && a.bench == 0 && a.runs == 0 && !a.help);
+    CHECK(parse(&a, err, "net", "--runs", "3", "--threads=2", (const char *)NULL) == 0 &&
+          a.runs == 3 && a.threads == 2 && a.bench == 0);
     CHECK(parse(&a, err, "net", "--weights", "w.st", "--inputs=i.st",
                 "--outputs", "o.st", "--seed", "18446744073709551615",
                 "--bench=20", (const char *)NULL) == 0);
@@ -91,6 +93,10 @@ static void test_args(void)
              "1000000000", "--bench", " 5", NULL);
     bad_args(__LINE__, "option '--inputs' given twice", "--inputs=a",
              "--inputs", "b");
+    bad_args(__LINE__, "option '--runs': '0' is not a count from 1 to "
+             "1000000000", "--runs", "0", NULL);
+    bad_args(__LINE__, "option '--runs' needs a number", "--runs", NULL, NULL);
+    bad_args(__LINE__, "option '--runs' given twice", "--runs=2", "--runs", "2");
 }
 
 static void test_uniform(void)
