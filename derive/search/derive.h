@@ -108,12 +108,12 @@ int derive_out_views(Plan *pl);
  * prices off both (handoff.c).  Returns how many. */
 int derive_handoffs(Plan *pl, const CostModel *cm);
 
-/* Storage: the run-time intermediates (neither an output nor read by
- * the API after a run) share one arena, each at an offset where no other
- * tensor is live between its first write and its last read in the run's
- * order (greedy by size, 256-byte aligned); sets pl->at, arena, apart
- * and nshared (plan.h).  The last pass: nothing may change what runs or
- * what reads what after it (storage.c). */
+/* Storage: the intermediates (computed tensors but outputs and what runs
+ * at load and a run reads) share one arena, each at an offset where no
+ * other tensor is live between its first write and its last read in the
+ * run's order (greedy by size, 256-byte aligned); sets pl->at, arena,
+ * apart, peak and nshared (plan.h).  The last pass: nothing may change
+ * what runs or what reads what after it (storage.c). */
 void derive_storage(IrCtx *cx, Plan *pl);
 
 /* Does s with the epilogue epi (NULL: none) stay within fusion's bounds

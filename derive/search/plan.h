@@ -253,12 +253,14 @@ typedef struct Plan {
     Target target;
     Precision precision;        /* what library calls compute in */
     const IrTensor **unmasked;  /* the maps whose mask no reader sees went */
-    int nunmasked;              /* (derive_unmask) */    /* Where the intermediates live (storage.c, derive_storage): per
+    int nunmasked;              /* (derive_unmask) */
+    /* Where the intermediates live (storage.c, derive_storage): per
      * tensor id, the byte offset of its buffer inside one arena that the
-     * intermediates whose lives in a run do not overlap share, or -1: a
-     * buffer of its own (inputs, weights, outputs, what runs at load, a
-     * tensor kept in oneDNN's layout) or none (a view).  NULL: every
-     * tensor has its own (--keep-intermediates; plan_program's plans). */
+     * intermediates whose lives in a run (load-time stages first) do not
+     * overlap share, or -1: a buffer of its own (inputs, weights,
+     * outputs, what runs at load and a run reads) or none (a view).
+     * NULL: every tensor has its own (--keep-intermediates;
+     * plan_program's plans). */
     int64_t *at;
     int64_t arena;              /* bytes of the arena */
     int64_t apart;              /* bytes its tensors take in buffers of their own */
