@@ -105,7 +105,7 @@ RT_API void ein_threads_end(model_ctx *ctx, int rc)
 }
 
 /* *out: `bytes` of zeroed memory for `what` (a tensor's name, or the
-   arena of the intermediates: "" ). */
+   arena of the intermediates: ""). */
 RT_API int ein_mem_alloc(model_ctx *ctx, void **out, size_t bytes, const char *what)
 {
     *out = calloc(bytes ? bytes : 1, 1);
