@@ -403,7 +403,7 @@ static void write_tables(Emit *em)
             sb_puts(o, "NULL");
         sb_printf(o, ", %" PRId64 ", %s_%s, %" PRId64 "},\n", n, em->upper,
                   api_elem_upper(t->elem),
-                  n * (int64_t)emit_elem_size(t->elem));
+                  n * (int64_t)elem_size(t->elem));
     }
     if (nt == 0)
         sb_puts(o, "    {\"\", \"\", 0, 0, 0, NULL, 0, 0, 0},\n");
@@ -636,10 +636,10 @@ static void write_run(Emit *em)
         if (cuda)
             sb_printf(o, "    EIN_CUDA(cudaMemcpyAsync(%s, ein_p[%d], %zu, "
                       "cudaMemcpyDeviceToDevice, stream));\n", out_param(em, t), t->id,
-                      (size_t)em->count[t->id] * emit_elem_size(t->elem));
+                      (size_t)em->count[t->id] * elem_size(t->elem));
         else
             sb_printf(o, "    memcpy(%s, ein_p[%d], %zu);\n", out_param(em, t), t->id,
-                      (size_t)em->count[t->id] * emit_elem_size(t->elem));
+                      (size_t)em->count[t->id] * elem_size(t->elem));
     }
     sb_puts(o, "    /* The context's output buffers were not written. */\n");
     for (int i = 0; i < p->noutputs; i++) {

@@ -191,8 +191,6 @@ enum {
  * "float" for f32, "uint16_t" (the IEEE binary16 or bfloat16 bit
  * pattern) for f16 and bf16. */
 const char *emit_ctype(ElemType e);
-/* Bytes per element: 4 or 2. */
-size_t emit_elem_size(ElemType e);
 /* Does the program hold an f16 or bf16 tensor? */
 bool emit_has_16bit(const IrProgram *p);
 /* Write `value` (a float expression) converted for a store into an

@@ -872,7 +872,7 @@ static void c_alpha(Emit *em, const IrTensor *t)
 static void write_gemm_batched(Emit *em, const IrTensor *t, const OpMatch *m, const char *in)
 {
     Sb *o = &em->out;
-    int64_t es = (int64_t)emit_elem_size(t->elem);
+    int64_t es = (int64_t)elem_size(t->elem);
     const char *ty = cuda_type(t->elem);
     CuGemm g = cu_gemm(m);
     int64_t off[2] = {m->off_a, m->off_b}, ld[2] = {m->lda, m->ldb};
@@ -931,7 +931,7 @@ static void write_gemm(Emit *em, const IrTensor *t, const OpMatch *m, const char
         c_alpha(em, t);
         return;
     }
-    size_t es = emit_elem_size(t->elem);
+    size_t es = elem_size(t->elem);
     const char *ty = cuda_type(t->elem);
     CuGemm g = cu_gemm(m);
     int64_t off[2] = {m->off_a, m->off_b}, ld[2] = {m->lda, m->ldb};

@@ -24,11 +24,6 @@ const char *emit_ctype(ElemType e)
     return (unsigned)e < ELEM_COUNT ? t[e] : "float";
 }
 
-size_t emit_elem_size(ElemType e)
-{
-    return elem_size(e);
-}
-
 bool emit_has_16bit(const IrProgram *p)
 {
     for (int i = 0; i < p->ntensors; i++)

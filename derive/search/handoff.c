@@ -12,7 +12,9 @@
  * layout (it compares their memory descriptors), no bigger than x's
  * buffer, and x's has no sum post-op; elsewhere the reorders stay.  x's
  * buffer then holds x in that layout, which model_get_tensor reorders
- * into einc's when it reads x (runtime/dnnl.c, ein_dnnl_fetch).
+ * into einc's when it reads x (runtime/dnnl.c, ein_dnnl_fetch), where x
+ * has a buffer of its own (--keep-intermediates; in the arena of
+ * storage.c it holds no value after a run).
  *
  * The operator of y records x (PlanOp.src_from); the cost model's prices
  * of the two reorders come off x's and y's operators.  f32 only: at a
