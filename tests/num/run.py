@@ -37,8 +37,15 @@ library calls round their operands to the format), the reference rounds
 the operands of its GEMMs and convolutions the same way (RoundOperands),
 and the tolerance is 1e-3 (tf32) or 1e-2 (fp16, bf16).
 
+With --same-as EINC2 (or NUM_SAME_AS), a case where EINC2 given the same
+arguments writes the very same C file is not built or run but printed as
+SAME: a run of the suite with EINC2 checks that file, on the same inputs.
+num-O0.test and num-h200.test (einc -O0, --device=h200) skip so the cases
+whose plans are the default's, which num.test checks.
+
 Usage: run.py [--einc PATH] [-j JOBS] [-k PATTERN]... [--exclude PATTERN]... [--keep DIR]
-              [--no-models] [--models-only] [--precision P] [--list] [-v]
+              [--no-models] [--models-only] [--precision P] [--same-as EINC2]
+              [--list] [-v]
 EINC, CC and top_srcdir come from the environment as automake's test
 harness sets them.
 """
@@ -370,6 +377,23 @@ def check_decls(spec, ins, wts):
                       + "; ".join(diff))
 
 
+def same_code(spec, args, argv, wd, safe):
+    """Whether --same-as's einc, run with the same arguments, writes the
+    very same C file: then building and running it again would repeat a
+    check another run of the suite (num.test's) makes, on the same inputs
+    (their seeds are the case's name).  It writes into a folder of its
+    own, under the same file name (which the file's text names)."""
+    base = os.path.join(wd, "same-as")
+    os.makedirs(base, exist_ok=True)
+    p = run_cmd([args.same_as] + argv[1:], base)
+    if p.returncode != 0:
+        return False
+    with open(os.path.join(wd, safe + ".c"), "rb") as f:
+        mine = f.read()
+    with open(os.path.join(base, safe + ".c"), "rb") as f:
+        return f.read() == mine
+
+
 def run_case(spec, args, root):
     t0 = time.time()
     safe = spec.name.replace("/", "-")
@@ -391,6 +415,9 @@ def run_case(spec, args, root):
                 p.returncode, " ".join(argv[1:]), tail(p.stderr)))
         if p.stderr.strip():
             raise Failure("einc diagnostics:\n" + tail(p.stderr))
+        if args.same_as and same_code(spec, args, argv, wd, safe):
+            return Result(spec.name, None, "the C file %s writes too, checked"
+                          " by its run" % args.same_as, time.time() - t0)
         cmd, exe = build_command(os.path.join(wd, safe + ".c"), args.cc)
         p = run_cmd(cmd, wd, shell=True)
         if p.returncode != 0 or p.stderr.strip():
@@ -456,6 +483,9 @@ def main():
     ap.add_argument("--exclude", action="append", default=[],
                     help="skip cases whose name contains this")
     ap.add_argument("--keep", help="work in this folder and keep it")
+    ap.add_argument("--same-as", default=os.environ.get("NUM_SAME_AS") or None,
+                    help="skip a case where this einc, given the same arguments, "
+                    "writes the same C file (a run of the suite with it checks that code)")
     ap.add_argument("--no-models", action="store_true")
     ap.add_argument("--models-only", action="store_true")
     ap.add_argument("--precision", choices=sorted(PRECISION_TOL), default="fp32",
@@ -485,17 +515,22 @@ def main():
               file=sys.stderr)
         return 2
     args.einc = os.path.abspath(args.einc)
+    if args.same_as:
+        args.same_as = os.path.abspath(args.same_as)
 
     root = args.keep or tempfile.mkdtemp(prefix="einc-num.")
     os.makedirs(root, exist_ok=True)
     t0 = time.time()
-    npass = nfail = 0
+    npass = nfail = nsame = 0
     try:
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
             futs = [ex.submit(run_case, s, args, root) for s in specs]
             for f in futs:
                 r = f.result()
-                if r.ok:
+                if r.ok is None:
+                    nsame += 1
+                    print("SAME %-28s %s" % (r.name, r.msg), flush=True)
+                elif r.ok:
                     npass += 1
                     print("PASS %-28s %s  (%.1f s)" % (r.name, r.msg, r.secs),
                           flush=True)
@@ -510,7 +545,9 @@ def main():
     for m in missing:
         print("note: model %s: not tested" % m)
     print("time: %.0f s" % (time.time() - t0))
-    print("%d passed, %d failed" % (npass, nfail))
+    print("%d passed, %d failed" % (npass, nfail)
+          + (", %d the same C file as --same-as's" % nsame
+             if args.same_as else ""))
     return 0 if nfail == 0 else 1
 
 
