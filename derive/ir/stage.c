@@ -15,9 +15,10 @@
 #define CMP3(a, b) (((a) > (b)) - ((a) < (b)))
 
 typedef struct GuardBuf {
-    const IExpr **g;
+    const IExpr **g;                /* small, or on the heap when more */
     int n, cap;
     bool never;                     /* a guard is constant false */
+    const IExpr *small[8];
 } GuardBuf;
 
 static void add_guard(GuardBuf *b, const IExpr *g)
@@ -33,8 +34,12 @@ static void add_guard(GuardBuf *b, const IExpr *g)
         return;
     }
     if (b->n == b->cap) {
-        b->cap = b->cap ? 2 * b->cap : 8;
-        b->g = xrealloc(b->g, (size_t)b->cap * sizeof *b->g);
+        const IExpr **g2 = xmalloc((size_t)2 * b->cap * sizeof *g2);
+        memcpy(g2, b->g, (size_t)b->n * sizeof *g2);
+        if (b->g != b->small)
+            free(b->g);
+        b->g = g2;
+        b->cap *= 2;
     }
     b->g[b->n++] = g;
 }
@@ -90,7 +95,8 @@ const Stage *ir_stage(IrCtx *cx, Reduce red, const IrVar *loops, int nloops,
         s->sums = sv;
     }
 
-    GuardBuf gb = {0};
+    GuardBuf gb = {.cap = (int)(sizeof gb.small / sizeof *gb.small)};
+    gb.g = gb.small;
     for (int i = 0; i < nguards; i++)
         add_guard(&gb, guards[i]);
     if (gb.never) {
@@ -107,7 +113,8 @@ const Stage *ir_stage(IrCtx *cx, Reduce red, const IrVar *loops, int nloops,
         s->nguards = k;
         s->guards = arena_dup(cx->arena, gb.g, (size_t)k * sizeof *gb.g);
     }
-    free(gb.g);
+    if (gb.g != gb.small)
+        free(gb.g);
     s->body = body;
 
     uint64_t h = ir_hcomb(H_STAGE, (uint64_t)red);

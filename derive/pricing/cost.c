@@ -715,10 +715,9 @@ static double cpu_kernel(const CpuFigures *c, const Stage *s, double dram)
             inner = &s->loops[i];
     double stalls = 0;
     if (inner) {
-        Lanes *w = xmalloc(sizeof *w);
-        lanes_init(w, s, inner, 1);
-        stalls = cpu_stalls(c, w, inner->hi - inner->lo, s->body);
-        free(w);
+        Lanes w;                    /* 8 KiB: no recursion reaches here */
+        lanes_init(&w, s, inner, 1);
+        stalls = cpu_stalls(c, &w, inner->hi - inner->lo, s->body);
     }
     int last = s->nloops - 1;
     bool vector = s->nsums == 0 && s->nguards == 0 && plain_reads(s, s->body) &&
@@ -904,16 +903,15 @@ double cost_model(const Device *d, Precision prec, const Stage *s, const OpMatch
          * element, or a warp per element for reductions long enough */
         double mem = dram / (d->bandwidth * d->mem_eff);
         double loads = points(s) * terms * count_reads(s->body);
-        Lanes *w = xmalloc(sizeof *w);
-        lanes_init(w, s, s->loops, s->nloops);
+        Lanes w;                    /* 8 KiB: no recursion reaches here */
+        lanes_init(&w, s, s->loops, s->nloops);
         double t = kernel_time(d, flops, mem, points(s),
-                               points(s) * terms * lane_traffic(w, s->body), loads);
+                               points(s) * terms * lane_traffic(&w, s->body), loads);
         if (terms >= WARP) {
-            lanes_init(w, s, s->sums, s->nsums);
+            lanes_init(&w, s, s->sums, s->nsums);
             t = fmin(t, kernel_time(d, flops, mem, WARP * points(s),
-                                    points(s) * terms * lane_traffic(w, s->body), loads));
+                                    points(s) * terms * lane_traffic(&w, s->body), loads));
         }
-        free(w);
         return d->launch + t;
     }
     }

@@ -199,7 +199,9 @@ const Stage *tighten_apply(RuleCtx *rc, const RuleFocus *f, const RuleSite *st)
     (void)st;
     const Stage *s = f->stage;
     int nl = s->nloops, ns = s->nsums;
-    IrVar *v = xmalloc((size_t)(nl + ns + 1) * sizeof *v);
+    /* on the stack when small: this runs for every stage of every state */
+    IrVar vsmall[16];
+    IrVar *v = nl + ns <= 16 ? vsmall : xmalloc((size_t)(nl + ns) * sizeof *v);
     for (int i = 0; i < nl; i++)
         v[i] = s->loops[i];
     for (int i = 0; i < ns; i++)
@@ -229,7 +231,8 @@ const Stage *tighten_apply(RuleCtx *rc, const RuleFocus *f, const RuleSite *st)
         free(cs.c);
     if (use != small)
         free(use);
-    const IExpr **g = xmalloc((size_t)(s->nguards + 1) * sizeof *g);
+    const IExpr *gsmall[8];
+    const IExpr **g = s->nguards <= 8 ? gsmall : xmalloc((size_t)s->nguards * sizeof *g);
     for (int i = 0; i < s->nguards; i++) {
         g[i] = ir_expr_fold(rc->cx, s->guards[i], rc->lo, rc->hi);
         any |= g[i] != s->guards[i];
@@ -239,8 +242,10 @@ const Stage *tighten_apply(RuleCtx *rc, const RuleFocus *f, const RuleSite *st)
     /* mostly nothing changes: then s would be built again as it is */
     const Stage *to = any ? ir_stage(rc->cx, s->red, v, nl, v + nl, ns, g, s->nguards, body)
                           : s;
-    free(v);
-    free(g);
+    if (v != vsmall)
+        free(v);
+    if (g != gsmall)
+        free(g);
     return ir_stage_equal(to, s) ? NULL : rc_replace(rc, f, to);
 }
 

@@ -51,14 +51,16 @@ static const Stage *rebuild(RuleCtx *rc, const Stage *s, int var, const Ix *by,
                             int nloops, const IrVar *sums, int nsums)
 {
     int ng = s->nguards + nextra;
-    const IExpr **g = xmalloc((size_t)(ng ? ng : 1) * sizeof *g);
+    const IExpr *small[8];
+    const IExpr **g = ng <= 8 ? small : xmalloc((size_t)ng * sizeof *g);
     for (int i = 0; i < s->nguards; i++)
         g[i] = ir_subst(rc->cx, s->guards[i], var, by);
     for (int i = 0; i < nextra; i++)
         g[s->nguards + i] = extra[i];
     const Stage *r = ir_stage(rc->cx, s->red, loops, nloops, sums, nsums, g, ng,
                               ir_subst(rc->cx, s->body, var, by));
-    free(g);
+    if (g != small)
+        free(g);
     return r;
 }
 

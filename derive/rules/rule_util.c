@@ -252,9 +252,12 @@ const Stage *rc_replace_remap(RuleCtx *rc, const RuleFocus *f, const Stage *to,
     }
     const Stage *s = f->stage;
     int n = s->nloops, m = to->nloops;
-    IrVar *lv = xmalloc((size_t)(n ? n : 1) * sizeof *lv);
-    const Ix **idx = xmalloc((size_t)(n ? n : 1) * sizeof *idx);
-    const Ix **out = xmalloc((size_t)(m ? m : 1) * sizeof *out);
+    enum { SMALL = 12 };            /* on the stack when small */
+    IrVar lv_small[SMALL];
+    const Ix *idx_small[SMALL], *out_small[SMALL];
+    IrVar *lv = n <= SMALL ? lv_small : xmalloc((size_t)n * sizeof *lv);
+    const Ix **idx = n <= SMALL ? idx_small : xmalloc((size_t)n * sizeof *idx);
+    const Ix **out = m <= SMALL ? out_small : xmalloc((size_t)m * sizeof *out);
     for (int k = 0; k < n; k++) {
         lv[k] = rc_fresh(rc, s->loops[k].name, s->loops[k].lo, s->loops[k].hi);
         idx[k] = ix_var(rc->cx, lv[k].id);
@@ -262,9 +265,12 @@ const Stage *rc_replace_remap(RuleCtx *rc, const RuleFocus *f, const Stage *to,
     fn(rc, arg, idx, out);
     const Stage *w = ir_stage(rc->cx, RED_NONE, lv, n, NULL, 0, NULL, 0,
                               ir_access_stage(rc->cx, to, out, m));
-    free(lv);
-    free(idx);
-    free(out);
+    if (lv != lv_small)
+        free(lv);
+    if (idx != idx_small)
+        free(idx);
+    if (out != out_small)
+        free(out);
     return w;
 }
 

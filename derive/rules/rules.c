@@ -55,15 +55,48 @@ IrCtx *rule_ir(RuleCtx *rc)
 typedef struct Walk {
     RuleCtx *rc;
     const Stage *root;
-    IrVar *scope;
+    IrVar *scope;                   /* scope_small, or on the heap when more */
     int n, cap;
-    const Stage **seen;             /* distinct stages visited */
+    const Stage **seen;             /* distinct stages visited: seen_small... */
     int nseen, capseen;
     RuleKind only;
     RuleSites *out;                 /* enumerating */
     const Stage *want;              /* looking for this focus */
     RuleFocus *found;
+    /* a walk is made for every rule application and every search of
+     * sites (millions in a compile): most trees fit these */
+    IrVar scope_small[24];
+    const Stage *seen_small[32];
 } Walk;
+
+static void walk_init(Walk *w)
+{
+    w->scope = w->scope_small;
+    w->cap = (int)(sizeof w->scope_small / sizeof *w->scope_small);
+    w->seen = w->seen_small;
+    w->capseen = (int)(sizeof w->seen_small / sizeof *w->seen_small);
+}
+
+static void walk_free(Walk *w)
+{
+    if (w->scope != w->scope_small)
+        free(w->scope);
+    if (w->seen != w->seen_small)
+        free(w->seen);
+}
+
+/* Grows the array *p of *cap elements of size sz, inline (not freed) when
+ * it is small, to hold at least need. */
+static void grow(void **p, int *cap, int need, size_t sz, const void *small)
+{
+    int cap2 = 2 * need + 16;
+    void *q = xmalloc((size_t)cap2 * sz);
+    memcpy(q, *p, (size_t)*cap * sz);
+    if (*p != small)
+        free(*p);
+    *p = q;
+    *cap = cap2;
+}
 
 static void walk_stage(Walk *w, const Stage *s);
 
@@ -79,10 +112,8 @@ static void push_scope(Walk *w, const IrVar *v, int n)
 {
     if (n == 0)
         return;
-    if (w->n + n > w->cap) {
-        w->cap = 2 * (w->n + n) + 16;
-        w->scope = xrealloc(w->scope, (size_t)w->cap * sizeof *w->scope);
-    }
+    if (w->n + n > w->cap)
+        grow((void **)&w->scope, &w->cap, w->n + n, sizeof *w->scope, w->scope_small);
     memcpy(w->scope + w->n, v, (size_t)n * sizeof *v);
     w->n += n;
 }
@@ -92,21 +123,16 @@ static void walk_stage(Walk *w, const Stage *s)
     RuleFocus f = {w->root, s, s == w->root, w->scope, w->n};
     if (w->want) {
         if (s == w->want || ir_stage_equal(s, w->want)) {
-            IrVar *copy = xmalloc((size_t)(w->n ? w->n : 1) * sizeof *copy);
-            if (w->n)
-                memcpy(copy, w->scope, (size_t)w->n * sizeof *copy);
+            /* the walk ends here: w->scope[0 .. w->n) stays as it is */
             *w->found = f;
-            w->found->scope = copy;
             return;
         }
     } else {
         for (int i = 0; i < w->nseen; i++)
             if (ir_stage_equal(w->seen[i], s))
                 return;
-        if (w->nseen == w->capseen) {
-            w->capseen = w->capseen ? 2 * w->capseen : 16;
-            w->seen = xrealloc(w->seen, (size_t)w->capseen * sizeof *w->seen);
-        }
+        if (w->nseen == w->capseen)
+            grow((void **)&w->seen, &w->capseen, w->nseen + 1, sizeof *w->seen, w->seen_small);
         w->seen[w->nseen++] = s;
         for (int r = 0; r < RULE_COUNT; r++) {
             if (w->only != RULE_COUNT && (int)w->only != r)
@@ -126,9 +152,9 @@ void rule_sites(RuleCtx *rc, const Stage *root, RuleKind only, RuleSites *out)
 {
     rc_reserve(rc, ir_var_count(rc->cx));
     Walk w = {.rc = rc, .root = root, .only = only, .out = out};
+    walk_init(&w);
     walk_stage(&w, root);
-    free(w.scope);
-    free(w.seen);
+    walk_free(&w);
 }
 
 const Stage *rule_apply(RuleCtx *rc, const Stage *root, const RuleSite *site)
@@ -138,14 +164,16 @@ const Stage *rule_apply(RuleCtx *rc, const Stage *root, const RuleSite *site)
     rc_reserve(rc, ir_var_count(rc->cx));
     RuleFocus f = {0};
     Walk w = {.rc = rc, .root = root, .want = site->focus, .found = &f};
+    walk_init(&w);
     walk_stage(&w, root);
-    free(w.scope);
-    if (!f.stage)
+    if (!f.stage) {
+        walk_free(&w);
         return NULL;
-    rc_bind_focus(rc, &f);
+    }
+    rc_bind_focus(rc, &f);          /* f.scope is w's */
     ir_ctx_overflowed(rc->cx);
     const Stage *r = rule_table[site->rule].apply(rc, &f, site);
-    free((void *)f.scope);
+    walk_free(&w);
     if (ir_ctx_overflowed(rc->cx) || (r && ir_stage_equal(r, root)))
         return NULL;
     return r;

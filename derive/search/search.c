@@ -181,6 +181,7 @@ typedef struct Search {
     FpSet seen;
     double t0;
     RuleSites sites;
+    RuleSites tsites;               /* tighten's, kept from call to call */
     bool trace;
 } Search;
 
@@ -204,16 +205,16 @@ static bool out_of_budget(Search *s)
 /* Tighten every stage of the tree until nothing changes. */
 static const Stage *tighten(Search *s, const Stage *e)
 {
+    RuleSites *ts = &s->tsites;
     for (int round = 0; round < 8; round++) {
-        RuleSites ts = {0};
-        rule_sites(s->rc, e, RULE_TIGHTEN, &ts);
+        ts->len = 0;
+        rule_sites(s->rc, e, RULE_TIGHTEN, ts);
         const Stage *before = e;
-        for (int i = 0; i < ts.len; i++) {
-            const Stage *t = rule_apply(s->rc, e, &ts.data[i]);
+        for (int i = 0; i < ts->len; i++) {
+            const Stage *t = rule_apply(s->rc, e, &ts->data[i]);
             if (t)
                 e = t;
         }
-        rule_sites_free(&ts);
         if (e == before || ir_stage_equal(e, before))
             break;
     }
@@ -421,8 +422,8 @@ static int cand_cmp(const void *a, const void *b)
 void search_tensor(RuleCtx *rc, const IrTensor *result, const SearchOptions *opt,
                    int *next_id, SearchResult *out)
 {
-    Search s = {rc, rule_ir(rc), result, opt, next_id, out, {0}, now_ms(), {0},
-                trace_on()};
+    Search s = {.rc = rc, .cx = rule_ir(rc), .result = result, .opt = opt,
+                .next_id = next_id, .out = out, .t0 = now_ms(), .trace = trace_on()};
     memset(out, 0, sizeof *out);
     const Stage *root = tighten(&s, result->stage);
     fp_insert(&s.seen, ir_fingerprint(root));
@@ -452,6 +453,7 @@ void search_tensor(RuleCtx *rc, const IrTensor *result, const SearchOptions *opt
     out->ms = now_ms() - s.t0;
     free(s.seen.slots);
     rule_sites_free(&s.sites);
+    rule_sites_free(&s.tsites);
 }
 
 /* ---- reuse: a search done for another statement of the same form -------------
