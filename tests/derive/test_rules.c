@@ -104,14 +104,20 @@ static bool ok_tree(const Stage *s)
 
 /* ---- values ---------------------------------------------------------------------- */
 
+#define MAX_LOOPS 16                /* of a root whose values are compared */
+
 typedef struct Vals {
     double *v;
     int n;
-    int64_t lo[8], hi[8];
+    int64_t lo[MAX_LOOPS], hi[MAX_LOOPS];
 } Vals;
 
 static Vals eval(const Stage *s, double *const *data)
 {
+    if (s->nloops > MAX_LOOPS) {
+        fprintf(stderr, "test_rules: a root of %d loops (MAX_LOOPS %d)\n", s->nloops, MAX_LOOPS);
+        exit(99);
+    }
     Vals r = {.n = s->nloops};
     size_t size = 1;
     for (int k = 0; k < s->nloops; k++) {
@@ -140,7 +146,7 @@ static bool same_vals(const Vals *a, const Vals *b)
 {
     if (a->n != b->n)
         return false;
-    int64_t lo[8], hi[8], p[8];
+    int64_t lo[MAX_LOOPS], hi[MAX_LOOPS], p[MAX_LOOPS];
     for (int k = 0; k < a->n; k++) {
         lo[k] = a->lo[k] < b->lo[k] ? a->lo[k] : b->lo[k];
         hi[k] = a->hi[k] > b->hi[k] ? a->hi[k] : b->hi[k];
@@ -735,6 +741,58 @@ static void test_inline_copy(void)
     free_ctx(ar);
 }
 
+/* A tree wider than the rules' scratch arrays on the stack (rules.c's
+ * walk: 24 variables in scope, 32 distinct stages; tightening: 16
+ * variables and 8 guards of a stage; ir_stage: 8 guards; a rebuild: 8;
+ * a root replacement: 12 loops), so that their heap copies run too (under
+ * the sanitizers in .ci/run): a root of 14 loops and 4 sums whose body
+ * adds 34 distinct stages of 12 loops and 10 guards each, every rule at
+ * every kind of site, two steps deep, against the interpreter. */
+static void test_wide(void)
+{
+    enum { NOUT = 14, NSUM = 4, NIN = 12, NGUARD = 10, NSTAGE = 34 };
+    Arena *ar;
+    new_ctx(&ar);
+    const IrTensor *a = tensor(0, "A", 1, (int64_t[]){4});
+    IrVar out[NOUT + NSUM];
+    for (int i = 0; i < NOUT + NSUM; i++)
+        out[i] = ir_var_new(cx, i < NOUT ? "o" : "s", 0, i % 3 == 0 ? 2 : 1);
+    const IExpr *body = NULL;
+    for (int k = 0; k < NSTAGE; k++) {
+        IrVar in[NIN];
+        for (int i = 0; i < NIN; i++)
+            in[i] = ir_var_new(cx, "v", 0, i < 2 ? 2 : 1);
+        const IExpr *g[NGUARD];
+        for (int i = 0; i < NGUARD; i++)    /* all true, and stage k's own */
+            g[i] = ir_icmp(cx, OP_GE, lin(V(in[i % NIN]), 1, V(in[(i + 1) % NIN]), i == 0 ? k : i),
+                           K(0));
+        const Stage *st = ir_stage(cx, RED_NONE, in, NIN, NULL, 0, g, NGUARD,
+                                   acc(a, lin(V(in[0]), 1, V(in[1]), k % 3), 0, 0, 0));
+        const Ix *idx[NIN];
+        for (int i = 0; i < NIN; i++)
+            idx[i] = i < 2 ? V(out[i == 0 ? 0 : NOUT]) : K(0);
+        const IExpr *rd = ir_access_stage(cx, st, idx, NIN);
+        body = body ? ir_binary(cx, IE_ADD, body, rd) : rd;
+    }
+    const Stage *root = ir_stage(cx, RED_SUM, out, NOUT, out + NOUT, NSUM, NULL, 0, body);
+    CHECK(ok_tree(root));
+    Vals want = eval(root, data);
+    Gen g;
+    gen_init(&g, cx, 7);
+    int applied_before = 0, applied_after = 0;
+    for (int r = 0; r < RULE_COUNT; r++)
+        applied_before += applied[r];
+    const Stage *s = root;
+    for (int d = 0; d < 2 && s; d++)
+        s = try_all(&g, data, s, &want);
+    for (int r = 0; r < RULE_COUNT; r++)
+        applied_after += applied[r];
+    CHECK(applied_after > applied_before, "no rule applied to the wide tree");
+    free(want.v);
+    gen_free(&g);
+    free_ctx(ar);
+}
+
 /* ---- main ------------------------------------------------------------------------------ */
 
 int main(int argc, char **argv)
@@ -746,6 +804,7 @@ int main(int argc, char **argv)
     test_g2bmm();
     test_refusals();
     test_inline_copy();
+    test_wide();
     test_random(cases, depth);
     /* the generator makes gathers, and the rules rewrite stages that hold
      * them (checked against the interpreter like every other) */
