@@ -26,6 +26,16 @@ static IExpr *node(IrCtx *cx, IExprKind k)
     return e;
 }
 
+/* Whether ix_simplify may change x: a div or mod term (a gather's term
+ * is kept as it is). */
+static bool ix_folds(const Ix *x)
+{
+    for (int i = 0; i < x->n; i++)
+        if (x->t[i].kind == IX_DIV || x->t[i].kind == IX_MOD)
+            return true;
+    return false;
+}
+
 static uint64_t h0(IExprKind k, int sub)
 {
     return ir_hcomb(ir_hcomb(H_EXPR, (uint64_t)k), (uint64_t)sub);
@@ -192,6 +202,7 @@ const IExpr *ir_index(IrCtx *cx, const Ix *ix)
         return ir_const(cx, (double)c);
     IExpr *e = node(cx, IE_INDEX);
     e->ix = ix;
+    e->folds = ix_folds(ix);
     e->hash = ir_hcomb(h0(IE_INDEX, 0), ix->hash);
     return e;
 }
@@ -206,8 +217,10 @@ static const IExpr *access(IrCtx *cx, const IrTensor *t, const Stage *s,
     e->access.idx = n ? arena_dup(cx->arena, idx, (size_t)n * sizeof *idx) : NULL;
     uint64_t h = ir_hcomb(h0(IE_ACCESS, t ? 1 : 2),
                           t ? ir_hcomb(H_TENSOR, (uint64_t)t->id) : s->hash);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         h = ir_hcomb(h, idx[i]->hash);
+        e->folds |= ix_folds(idx[i]);
+    }
     e->hash = h;
     return e;
 }
@@ -235,6 +248,7 @@ static const IExpr *make_bin(IrCtx *cx, IExprKind k, BinOp op, const IExpr *a,
     e->bin.op = op;
     e->bin.a = a;
     e->bin.b = b;
+    e->folds = a->folds || (b && b->folds);
     e->hash = ir_hcomb(ir_hcomb(h0(k, (int)op), a->hash), b ? b->hash : 0);
     return e;
 }
@@ -323,6 +337,7 @@ static const IExpr *icmp0(IrCtx *cx, BinOp op, const Ix *ix)
     IExpr *e = node(cx, IE_ICMP);
     e->icmp.op = op;
     e->icmp.ix = ix;
+    e->folds = true;
     e->hash = ir_hcomb(h0(IE_ICMP, (int)op), ix->hash);
     return e;
 }
@@ -401,8 +416,10 @@ const IExpr *ir_call(IrCtx *cx, Func fn, const IExpr **args, int n)
     e->call.nargs = n;
     e->call.args = arena_dup(cx->arena, args, (size_t)n * sizeof *args);
     uint64_t h = h0(IE_CALL, (int)fn);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         h = ir_hcomb(h, args[i]->hash);
+        e->folds |= args[i]->folds;
+    }
     e->hash = h;
     return e;
 }
@@ -547,6 +564,8 @@ static const Ix *fold_ix(void *arg, const Ix *x)
 static const IExpr *fold_expr(void *arg, const IExpr *e)
 {
     const Fold *f = arg;
+    if (!e->folds)
+        return e;                   /* nothing below it to fold */
     if (e->kind != IE_ICMP)
         return ir_expr_map_children(f->cx, e, fold_expr, fold_ix, arg);
     const Ix *x = fold_ix(arg, e->icmp.ix);

@@ -89,6 +89,10 @@ typedef enum {
 
 struct IExpr {
     IExprKind kind;
+    bool folds;                     /* ir_expr_fold may change it: it holds an
+                                       IE_ICMP or a subscript with a div or
+                                       mod (not inside a nested stage or a
+                                       gather); false: fold returns it */
     uint64_t hash;                  /* structural, variable ids included */
     union {
         double value;               /* IE_CONST */

@@ -244,6 +244,57 @@ static const Stage *try_all(Gen *g, double *const *data, const Stage *s, const V
     return npick ? pick[gen_range(g, 0, npick - 1)] : NULL;
 }
 
+/* ir.h's IExpr.folds, from scratch: an IE_ICMP, or a subscript with a
+ * div or mod, in e or below it (not in nested stages or gathers, which
+ * ir_expr_fold leaves alone); fold must return e where it is false. */
+static bool folds_ref(const IExpr *e)
+{
+    if (e->kind == IE_ICMP)
+        return true;
+    const IExpr *kids[IR_MAX_CHILDREN];
+    const Ix *const *ixs;
+    int nk = ir_expr_children(e, kids), nx = ir_expr_ixs(e, &ixs);
+    bool r = false;
+    for (int i = 0; i < nx; i++)
+        for (int j = 0; j < ixs[i]->n; j++)
+            r |= ixs[i]->t[j].kind == IX_DIV || ixs[i]->t[j].kind == IX_MOD;
+    for (int i = 0; i < nk; i++)
+        r |= folds_ref(kids[i]);
+    return r;
+}
+
+static int folds_checked;
+
+static bool check_folds(const Stage *s);
+
+static bool check_folds_expr(const IExpr *e)
+{
+    bool ok = e->folds == folds_ref(e);
+    folds_checked++;
+    const IExpr *kids[IR_MAX_CHILDREN];
+    int nk = ir_expr_children(e, kids);
+    for (int i = 0; i < nk; i++)
+        ok &= check_folds_expr(kids[i]);
+    if (ir_expr_stage(e))
+        ok &= check_folds(ir_expr_stage(e));
+    if (!e->folds) {
+        int64_t *lo = calloc((size_t)ir_var_count(cx) + 1, sizeof *lo);
+        int64_t *hi = calloc((size_t)ir_var_count(cx) + 1, sizeof *hi);
+        ok &= ir_expr_fold(cx, e, lo, hi) == e;
+        free(lo);
+        free(hi);
+    }
+    return ok;
+}
+
+static bool check_folds(const Stage *s)
+{
+    bool ok = check_folds_expr(s->body);
+    for (int i = 0; i < s->nguards; i++)
+        ok &= check_folds_expr(s->guards[i]);
+    return ok;
+}
+
 static void test_random(int cases, int depth)
 {
     for (int c = 0; c < cases; c++) {
@@ -253,9 +304,13 @@ static void test_random(int cases, int depth)
         gen_init(&g, cx, (uint64_t)c + 1);
         const Stage *s = gen_stage(&g);
         CHECK(ok_tree(s));
+        CHECK(check_folds(s), "IExpr.folds differs from its definition in case %d", c);
         Vals want = eval(s, g.data);
-        for (int d = 0; d < depth && s; d++)
+        for (int d = 0; d < depth && s; d++) {
             s = try_all(&g, g.data, s, &want);
+            if (s)
+                CHECK(check_folds(s), "IExpr.folds differs from its definition in case %d", c);
+        }
         free(want.v);
         gen_free(&g);
         free_ctx(ar);
@@ -809,6 +864,8 @@ int main(int argc, char **argv)
     /* the generator makes gathers, and the rules rewrite stages that hold
      * them (checked against the interpreter like every other) */
     printf("rules applied to stages with a gather: %d\n", gather_applied);
+    printf("expressions whose IExpr.folds was checked: %d\n", folds_checked);
+    CHECK(folds_checked > 1000);
     CHECK(gather_applied > 0);
     test_lowered(cases / 30 + 1, depth);
     for (int r = 0; r < RULE_COUNT; r++) {
