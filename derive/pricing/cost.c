@@ -715,7 +715,7 @@ static double cpu_kernel(const CpuFigures *c, const Stage *s, double dram)
             inner = &s->loops[i];
     double stalls = 0;
     if (inner) {
-        Lanes w;                    /* 8 KiB: no recursion reaches here */
+        Lanes w;                    /* 8 KiB on the stack: this does not recurse */
         lanes_init(&w, s, inner, 1);
         stalls = cpu_stalls(c, &w, inner->hi - inner->lo, s->body);
     }
@@ -903,7 +903,7 @@ double cost_model(const Device *d, Precision prec, const Stage *s, const OpMatch
          * element, or a warp per element for reductions long enough */
         double mem = dram / (d->bandwidth * d->mem_eff);
         double loads = points(s) * terms * count_reads(s->body);
-        Lanes w;                    /* 8 KiB: no recursion reaches here */
+        Lanes w;                    /* 8 KiB on the stack: this does not recurse */
         lanes_init(&w, s, s->loops, s->nloops);
         double t = kernel_time(d, flops, mem, points(s),
                                points(s) * terms * lane_traffic(&w, s->body), loads);

@@ -69,8 +69,18 @@ typedef struct Walk {
     const Stage *seen_small[32];
 } Walk;
 
-static void walk_init(Walk *w)
+/* Every field but the inline arrays, which a walk fills as it goes (an
+ * initializer would clear them, a kilobyte, on every walk). */
+static void walk_init(Walk *w, RuleCtx *rc, const Stage *root, RuleKind only,
+                      RuleSites *out, const Stage *want, RuleFocus *found)
 {
+    w->rc = rc;
+    w->root = root;
+    w->n = w->nseen = 0;
+    w->only = only;
+    w->out = out;
+    w->want = want;
+    w->found = found;
     w->scope = w->scope_small;
     w->cap = (int)(sizeof w->scope_small / sizeof *w->scope_small);
     w->seen = w->seen_small;
@@ -151,8 +161,8 @@ static void walk_stage(Walk *w, const Stage *s)
 void rule_sites(RuleCtx *rc, const Stage *root, RuleKind only, RuleSites *out)
 {
     rc_reserve(rc, ir_var_count(rc->cx));
-    Walk w = {.rc = rc, .root = root, .only = only, .out = out};
-    walk_init(&w);
+    Walk w;
+    walk_init(&w, rc, root, only, out, NULL, NULL);
     walk_stage(&w, root);
     walk_free(&w);
 }
@@ -163,8 +173,8 @@ const Stage *rule_apply(RuleCtx *rc, const Stage *root, const RuleSite *site)
         return NULL;
     rc_reserve(rc, ir_var_count(rc->cx));
     RuleFocus f = {0};
-    Walk w = {.rc = rc, .root = root, .want = site->focus, .found = &f};
-    walk_init(&w);
+    Walk w;
+    walk_init(&w, rc, root, RULE_COUNT, NULL, site->focus, &f);
     walk_stage(&w, root);
     if (!f.stage) {
         walk_free(&w);
