@@ -123,6 +123,13 @@ static Plan *assemble(IrCtx *cx, Derived *d, const IrProgram *p, const Item *it,
     Arena *a = ir_arena(cx);
     VEC(IrTensor *) order = {0};
     VEC(PlanOp) ops = {0};
+    /* sized at once: a rerank assembles the plan once per trial */
+    int cap = 0;
+    for (int i = 0; i < n; i++)
+        cap += it[i].dv < 0 ? 1 : d->ds[it[i].dv].res.cands.data[choice[it[i].dv]].pieces.ops.len;
+    order.data = arena_alloc(a, (size_t)(cap + 1) * sizeof *order.data);
+    ops.data = arena_alloc(a, (size_t)(cap + 1) * sizeof *ops.data);
+    order.cap = ops.cap = cap + 1;
     for (int i = 0; i < n; i++) {
         if (it[i].dv < 0) {
             vec_push(a, &order, it[i].t);
@@ -155,12 +162,56 @@ static Plan *assemble(IrCtx *cx, Derived *d, const IrProgram *p, const Item *it,
     return pl;
 }
 
-/* The passes after the search, which change what runs. */
-static void post_passes(IrCtx *cx, Plan *pl, const CostModel *cm, const SearchOptions *so,
-                        bool verify)
+void var_ranges_fit(VarRanges *vr, int n)
 {
-    derive_unmask(cx, pl, cm, verify);
-    derive_fuse(cx, pl, cm, so->budget_ms, verify);
+    if (n <= vr->n)
+        return;
+    int m = n > 2 * vr->n ? n : 2 * vr->n;
+    vr->lo = xrealloc(vr->lo, (size_t)m * sizeof *vr->lo);
+    vr->hi = xrealloc(vr->hi, (size_t)m * sizeof *vr->hi);
+    for (int i = vr->n; i < m; i++) {
+        vr->lo[i] = vr->rest_lo;
+        vr->hi[i] = vr->rest_hi;
+    }
+    vr->n = m;
+}
+
+void var_ranges_free(VarRanges *vr)
+{
+    free(vr->lo);
+    free(vr->hi);
+    vr->lo = vr->hi = NULL;
+    vr->n = 0;
+}
+
+/* s's loop and sum variables at their ranges in vr (bind), or back at
+ * rest (unbind). */
+static void var_ranges_set(VarRanges *vr, const Stage *s, bool bind)
+{
+    for (int d = 0; d < s->nloops + s->nsums; d++) {
+        const IrVar *v = d < s->nloops ? &s->loops[d] : &s->sums[d - s->nloops];
+        vr->lo[v->id] = bind ? v->lo : vr->rest_lo;
+        vr->hi[v->id] = bind ? v->hi : vr->rest_hi;
+    }
+}
+
+void var_ranges_bind(VarRanges *vr, const Stage *s)
+{
+    var_ranges_set(vr, s, true);
+}
+
+void var_ranges_unbind(VarRanges *vr, const Stage *s)
+{
+    var_ranges_set(vr, s, false);
+}
+
+/* The passes after the search, which change what runs; vr: the ranges of
+ * unmask (unbounded at rest) and of fusion (zero at rest). */
+static void post_passes(IrCtx *cx, Plan *pl, const CostModel *cm, const SearchOptions *so,
+                        VarRanges *vr, bool verify)
+{
+    derive_unmask(cx, pl, cm, &vr[0], verify);
+    derive_fuse(cx, pl, cm, &vr[1], so->budget_ms, verify);
     derive_epilogues(cx, pl, cm, verify);
     derive_rows(cx, pl, cm);
     derive_out_views(pl);
@@ -208,11 +259,11 @@ static void restore_tensors(const Saved *s, int n)
  * and through the passes, then everything put back. */
 static double final_cost(IrCtx *cx, Derived *d, const IrProgram *p, const Item *it, int n,
                          const int *choice, const CostModel *cm, const SearchOptions *so,
-                         const Saved *saved, int nsaved)
+                         VarRanges *vr, const Saved *saved, int nsaved)
 {
     IrMark mark = ir_ctx_mark(cx);
     Plan *pl = assemble(cx, d, p, it, n, choice, so);
-    post_passes(cx, pl, cm, so, false);
+    post_passes(cx, pl, cm, so, vr, false);
     double cost = plan_total(pl);
     restore_tensors(saved, nsaved);
     ir_ctx_release(cx, mark);
@@ -248,7 +299,8 @@ static int trial_cmp(const void *a, const void *b)
 #define RERANK_WORK 65536
 
 static int rerank(IrCtx *cx, Derived *d, const IrProgram *p, const Item *it, int n, int *choice,
-                  const CostModel *cm, const SearchOptions *so, double *from, double *to)
+                  const CostModel *cm, const SearchOptions *so, VarRanges *vr, double *from,
+                  double *to)
 {
     VEC(Trial) trials = {0};
     Arena *a = ir_arena(cx);
@@ -265,7 +317,7 @@ static int rerank(IrCtx *cx, Derived *d, const IrProgram *p, const Item *it, int
     qsort(trials.data, (size_t)trials.len, sizeof *trials.data, trial_cmp);
     Saved *saved;
     int nsaved = save_tensors(d, p, &saved);
-    double best = final_cost(cx, d, p, it, n, choice, cm, so, saved, nsaved);
+    double best = final_cost(cx, d, p, it, n, choice, cm, so, vr, saved, nsaved);
     *from = best;
     long work = 0;
     int ran = 0;
@@ -275,7 +327,7 @@ static int rerank(IrCtx *cx, Derived *d, const IrProgram *p, const Item *it, int
             break;
         int k = trials.data[i].k, was = choice[k];
         choice[k] = trials.data[i].c;
-        double cost = final_cost(cx, d, p, it, n, choice, cm, so, saved, nsaved);
+        double cost = final_cost(cx, d, p, it, n, choice, cm, so, vr, saved, nsaved);
         ran++;
         if (cost < best * (1 - 1e-9))
             best = cost;
@@ -365,8 +417,11 @@ Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o)
     int *choice = arena_alloc(a, (size_t)(d->nds + 1) * sizeof *choice);
     for (int k = 0; k < d->nds; k++)
         choice[k] = d->ds[k].res.chosen;
+    /* the passes' (unmask's, unbounded at rest, and fusion's), kept from
+     * trial to trial */
+    VarRanges vr[2] = {{.rest_lo = INT64_MIN, .rest_hi = INT64_MAX}, {0}};
     if (o->level >= 1 && rerank_on())
-        d->reranked = rerank(cx, d, p, items.data, items.len, choice, &cm, &so,
+        d->reranked = rerank(cx, d, p, items.data, items.len, choice, &cm, &so, vr,
                              &d->rerank_from, &d->rerank_to);
     /* the chosen candidate first: candidate 0 of --emit=plan-json */
     for (int k = 0; k < d->nds; k++) {
@@ -384,7 +439,9 @@ Derived *derive_program(IrCtx *cx, IrProgram *p, const DeriveOptions *o)
     if (o->verify)
         derive_verify(cx, d, o->verify == 2);
     if (o->level >= 1)
-        post_passes(cx, pl, &cm, &so, o->verify != 0);
+        post_passes(cx, pl, &cm, &so, vr, o->verify != 0);
+    var_ranges_free(&vr[0]);
+    var_ranges_free(&vr[1]);
     if (d->reranked == 0)           /* nothing tried: the plan as it is */
         d->rerank_from = d->rerank_to = plan_total(pl);
     return d;

@@ -68,20 +68,41 @@ int derive_merge_siblings(IrCtx *cx, IrProgram *p, const CostModel *cm);
  * returns the folds (*nfolds of them), in ir_arena(cx). */
 DeriveFold *derive_fold_scales(IrCtx *cx, IrProgram *p, bool verify, int *nfolds);
 
+/* Ranges by variable id, for the passes after the search, which run once
+ * per rerank trial in a context the search left with hundreds of
+ * thousands of variables: kept from run to run rather than filled each
+ * time.  Between uses every entry holds rest_lo and rest_hi (zero, or
+ * say INT64_MIN and INT64_MAX for "unbounded"); a pass sets those of the
+ * variables at hand and sets them back after.  var_ranges_free when done. */
+typedef struct VarRanges {
+    int64_t *lo, *hi;
+    int n;                          /* entries of each */
+    int64_t rest_lo, rest_hi;
+} VarRanges;
+
+/* vr with at least n entries, those added at rest. */
+void var_ranges_fit(VarRanges *vr, int n);
+/* The loop and sum variables of s at their ranges, or back at rest. */
+void var_ranges_bind(VarRanges *vr, const Stage *s);
+void var_ranges_unbind(VarRanges *vr, const Stage *s);
+void var_ranges_free(VarRanges *vr);
+
 /* Masks no reader sees: a map select(c, x, 0) (or x under guards c)
  * whose every read that counts is made where c holds becomes x, the
  * points where c fails being dead (unmask.c); with verify, the outputs
  * that read what changed are checked on random data (an ICE if one
  * differs).  Runs first of the passes after the search.  Returns how
- * many masks went. */
-int derive_unmask(IrCtx *cx, Plan *pl, const CostModel *cm, bool verify);
+ * many masks went.  vr: ranges to use, unbounded at rest (left so). */
+int derive_unmask(IrCtx *cx, Plan *pl, const CostModel *cm, VarRanges *vr, bool verify);
 
 /* Inter-expression fusion: substitute maps read by one other map into it
- * (fuse.c), while the compile is within budget_ms (search_budget_spent).
- * With verify, each fused stage is checked against the pair it replaces
- * (derive_verify's data and tolerance; an ICE if one differs).  Returns
- * how many tensors went away. */
-int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm, double budget_ms, bool verify);
+ * (fuse.c), while the compile is within budget_ms (search_budget_spent);
+ * vr: ranges to use, zero at rest (left so).  With verify, each fused stage
+ * is checked against the pair it replaces (derive_verify's data and
+ * tolerance; an ICE if one differs).  Returns how many tensors went
+ * away. */
+int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm, VarRanges *vr, double budget_ms,
+                bool verify);
 
 /* Epilogues: a map that reads an operator's output at its own element,
  * the output read nowhere else, is applied by that operator before its

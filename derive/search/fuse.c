@@ -315,6 +315,20 @@ static double stage_cost(IrCtx *cx, const CostModel *cm, const IrTensor *t, cons
     return plan_choose(cx, cm, t, s).cost;
 }
 
+/* stage_cost of t's stage as the plan has it: the price of t's operator
+ * where that computes this very stage and nothing around it (no prologue,
+ * epilogue, row group or other operator's store: plan_price priced it as
+ * plan_choose does), else priced again.  The passes before this one
+ * leave most operators so; pricing each pair again was most of a pass. */
+static double plan_cost(IrCtx *cx, const CostModel *cm, const Plan *pl, const IrTensor *t)
+{
+    const PlanOp *op = &pl->ops[t->id];
+    if (op->stage == t->stage && !op->nprologue && !op->epi.value && !op->rows &&
+        !op->stored_by)
+        return op->cost;
+    return stage_cost(cx, cm, t, t->stage);
+}
+
 typedef VEC(const IrTensor *) Tensors;
 
 /* r's prologue takes in t and t's own prologue. */
@@ -341,15 +355,16 @@ static bool check_fused(const IrTensor *t, const IrTensor *r, const Stage *befor
     return false;
 }
 
-int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm, double budget_ms, bool verify)
+int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm, VarRanges *vr, double budget_ms,
+                bool verify)
 {
     IrProgram *p = pl->prog;
-    int fused = 0, nv = ir_var_count(cx), nt = p->ntensors, bad = 0;
+    int fused = 0, nt = p->ntensors, bad = 0;
     double **data = verify ? derive_verify_data(p, nt - 1) : NULL;
     bool *dead = xcalloc((size_t)nt + 1, sizeof *dead);
     Arena *a = ir_arena(cx);
     Tensors *pro = arena_alloc(a, (size_t)(nt + 1) * sizeof *pro);
-    int64_t *lo = xcalloc((size_t)nv + 1, sizeof *lo), *hi = xcalloc((size_t)nv + 1, sizeof *hi);
+    var_ranges_fit(vr, ir_var_count(cx) + 1);
     Walk w = {p, arena_new(), xcalloc((size_t)nt + 1, sizeof *w.count), {0}, 0};
     Info *info = xcalloc((size_t)nt + 1, sizeof *info);
     Readers rd = {{0}, xcalloc((size_t)nt + 1, sizeof *rd.nreaders),
@@ -392,24 +407,20 @@ int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm, double budget_ms, bool
         /* the ranges of every variable of r, its sums too: a view goes
          * into a reduction, whose reads can leave the view by a sum
          * variable (without them the guard of such a read was lost) */
-        for (int d = 0; d < s->nloops + s->nsums; d++) {
-            const IrVar *v = d < s->nloops ? &s->loops[d] : &s->sums[d - s->nloops];
-            lo[v->id] = v->lo;
-            hi[v->id] = v->hi;
-        }
-        Fuse fu = {cx, t, lo, hi};
+        var_ranges_bind(vr, s);
+        Fuse fu = {cx, t, vr->lo, vr->hi};
         const IExpr **g = xmalloc((size_t)(s->nguards + 1) * sizeof *g);
         for (int k = 0; k < s->nguards; k++)
             g[k] = substitute(&fu, s->guards[k]);
         const Stage *merged = ir_stage(cx, s->red, s->loops, s->nloops, s->sums, s->nsums, g,
                                        s->nguards, substitute(&fu, s->body));
         free(g);
+        var_ranges_unbind(vr, s);
         /* Only where the one kernel is priced no dearer than the two: on a
          * GPU it saves a pass over memory and a launch, but on a CPU a
          * branchy body moved into a loop the compiler no longer vectorizes
          * can cost more than the pass it saves. */
-        if (stage_cost(cx, cm, r, merged) >
-            stage_cost(cx, cm, t, t->stage) + stage_cost(cx, cm, r, s))
+        if (stage_cost(cx, cm, r, merged) > plan_cost(cx, cm, pl, t) + plan_cost(cx, cm, pl, r))
             continue;
         if (verify)
             bad += !check_fused(t, r, s, merged, data);
@@ -437,8 +448,6 @@ int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm, double budget_ms, bool
     free(rd.idsum);
     free(w.count);
     arena_free(w.arena);
-    free(lo);
-    free(hi);
     if (data)
         derive_verify_free(data, nt - 1);
     if (bad)

@@ -47,6 +47,8 @@ typedef struct Unmask {
     const Plan *pl;
     Arena *a;
     int64_t *lo, *hi;               /* ranges by variable id, for ix_bounds */
+    VarRanges *vr;                  /* lo and hi's */
+    VEC(const Stage *) bound;       /* the stages whose variables are set */
 } Unmask;
 
 /* The comparisons a condition that holds is made of (its conjuncts that
@@ -130,11 +132,16 @@ typedef struct Reader {
 
 static void bind(Unmask *u, const Stage *s)
 {
-    for (int i = 0; i < s->nloops + s->nsums; i++) {
-        const IrVar *v = i < s->nloops ? &s->loops[i] : &s->sums[i - s->nloops];
-        u->lo[v->id] = v->lo;
-        u->hi[v->id] = v->hi;
-    }
+    var_ranges_bind(u->vr, s);
+    vec_push(u->a, &u->bound, s);
+}
+
+/* Every variable bound back at rest. */
+static void unbind_all(Unmask *u)
+{
+    for (int i = 0; i < u->bound.len; i++)
+        var_ranges_unbind(u->vr, u->bound.data[i]);
+    u->bound.len = 0;
 }
 
 /* One read of t, made where the conditions k hold. */
@@ -300,16 +307,12 @@ static bool check(const IrProgram *p, const Stage **old, const bool *changed)
     return ok;
 }
 
-int derive_unmask(IrCtx *cx, Plan *pl, const CostModel *cm, bool verify)
+int derive_unmask(IrCtx *cx, Plan *pl, const CostModel *cm, VarRanges *vr, bool verify)
 {
     IrProgram *p = pl->prog;
-    int nt = p->ntensors, nv = ir_var_count(cx), made = 0;
-    Unmask u = {cx, pl, arena_new(), xmalloc((size_t)(nv + 1) * sizeof *u.lo),
-                xmalloc((size_t)(nv + 1) * sizeof *u.hi)};
-    for (int i = 0; i < nv; i++) {
-        u.lo[i] = INT64_MIN;
-        u.hi[i] = INT64_MAX;
-    }
+    int nt = p->ntensors, made = 0;
+    var_ranges_fit(vr, ir_var_count(cx) + 1);
+    Unmask u = {cx, pl, arena_new(), vr->lo, vr->hi, vr, {0}};
     const Stage **old = xcalloc((size_t)nt + 1, sizeof *old);
     pl->unmasked = arena_alloc(ir_arena(cx), (size_t)(nt + 1) * sizeof *pl->unmasked);
     pl->nunmasked = 0;
@@ -322,6 +325,7 @@ int derive_unmask(IrCtx *cx, Plan *pl, const CostModel *cm, bool verify)
             continue;
         IrMark mark = ir_ctx_mark(cx);      /* what the proof built */
         bool dead = dead_where_not(&u, t, t->stage, &c, 0);
+        unbind_all(&u);                     /* before what it bound may go */
         ir_ctx_release(cx, mark);
         if (!dead)
             continue;
@@ -336,8 +340,6 @@ int derive_unmask(IrCtx *cx, Plan *pl, const CostModel *cm, bool verify)
     bool bad = made && verify && !check(p, old, changed);
     free(old);
     free(changed);
-    free(u.lo);
-    free(u.hi);
     arena_free(u.a);
     if (bad)
         ICE("--verify: a mask no reader sees changed an output");
