@@ -146,13 +146,22 @@ char *arena_strdup(Arena *a, const char *s)
 
 char *arena_printf(Arena *a, const char *fmt, ...)
 {
+    /* most texts are short: formatted once, on the stack, then copied */
+    char buf[128];
     va_list ap, ap2;
     va_start(ap, fmt);
     va_copy(ap2, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    char *s = arena_alloc(a, (size_t)n + 1);
-    vsnprintf(s, (size_t)n + 1, fmt, ap2);
+    if (n < 0)
+        n = 0, buf[0] = 0;
+    char *s;
+    if ((size_t)n < sizeof buf) {
+        s = arena_dup(a, buf, (size_t)n + 1);
+    } else {
+        s = arena_raw(a, (size_t)n + 1);
+        vsnprintf(s, (size_t)n + 1, fmt, ap2);
+    }
     va_end(ap2);
     return s;
 }

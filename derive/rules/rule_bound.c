@@ -157,8 +157,14 @@ static void constrain(RuleCtx *rc, int var, const Cond *cd, int64_t c, i128 *lo,
     /* the rest's bounds, INT64_MIN and INT64_MAX standing for no bound */
     i128 l = rmax == INT64_MAX ? -INF : cd->a - rmax;
     i128 h = rmin == INT64_MIN ? INF : cd->b - rmin;     /* c*v in [l, h] */
-    i128 vl = c > 0 ? cdiv(l, c) : cdiv(h, c);
-    i128 vh = c > 0 ? fdiv(h, c) : fdiv(l, c);
+    i128 vl, vh;
+    if (c == 1 || c == -1) {        /* most subscripts: no division */
+        vl = c > 0 ? l : -h;
+        vh = c > 0 ? h : -l;
+    } else {
+        vl = c > 0 ? cdiv(l, c) : cdiv(h, c);
+        vh = c > 0 ? fdiv(h, c) : fdiv(l, c);
+    }
     if (vl > *lo)
         *lo = vl;
     if (vh < *hi)

@@ -32,15 +32,15 @@ void rc_reserve(RuleCtx *rc, int n)
 
 void rc_bind(RuleCtx *rc, const IrVar *v, int n)
 {
-    int top = 0;
-    for (int i = 0; i < n; i++)
-        if (v[i].id >= top)
-            top = v[i].id + 1;
-    if (top > rc->cap)
-        rc_reserve(rc, top);
+    int64_t *lo = rc->lo, *hi = rc->hi;
     for (int i = 0; i < n; i++) {
-        rc->lo[v[i].id] = v[i].lo;
-        rc->hi[v[i].id] = v[i].hi;
+        if (v[i].id >= rc->cap) {
+            rc_reserve(rc, v[i].id + 1);
+            lo = rc->lo;
+            hi = rc->hi;
+        }
+        lo[v[i].id] = v[i].lo;
+        hi[v[i].id] = v[i].hi;
     }
 }
 

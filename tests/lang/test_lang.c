@@ -72,6 +72,14 @@ static void test_sym_arena(void)
     }
     arena_release(ar, m);
     CHECK(strcmp(arena_printf(ar, "%s-%d", "x", 7), "x-7") == 0);
+    CHECK(strcmp(arena_printf(ar, "%s", ""), "") == 0);
+    /* texts around the stack buffer's size, and far past it */
+    for (int n = 125; n < 132; n++) {
+        char *s = arena_printf(ar, "%*d|", n, 42);
+        CHECK(strlen(s) == (size_t)n + 1 && s[n] == '|' && s[n - 1] == '2');
+    }
+    char *s = arena_printf(ar, "%5000s", "end");
+    CHECK(strlen(s) == 5000 && strcmp(s + 4997, "end") == 0);
     arena_free(ar);
 }
 
