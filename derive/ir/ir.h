@@ -122,6 +122,8 @@ struct IExpr {
 /* ---- stages ---------------------------------------------------------- */
 struct Stage {
     uint64_t hash;
+    uint64_t vars_hash;             /* of red, loops and sums alone: where
+                                       ir_stage_rebody starts */
     Reduce red;                     /* RED_NONE iff nsums == 0 */
     const IrVar *loops;
     int nloops;
@@ -220,6 +222,11 @@ const IExpr *ir_call(IrCtx *cx, Func fn, const IExpr **args, int n);
 const Stage *ir_stage(IrCtx *cx, Reduce red, const IrVar *loops, int nloops,
                       const IrVar *sums, int nsums, const IExpr **guards,
                       int nguards, const IExpr *body);
+/* ir_stage(cx, s->red, s->loops, s->nloops, s->sums, s->nsums, guards,
+ * nguards, body), the same stage, made without copying, checking or
+ * hashing s's variables again: the new stage shares s's arrays. */
+const Stage *ir_stage_rebody(IrCtx *cx, const Stage *s, const IExpr **guards, int nguards,
+                             const IExpr *body);
 /* Substitute variable `var` by `by` in an expression (through nested stages). */
 const IExpr *ir_subst(IrCtx *cx, const IExpr *e, int var, const Ix *by);
 

@@ -60,6 +60,39 @@ static uint64_t hash_vars(uint64_t h, const IrVar *v, int n)
     return h;
 }
 
+/* s's guards and body (its reduction and variables set), and its hash. */
+static const Stage *finish(IrCtx *cx, Stage *s, const IExpr **guards, int nguards,
+                           const IExpr *body)
+{
+    GuardBuf gb = {.cap = (int)(sizeof gb.small / sizeof *gb.small)};
+    gb.g = gb.small;
+    for (int i = 0; i < nguards; i++)
+        add_guard(&gb, guards[i]);
+    if (gb.never) {
+        s->nguards = 1;
+        const IExpr **g = arena_alloc(cx->arena, sizeof *g);
+        g[0] = ir_const(cx, 0);
+        s->guards = g;
+    } else if (gb.n) {
+        qsort(gb.g, (size_t)gb.n, sizeof *gb.g, guard_qcmp);
+        int k = 0;
+        for (int i = 0; i < gb.n; i++)
+            if (k == 0 || !ir_expr_equal(gb.g[k - 1], gb.g[i]))
+                gb.g[k++] = gb.g[i];
+        s->nguards = k;
+        s->guards = arena_dup(cx->arena, gb.g, (size_t)k * sizeof *gb.g);
+    }
+    if (gb.g != gb.small)
+        free(gb.g);
+    s->body = body;
+
+    uint64_t h = ir_hcomb(s->vars_hash, (uint64_t)s->nguards);
+    for (int i = 0; i < s->nguards; i++)
+        h = ir_hcomb(h, s->guards[i]->hash);
+    s->hash = ir_hcomb(h, body->hash);
+    return s;
+}
+
 const Stage *ir_stage(IrCtx *cx, Reduce red, const IrVar *loops, int nloops,
                       const IrVar *sums, int nsums, const IExpr **guards,
                       int nguards, const IExpr *body)
@@ -94,37 +127,23 @@ const Stage *ir_stage(IrCtx *cx, Reduce red, const IrVar *loops, int nloops,
         }
         s->sums = sv;
     }
-
-    GuardBuf gb = {.cap = (int)(sizeof gb.small / sizeof *gb.small)};
-    gb.g = gb.small;
-    for (int i = 0; i < nguards; i++)
-        add_guard(&gb, guards[i]);
-    if (gb.never) {
-        s->nguards = 1;
-        const IExpr **g = arena_alloc(cx->arena, sizeof *g);
-        g[0] = ir_const(cx, 0);
-        s->guards = g;
-    } else if (gb.n) {
-        qsort(gb.g, (size_t)gb.n, sizeof *gb.g, guard_qcmp);
-        int k = 0;
-        for (int i = 0; i < gb.n; i++)
-            if (k == 0 || !ir_expr_equal(gb.g[k - 1], gb.g[i]))
-                gb.g[k++] = gb.g[i];
-        s->nguards = k;
-        s->guards = arena_dup(cx->arena, gb.g, (size_t)k * sizeof *gb.g);
-    }
-    if (gb.g != gb.small)
-        free(gb.g);
-    s->body = body;
-
     uint64_t h = ir_hcomb(H_STAGE, (uint64_t)red);
     h = hash_vars(h, s->loops, nloops);
-    h = hash_vars(h, s->sums, nsums);
-    h = ir_hcomb(h, (uint64_t)s->nguards);
-    for (int i = 0; i < s->nguards; i++)
-        h = ir_hcomb(h, s->guards[i]->hash);
-    s->hash = ir_hcomb(h, body->hash);
-    return s;
+    s->vars_hash = hash_vars(h, s->sums, nsums);
+    return finish(cx, s, guards, nguards, body);
+}
+
+const Stage *ir_stage_rebody(IrCtx *cx, const Stage *s, const IExpr **guards, int nguards,
+                             const IExpr *body)
+{
+    Stage *r = arena_alloc(cx->arena, sizeof *r);
+    r->red = s->red;
+    r->loops = s->loops;
+    r->nloops = s->nloops;
+    r->sums = s->sums;
+    r->nsums = s->nsums;
+    r->vars_hash = s->vars_hash;
+    return finish(cx, r, guards, nguards, body);
 }
 
 static int vars_cmp(const IrVar *a, const IrVar *b, int n)
@@ -184,8 +203,7 @@ const Stage *ir_stage_subst(IrCtx *cx, const Stage *s, int var, const Ix *by)
     const IExpr *body = ir_subst(cx, s->body, var, by);
     changed |= body != s->body;
     const Stage *r = !changed ? s
-                   : ir_stage(cx, s->red, s->loops, s->nloops, s->sums, s->nsums,
-                              g, s->nguards, body);
+                   : ir_stage_rebody(cx, s, g, s->nguards, body);
     if (g != small)
         free(g);
     return r;

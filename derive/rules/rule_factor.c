@@ -288,8 +288,7 @@ const Stage *mask_apply(RuleCtx *rc, const RuleFocus *f, const RuleSite *site)
     for (int i = 0; i < s->nguards; i++)
         if (i != site->a)
             guards[ng++] = ir_map_access(cx, s->guards[i], mask_repl, &m);
-    const Stage *to = ir_stage(cx, s->red, s->loops, s->nloops, s->sums, s->nsums, guards, ng,
-                               body);
+    const Stage *to = ir_stage_rebody(cx, s, guards, ng, body);
     const Stage *r = rc_replace(rc, f, to);
     free(dv);
     free(didx);

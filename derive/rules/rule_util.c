@@ -196,8 +196,7 @@ const Stage *rc_map_stage(RuleCtx *rc, const Stage *s, IrAccessMap fn, void *arg
         changed |= g[i] != s->guards[i];
     }
     const Stage *r = !changed ? s
-                   : ir_stage(rc->cx, s->red, s->loops, s->nloops, s->sums, s->nsums,
-                              g, s->nguards, body);
+                   : ir_stage_rebody(rc->cx, s, g, s->nguards, body);
     if (g != small)
         free(g);
     return r;

@@ -412,8 +412,7 @@ int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm, VarRanges *vr, double 
         const IExpr **g = xmalloc((size_t)(s->nguards + 1) * sizeof *g);
         for (int k = 0; k < s->nguards; k++)
             g[k] = substitute(&fu, s->guards[k]);
-        const Stage *merged = ir_stage(cx, s->red, s->loops, s->nloops, s->sums, s->nsums, g,
-                                       s->nguards, substitute(&fu, s->body));
+        const Stage *merged = ir_stage_rebody(cx, s, g, s->nguards, substitute(&fu, s->body));
         free(g);
         var_ranges_unbind(vr, s);
         /* Only where the one kernel is priced no dearer than the two: on a

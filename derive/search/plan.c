@@ -352,8 +352,8 @@ static const Stage *row_inline(const RowInline *r, const Stage *s)
     const IExpr **guards = arena_alloc(ir_arena(r->cx), (size_t)(s->nguards + 1) * sizeof *guards);
     for (int i = 0; i < s->nguards; i++)
         guards[i] = ir_map_access(r->cx, s->guards[i], row_access, (void *)r);
-    return ir_stage(r->cx, s->red, s->loops, s->nloops, s->sums, s->nsums, guards, s->nguards,
-                    ir_map_access(r->cx, s->body, row_access, (void *)r));
+    return ir_stage_rebody(r->cx, s, guards, s->nguards,
+                           ir_map_access(r->cx, s->body, row_access, (void *)r));
 }
 
 static const Stage *row_member_stage(IrCtx *cx, const PlanRowGroup *g, int k)
@@ -806,8 +806,7 @@ static const Stage *fit_gemm(Flat *f, const Stage *s, bool free_output, int *per
             eb = relayout(f, s, B, order_b, nb);
         if (try & 2)
             ea = relayout(f, s, A, order_a, na);
-        const Stage *t = ir_stage(f->cx, s->red, s->loops, s->nloops, s->sums, s->nsums,
-                                  NULL, 0, ir_binary(f->cx, IE_MUL, ea, eb));
+        const Stage *t = ir_stage_rebody(f->cx, s, NULL, 0, ir_binary(f->cx, IE_MUL, ea, eb));
         const Stage *r = reorder_shift(f, t, perm, s->nloops);
         if (pass == 4) {
             f->free_gemm |= free_output;
@@ -918,8 +917,7 @@ static const Stage *fit_conv(Flat *f, const Stage *s, bool free_output, int *per
         if (fitted_call(f, s, free_output, perm))
             return s;
         const IExpr *w2 = relayout(f, s, W, order_w, nw);
-        const Stage *t = ir_stage(f->cx, s->red, s->loops, s->nloops, s->sums, s->nsums,
-                                  NULL, 0, ir_binary(f->cx, IE_MUL, X, w2));
+        const Stage *t = ir_stage_rebody(f->cx, s, NULL, 0, ir_binary(f->cx, IE_MUL, X, w2));
         if (fitted_call(f, t, free_output, perm))
             return t;
     }
@@ -1078,8 +1076,7 @@ static const Stage *flatten_stage(Flat *f, const Stage *s)
     for (int i = 0; i < s->nguards; i++)
         g[i] = flatten_expr(f, s->guards[i]);
     const IExpr *body = flatten_expr(f, s->body);
-    return ir_stage(f->cx, s->red, s->loops, s->nloops, s->sums, s->nsums, g,
-                    s->nguards, body);
+    return ir_stage_rebody(f->cx, s, g, s->nguards, body);
 }
 
 static bool instantiate(IrCtx *cx, const CostModel *cm, const IrTensor *result,

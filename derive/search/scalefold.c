@@ -280,8 +280,7 @@ static IrTensor **place(Arena *ar, const IrProgram *p, IrTensor *k, const IrTens
 
 static const Stage *with_body(IrCtx *cx, const Stage *s, const IExpr *body)
 {
-    return ir_stage(cx, s->red, s->loops, s->nloops, s->sums, s->nsums, s->guards,
-                    s->nguards, body);
+    return ir_stage_rebody(cx, s, s->guards, s->nguards, body);
 }
 
 /* --verify: y as the old stages of a and y give it and as the new ones

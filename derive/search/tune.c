@@ -103,8 +103,7 @@ static void add_op(Retarget *r, TuneOps *ops, const PlanOp *planned, const CostM
     /* each operator on its own: a row group's members are timed apart,
      * as their keys say (the group's time is no one key's) */
     t.run.rows = NULL;
-    t.run.stage = ir_stage(r->cx, s->red, s->loops, s->nloops, s->sums, s->nsums, g,
-                           s->nguards, body);
+    t.run.stage = ir_stage_rebody(r->cx, s, g, s->nguards, body);
     t.run.epi.value = retarget(r, op->epi.value);
     /* the library call reads the stand-ins of its operands */
     for (int j = 0; j < 2; j++)

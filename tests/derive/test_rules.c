@@ -295,6 +295,26 @@ static bool check_folds(const Stage *s)
     return ok;
 }
 
+/* ir_stage_rebody is ir_stage with s's variables: the same stage (hash
+ * included) for s's own guards and body, and for others (s's guards
+ * reversed and given twice, a constant body). */
+static bool check_rebody(const Stage *s)
+{
+    const Stage *r = ir_stage_rebody(cx, s, s->guards, s->nguards, s->body);
+    bool ok = r != s && r->hash == s->hash && r->vars_hash == s->vars_hash &&
+              ir_stage_equal(r, s);
+    int ng = 2 * s->nguards;
+    const IExpr **g = malloc((size_t)(ng + 1) * sizeof *g);
+    for (int i = 0; i < s->nguards; i++)
+        g[i] = g[ng - 1 - i] = s->guards[s->nguards - 1 - i];
+    const IExpr *body = ir_const(cx, 2);
+    const Stage *a = ir_stage_rebody(cx, s, g, ng, body);
+    const Stage *b = ir_stage(cx, s->red, s->loops, s->nloops, s->sums, s->nsums, g, ng, body);
+    ok &= a->hash == b->hash && ir_stage_equal(a, b) && a->nguards == s->nguards;
+    free(g);
+    return ok;
+}
+
 static void test_random(int cases, int depth)
 {
     for (int c = 0; c < cases; c++) {
@@ -305,11 +325,14 @@ static void test_random(int cases, int depth)
         const Stage *s = gen_stage(&g);
         CHECK(ok_tree(s));
         CHECK(check_folds(s), "IExpr.folds differs from its definition in case %d", c);
+        CHECK(check_rebody(s), "ir_stage_rebody differs from ir_stage in case %d", c);
         Vals want = eval(s, g.data);
         for (int d = 0; d < depth && s; d++) {
             s = try_all(&g, g.data, s, &want);
-            if (s)
+            if (s) {
                 CHECK(check_folds(s), "IExpr.folds differs from its definition in case %d", c);
+                CHECK(check_rebody(s), "ir_stage_rebody differs from ir_stage in case %d", c);
+            }
         }
         free(want.v);
         gen_free(&g);
