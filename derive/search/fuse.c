@@ -320,7 +320,7 @@ static double stage_cost(IrCtx *cx, const CostModel *cm, const IrTensor *t, cons
  * epilogue, row group or other operator's store: plan_price priced it as
  * plan_choose does), else priced again.  The passes before this one
  * leave most operators so; pricing each pair again was most of a pass. */
-static double plan_cost(IrCtx *cx, const CostModel *cm, const Plan *pl, const IrTensor *t)
+static double op_cost(IrCtx *cx, const CostModel *cm, const Plan *pl, const IrTensor *t)
 {
     const PlanOp *op = &pl->ops[t->id];
     if (op->stage == t->stage && !op->nprologue && !op->epi.value && !op->rows &&
@@ -419,7 +419,7 @@ int derive_fuse(IrCtx *cx, Plan *pl, const CostModel *cm, VarRanges *vr, double 
          * GPU it saves a pass over memory and a launch, but on a CPU a
          * branchy body moved into a loop the compiler no longer vectorizes
          * can cost more than the pass it saves. */
-        if (stage_cost(cx, cm, r, merged) > plan_cost(cx, cm, pl, t) + plan_cost(cx, cm, pl, r))
+        if (stage_cost(cx, cm, r, merged) > op_cost(cx, cm, pl, t) + op_cost(cx, cm, pl, r))
             continue;
         if (verify)
             bad += !check_fused(t, r, s, merged, data);

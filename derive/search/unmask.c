@@ -46,8 +46,7 @@ typedef struct Unmask {
     IrCtx *cx;
     const Plan *pl;
     Arena *a;
-    int64_t *lo, *hi;               /* ranges by variable id, for ix_bounds */
-    VarRanges *vr;                  /* lo and hi's */
+    VarRanges *vr;                  /* ranges by variable id, for ix_bounds */
     VEC(const Stage *) bound;       /* the stages whose variables are set */
 } Unmask;
 
@@ -77,7 +76,7 @@ static bool uses_any(const Ix *x, const IrVar *v, int n)
 static bool implied(Unmask *u, const Conds *k, const Cond *c)
 {
     int64_t mn, mx, d;
-    ix_bounds(c->ix, u->lo, u->hi, &mn, &mx);
+    ix_bounds(c->ix, u->vr->lo, u->vr->hi, &mn, &mx);
     if (c->op == OP_GE ? mn >= 0 : mn == 0 && mx == 0)
         return true;
     for (int i = 0; i < k->len; i++) {
@@ -312,7 +311,7 @@ int derive_unmask(IrCtx *cx, Plan *pl, const CostModel *cm, VarRanges *vr, bool 
     IrProgram *p = pl->prog;
     int nt = p->ntensors, made = 0;
     var_ranges_fit(vr, ir_var_count(cx) + 1);
-    Unmask u = {cx, pl, arena_new(), vr->lo, vr->hi, vr, {0}};
+    Unmask u = {cx, pl, arena_new(), vr, {0}};
     const Stage **old = xcalloc((size_t)nt + 1, sizeof *old);
     pl->unmasked = arena_alloc(ir_arena(cx), (size_t)(nt + 1) * sizeof *pl->unmasked);
     pl->nunmasked = 0;
