@@ -630,16 +630,43 @@ static bool slice_write(Ox *ox, const OxNode *n)
 
 /* ---- Gather ---------------------------------------------------------------------------------------- */
 
-static bool gather_infer(Ox *ox, const OxNode *n)
+/* What Gather and GatherElements check first: two inputs, the axis
+ * (into *axis), integer indices. */
+static bool gather_operands(Ox *ox, const OxNode *n, int *axis)
 {
     if (!io_check(ox, n, 2))
         return false;
     OxVal *x = ox_val(ox, n->in[0]), *ix = ox_val(ox, n->in[1]);
-    int axis;
-    if (!ox_axis(ox, n, ox_attr_int(n, "axis", 0), x->rank, &axis))
+    if (!ox_axis(ox, n, ox_attr_int(n, "axis", 0), x->rank, axis))
         return false;
     if (!ox_type_is_int(ix->type))
         return ox_error(ox, n, "the indices are %s, not integers", ox_type_name(ix->type));
+    return true;
+}
+
+/* Known indices: is each in [-dim, dim) for the size dim of the axis of
+ * x it picks?  Index j picks axis first + j % k (k > 1: GatherND's
+ * tuples of k). */
+static bool known_indices_fit(Ox *ox, const OxNode *n, const OxVal *x, const OxVal *ix,
+                              int first, int k)
+{
+    if (!ix->k)
+        return true;
+    for (int64_t j = 0; j < ix->k->n; j++) {
+        int64_t dim = x->shape[first + j % k], v = ix->k->i[j];
+        if (v < -dim || v >= dim)
+            return ox_error(ox, n, "index %lld is out of range for size %lld", (long long)v,
+                            (long long)dim);
+    }
+    return true;
+}
+
+static bool gather_infer(Ox *ox, const OxNode *n)
+{
+    int axis;
+    if (!gather_operands(ox, n, &axis))
+        return false;
+    OxVal *x = ox_val(ox, n->in[0]), *ix = ox_val(ox, n->in[1]);
     int r = x->rank - 1 + ix->rank;
     if (r > OX_MAXRANK)
         return ox_unsupported(ox, n, "rank %d", r);
@@ -657,10 +684,8 @@ static bool gather_infer(Ox *ox, const OxNode *n)
         return true;
     }
     int64_t dim = x->shape[axis];
-    for (int64_t j = 0; j < ix->k->n; j++)
-        if (ix->k->i[j] < -dim || ix->k->i[j] >= dim)
-            return ox_error(ox, n, "index %lld is out of range for size %lld",
-                            (long long)ix->k->i[j], (long long)dim);
+    if (!known_indices_fit(ox, n, x, ix, axis, 1))
+        return false;
     ox_set(ox, n->out[0], x->type, r, shape);
     if (x->k && ox_numel(ox_val(ox, n->out[0])) <= OX_MAX_FOLD) {
         int64_t *src = src_buf(ox, n->out[0]), idx[OX_MAXRANK], xi[OX_MAXRANK];
@@ -771,14 +796,10 @@ static bool gather_write(Ox *ox, const OxNode *n)
 
 static bool gather_elements_infer(Ox *ox, const OxNode *n)
 {
-    if (!io_check(ox, n, 2))
+    int axis;
+    if (!gather_operands(ox, n, &axis))
         return false;
     OxVal *x = ox_val(ox, n->in[0]), *ix = ox_val(ox, n->in[1]);
-    int axis;
-    if (!ox_axis(ox, n, ox_attr_int(n, "axis", 0), x->rank, &axis))
-        return false;
-    if (!ox_type_is_int(ix->type))
-        return ox_error(ox, n, "the indices are %s, not integers", ox_type_name(ix->type));
     if (ix->rank != x->rank)
         return ox_error(ox, n, "the indices have rank %d, the input %d", ix->rank, x->rank);
     for (int d = 0; d < x->rank; d++)
@@ -786,11 +807,8 @@ static bool gather_elements_infer(Ox *ox, const OxNode *n)
             return ox_error(ox, n, "the indices' dimension %d (%lld) exceeds the input's "
                             "(%lld)", d, (long long)ix->shape[d], (long long)x->shape[d]);
     int64_t dim = x->shape[axis];
-    if (ix->k)
-        for (int64_t j = 0; j < ix->k->n; j++)
-            if (ix->k->i[j] < -dim || ix->k->i[j] >= dim)
-                return ox_error(ox, n, "index %lld is out of range for size %lld",
-                                (long long)ix->k->i[j], (long long)dim);
+    if (!known_indices_fit(ox, n, x, ix, axis, 1))
+        return false;
     ox_set(ox, n->out[0], x->type, ix->rank, ix->shape);
     OxVal *y = ox_val(ox, n->out[0]);
     if (x->k && ix->k && ox_numel(y) <= OX_MAX_FOLD) {
@@ -868,13 +886,8 @@ static bool gathernd_infer(Ox *ox, const OxNode *n)
     int64_t shape[OX_MAXRANK];
     memcpy(shape, ix->shape, (size_t)(q - 1) * sizeof *shape);
     memcpy(shape + q - 1, x->shape + b + k, (size_t)(x->rank - b - k) * sizeof *shape);
-    if (ix->k)
-        for (int64_t j = 0; j < ix->k->n; j++) {
-            int64_t dim = x->shape[b + j % k], v = ix->k->i[j];
-            if (v < -dim || v >= dim)
-                return ox_error(ox, n, "index %lld is out of range for size %lld",
-                                (long long)v, (long long)dim);
-        }
+    if (!known_indices_fit(ox, n, x, ix, b, k))
+        return false;
     ox_set(ox, n->out[0], x->type, r, shape);
     if (x->k && ix->k && ox_numel(ox_val(ox, n->out[0])) <= OX_MAX_FOLD) {
         int64_t *src = src_buf(ox, n->out[0]), idx[OX_MAXRANK], xi[OX_MAXRANK];

@@ -11,7 +11,10 @@ a dim_param (`const B`, then -D B=3);
 comparisons at run time (broadcast, NaNs, integers), And, Or, Xor and
 Not, and Where at run time (a bool tensor, a known condition of one
 element, integer values); a padding mask exported from PyTorch
-(masked_fill of ids == 0, softmax), then -D B=3; Pad of integers.
+(masked_fill of ids == 0, softmax), then -D B=3; Pad of integers;
+
+known indices out of range and float indices in Gather, GatherElements
+and GatherND: refused with the node, the index and the size named.
 
 Needs EINC.  Exit 77 where torch is missing."""
 
@@ -120,6 +123,39 @@ def graph(work, what, nodes, ins, outs, ref, inits=(), want=None):
     ein, out = run(work, m, ins)
     for k in outs:
         check(f"{what}: {k}", out[k], ref[k], ein, want)
+
+
+def bad_indices(work):
+    """Indices einc can see are wrong: exit 1, the error, no program."""
+    global failed, passed
+    x = ("x", FLOAT, [3, 5])
+    cases = [
+        ("Gather", {"axis": 1}, np.array([0, 5]), "index 5 is out of range for size 5"),
+        ("Gather", {}, np.array([-4]), "index -4 is out of range for size 3"),
+        ("GatherElements", {"axis": 0}, np.array([[0, 1, 2, 3, 4], [2, 1, 0, 3, 3]]),
+         "index 3 is out of range for size 3"),
+        # the second of each tuple indexes x's axis 1 (size 5), the first axis 0 (3)
+        ("GatherND", {}, np.array([[2, 4], [1, -6]]), "index -6 is out of range for size 5"),
+        ("GatherND", {}, np.array([[3, 0]]), "index 3 is out of range for size 3"),
+        ("Gather", {}, np.array([0.0, 1.0], dtype=np.float32),
+         "the indices are float, not integers"),
+    ]
+    for op, attrs, idx, msg in cases:
+        m = model([node(op, ["x", "idx"], ["y"], **attrs)], [x], [("y", FLOAT, [])],
+                  [("idx", idx)])
+        for f in ("b.ein", "b.safetensors"):
+            if os.path.exists(os.path.join(work, f)):
+                os.remove(os.path.join(work, f))
+        open(os.path.join(work, "b.onnx"), "wb").write(m)
+        p = subprocess.run([EINC, "--from=onnx", "b.onnx", "-o", "b.ein"], cwd=work,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        want = f"b.onnx: error: node 0 ({op}): {msg}"
+        ok = p.returncode == 1 and p.stderr.startswith(want) and \
+            not os.path.exists(os.path.join(work, "b.ein"))
+        failed += not ok
+        passed += ok
+        print(f"{'ok  ' if ok else 'FAIL'} {op} {idx.tolist()}: {msg}" +
+              ("" if ok else f": exit {p.returncode}, {p.stderr!r}"))
 
 
 def logic(work, rng):
@@ -246,6 +282,7 @@ def main():
         logic(work, rng)
         masked(work)
         pads(work, rng)
+        bad_indices(work)
     print(f"{passed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
 
