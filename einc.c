@@ -89,20 +89,22 @@ static void usage(FILE *fp)
 "Compile a tensor program written in the ein language (see ein(5)).\n"
 "\n"
 "Output:\n"
-"  -o FILE             write the output to FILE ('-' for standard output);\n"
-"                        default: the input's stem with the kind's extension\n"
+"  -o FILE, --output=FILE  write the output to FILE ('-' for standard\n"
+"                        output); default: the input's stem with the\n"
+"                        kind's extension\n"
 "      --emit=KIND     what to write: ir (the lowered program as text),\n"
 "                        c, cuda, dot, plan (the chosen operators),\n"
 "                        plan-json (every candidate, as JSON), tuner (a\n"
 "                        CUDA program that times every operator of every\n"
 "                        candidate and writes a --tune-db file); default:\n"
 "                        from -o's extension (.ir .c .cu .dot .plan\n"
-"                        .json), else cuda\n"
+"                        .json), else --target's kind, else cuda\n"
 "      --target=T      the target the plan is made for: c (the C file:\n"
 "                        CBLAS) or cuda (the C+CUDA file: cuBLAS, cuDNN);\n"
-"                        alone, the same as --emit=T; default: that of\n"
-"                        the output kind, and for plan, plan-json, dot and\n"
-"                        explain c with --device=cpu, else cuda\n"
+"                        without --emit or an extension of -o, the output\n"
+"                        kind too; default: that of the output kind, and\n"
+"                        for plan, plan-json, dot and explain c with\n"
+"                        --device=cpu, else cuda\n"
 "      --dot           same as --emit=dot (--dot=program)\n"
 "      --main          add a main() harness to C and CUDA output\n"
 "      --shared        make line 1 of C and CUDA output build a shared\n"
@@ -122,10 +124,11 @@ static void usage(FILE *fp)
 "                        output unless -o is given)\n"
 "\n"
 "Derivation:\n"
-"  -O0                 no derivation: every statement is one kernel\n"
+"  -O0                 no derivation: every statement is one operator\n"
+"                        (a library call where one matches, else a kernel)\n"
 "  -O1                 fit and match operators and fuse kernels, with the\n"
 "                        guided search phase only\n"
-"  -O2                 search for cheaper derivations (the default)\n"
+"  -O2, -O             search for cheaper derivations (the default)\n"
 "      --search-depth=N   depth of the explicit search phase (default 1)\n"
 "      --search-budget=MS stop deriving (search and fusion) once the compile\n"
 "                        has used MS ms of CPU time (default 60000)\n"
@@ -154,8 +157,8 @@ static void usage(FILE *fp)
 "                        the output's name with .safetensors)\n"
 "      --bind=FILE     with --from=onnx: the graph inputs found in FILE (a\n"
 "                        safetensors file, by ONNX name) become constants\n"
-"  -D NAME=VALUE       override the integer constant NAME\n"
-"  -I DIR              search DIR for imported files (after the\n"
+"  -D NAME=VALUE, --define=NAME=VALUE  override the integer constant NAME\n"
+"  -I DIR, --include=DIR  search DIR for imported files (after the\n"
 "                        importing file's folder; before the standard\n"
 "                        library for 'import <nn.ein>')\n"
 "\n"
@@ -166,12 +169,14 @@ static void usage(FILE *fp)
 "                        the output's name with '.d' for its extension\n"
 "  -MF FILE            write the rule to FILE\n"
 "  -MT TARGET          name the rule's target (repeatable)\n"
-"  -MP                 add a phony rule for each imported file\n"
+"  -MP                 add a phony rule for each imported file and the\n"
+"                        --tune-db file\n"
 "\n"
 "Diagnostics:\n"
 "  -W NAME, -WNAME     enable warning NAME (unused, sum-invariant, padded-max)\n"
 "  -Wno-NAME           disable warning NAME\n"
-"  -Werror             treat warnings as errors\n"
+"  -Wall, -Wno-all     enable, disable every warning\n"
+"  -Werror, -Wno-error  treat warnings as errors, or not (the default)\n"
 "  -w                  disable every warning\n"
 "      --max-errors=N  stop after N errors (0: no limit; default 20)\n"
 "\n"
@@ -440,9 +445,11 @@ static void parse_args(Options *o, int argc, char **argv)
         usage_error("%s", "no input file");
 }
 
-/* The input's file name without folder and extension. */
+/* The input's file name without folder and extension ("stdin" for -). */
 static char *stem(const char *path)
 {
+    if (strcmp(path, "-") == 0)
+        path = "stdin";
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     char *s = arena_strdup(arena, base);
@@ -455,7 +462,7 @@ static char *stem(const char *path)
 /* A C identifier from the stem: the default model name. */
 static char *model_name(const char *path)
 {
-    char *s = stem(strcmp(path, "-") == 0 ? "stdin" : path);
+    char *s = stem(path);
     for (char *p = s; *p; p++)
         if (!(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
               (*p >= '0' && *p <= '9')))
@@ -482,17 +489,17 @@ static void resolve_target(Options *o)
 
 static void resolve_outputs(Options *o)
 {
-    /* --target alone says what to write */
-    if (o->emit == EMIT_DEFAULT && o->target)
-        set_emit(o, o->target, "%s");
-    if (o->emit == EMIT_DEFAULT && o->output && strcmp(o->output, "-") != 0) {
+    /* the output's extension says what to write, else --target */
+    if (o->emit == EMIT_DEFAULT && o->output && strcmp(o->output, "-") != 0)
         for (size_t i = 0; i < NKINDS; i++)
             if (has_suffix(o->output, emit_kinds[i].ext))
                 o->emit = emit_kinds[i].kind;
-        if (o->emit == EMIT_DEFAULT && strcmp(o->output, "/dev/null") != 0)
-            usage_error("cannot tell what to write from the name '%s'; use "
-                        "--emit=KIND", o->output);
-    }
+    if (o->emit == EMIT_DEFAULT && o->target)
+        set_emit(o, o->target, "%s");
+    if (o->emit == EMIT_DEFAULT && o->output && strcmp(o->output, "-") != 0 &&
+        strcmp(o->output, "/dev/null") != 0)
+        usage_error("cannot tell what to write from the name '%s'; use --emit=KIND",
+                    o->output);
     if (o->emit == EMIT_DEFAULT)
         o->emit = EMIT_CUDA;
     /* Explanations and search trees are for reading: stdout by default. */
@@ -503,8 +510,7 @@ static void resolve_outputs(Options *o)
         for (size_t i = 0; i < NKINDS; i++)
             if (emit_kinds[i].kind == o->emit)
                 ext = emit_kinds[i].ext;
-        o->output = arena_printf(arena, "%s%s", stem(strcmp(o->input, "-") == 0
-                                                     ? "stdin" : o->input), ext);
+        o->output = arena_printf(arena, "%s%s", stem(o->input), ext);
     }
     if (o->main && o->emit != EMIT_C && o->emit != EMIT_CUDA)
         usage_error("%s", "--main needs C or CUDA output");
@@ -916,16 +922,13 @@ static int import_onnx(Options *o, int argc, char **argv)
         usage_error("%s", "--from=onnx writes an ein program: --emit, --target, --dot, "
                     "--explain, --main, --shared, -M, -MD and -D do not apply");
     if (!o->output)
-        o->output = arena_printf(arena, "%s.ein", stem(strcmp(o->input, "-") == 0
-                                                      ? "stdin" : o->input));
+        o->output = arena_printf(arena, "%s.ein", stem(o->input));
     if (strcmp(o->output, "-") != 0 && !has_suffix(o->output, ".ein"))
         usage_error("with --from=onnx the output is an ein program: '%s' does not end "
                     "in .ein", o->output);
     const char *wpath = o->weights_out ? o->weights_out
                         : strcmp(o->output, "-") == 0
-                            ? arena_printf(arena, "%s.safetensors",
-                                           stem(strcmp(o->input, "-") == 0 ? "stdin"
-                                                                            : o->input))
+                            ? arena_printf(arena, "%s.safetensors", stem(o->input))
                             : with_ext(o->output, ".safetensors");
 #ifdef HAVE_ONNX
     const char *wbase = strrchr(wpath, '/');

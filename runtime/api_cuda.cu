@@ -38,7 +38,7 @@ RT_API int ein_launched(model_ctx *ctx, const char *kernel)
 /* Runs of a context wait for the one before (ctx->done), whatever stream
    they are on; copies from and to the host go on ctx->io; the run's CUDA
    graph is captured on ctx->cap (graph.cu), unless EIN_NO_GRAPH is set
-   (and not "0") now. */
+   (not empty or "0") now. */
 RT_API int ein_ctx_open(model_ctx *ctx)
 {
     const char *ng = getenv("EIN_NO_GRAPH");

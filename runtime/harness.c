@@ -24,12 +24,15 @@ RT_API void rt_usage(FILE *out, const char *prog)
 "                  (default 0)\n"
 "  --bench ITERS   after a warm-up run, run ITERS times and print the\n"
 "                  median milliseconds per run\n"
-"  --threads N     compute with N threads (default: as many as OpenMP\n"
-"                  would use, OMP_NUM_THREADS or every processor)\n"
+"  --threads N     compute with at most N threads, fewer where fewer\n"
+"                  ran faster (default: as many as OpenMP would use,\n"
+"                  OMP_NUM_THREADS or every processor)\n"
 "  --runs N        run N times (default 1) and take the outputs from the\n"
 "                  last, which reuses what the runs before left in the\n"
 "                  context (its CUDA graph, the intermediates' memory)\n"
-"  --help          print this help\n", prog);
+"  -h, --help      print this help\n"
+"An option's value follows it as the next argument or after '='\n"
+"(--seed=3).\n", prog);
 }
 
 static int rt_fail(char *err, size_t errlen, const char *fmt, ...)

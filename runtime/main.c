@@ -1,6 +1,7 @@
 /* main.c - the main() that einc --main adds (emit/README.md, "--main"):
  *
  *   ./net [--weights F] [--inputs F] [--outputs F] [--seed N] [--bench ITERS]
+ *         [--threads N] [--runs N]
  *
  * It goes through the public API only: weights and inputs come from the
  * safetensors files or, where an option is missing, from seeded
