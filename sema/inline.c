@@ -363,7 +363,8 @@ static void unify_bare(Sema *s, Call *c, int i)
     }
 }
 
-/* Pass 2: dims that are expressions (or literals) are checked. */
+/* Pass 2: dims that are not shape variables (expressions, literals, const
+ * parameters) are checked. */
 static void unify_exprs(Sema *s, Call *c, int i)
 {
     const Param *p = &c->def->def.params[i];
@@ -375,8 +376,8 @@ static void unify_exprs(Sema *s, Call *c, int i)
     for (int k = 0; k < p->type.ndims; k++) {
         const Expr *dim = p->type.dims[k];
         int64_t want;
-        if (dim->kind == EX_NAME || !const_eval(s, c->ds, dim, &want) ||
-            want == t->c.shape[k])
+        if ((dim->kind == EX_NAME && svar_index(c->d, dim->name) >= 0) ||
+            !const_eval(s, c->ds, dim, &want) || want == t->c.shape[k])
             continue;
         const char *what = dim->kind == EX_INT
             ? arena_printf(s->arena, "%lld", (long long)want)

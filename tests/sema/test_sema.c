@@ -407,6 +407,13 @@ static void test_defs(void)
                  "input a : f32[4], b : f32[7]\nc = up(a, b)\noutput c\n",
                  "error: argument 'b' does not match parameter 'y' of 'up': "
                  "dimension 1 is 7, expected 2 * N = 8");
+    /* a dimension that is a const parameter alone is checked as well */
+    EXPECT_ERROR("def f(x : f32[K], const K) -> y {\n  y[i] : [K] = x[i]\n}\n"
+                 "input a : f32[3]\nc = f(a, 5)\noutput c\n",
+                 "error: argument 'a' does not match parameter 'x' of 'f': "
+                 "dimension 1 is 3, expected K = 5");
+    EXPECT_OK(run("def f(x : f32[K], const K) -> y {\n  y[i] : [K] = x[i]\n}\n"
+                 "input a : f32[3]\nc = f(a, 3)\noutput c\n"));
     EXPECT_ERROR(cat(conv3x3, "input x : f32[1, 3, 4, 4]\ny = conv3x3(x)\noutput y\n"),
                  "error: def 'conv3x3' takes 2 arguments, but 1 was given");
     EXPECT_ERROR(cat(conv3x3, "input x : f32[1, 3, 4, 4]\ny = conv3x2(x, x)\noutput y\n"),
