@@ -310,10 +310,18 @@ static CExpr *call_expr(StmtCtx *c, const Expr *e)
         return NULL;
     }
     int n = e->call.nargs;
+    for (int i = 0; e->call.keys && i < n; i++)
+        if (e->call.keys[i]) {
+            sema_error(c->s, e->call.args[i]->loc, "function '%s' takes no named "
+                       "arguments ('%s = ...'); they are for defs and shape operations",
+                       b->name, sym_q(e->call.keys[i]));
+            fail(c);
+            return NULL;
+        }
     CExpr **args = arena_alloc(c->s->arena, ((size_t)n + 1) * sizeof *args);
     bool ok = true;
     for (int i = 0; i < n; i++) {
-        if (b && b->fn == FN_SELECT && i == 0)
+        if (b->fn == FN_SELECT && i == 0)
             args[i] = expr_cond(c, e->call.args[i], false);
         else
             args[i] = expr_real(c, e->call.args[i]);

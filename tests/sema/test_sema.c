@@ -407,6 +407,9 @@ static void test_defs(void)
                  "input a : f32[4], b : f32[7]\nc = up(a, b)\noutput c\n",
                  "error: argument 'b' does not match parameter 'y' of 'up': "
                  "dimension 1 is 7, expected 2 * N = 8");
+    EXPECT_ERROR("input a : f32[4]\ny[i] = pow(a[i], e = 2)\noutput y\n",
+                 "error: function 'pow' takes no named arguments ('e = ...'); they are for "
+                 "defs and shape operations");
     /* a dimension that is a const parameter alone is checked as well */
     EXPECT_ERROR("def f(x : f32[K], const K) -> y {\n  y[i] : [K] = x[i]\n}\n"
                  "input a : f32[3]\nc = f(a, 5)\noutput c\n",
