@@ -61,8 +61,9 @@ typedef struct STensor {
     const TypeExpr *type;           /* declared type (inputs, weights) */
     bool poisoned;                  /* its definition failed: stay silent */
     bool pending;                   /* defined by a statement not yet checked */
-    bool nonneg;                    /* every element is >= 0 or NaN (for
-                                       -Wpadded-max) */
+    bool nonneg;                    /* its statement's values are >= 0 or
+                                       NaN (for -Wpadded-max) */
+    bool nonpos;                    /* ... <= 0 or NaN */
 } STensor;
 
 /* What sema knows about one def besides its statement. */
@@ -260,9 +261,10 @@ void stmt_check(Sema *s, Scope *sc, const Stmt *st, int out);
 
 /* ---- warn.c ---- */
 void warn_sum_invariant(StmtCtx *c, const CStmt *cs);
-/* -Wpadded-max; and whether the statement's values are never negative. */
+/* -Wpadded-max; and whether the statement's values are never negative
+ * (sign 1) or never positive (sign -1). */
 void warn_padded(StmtCtx *c, const CStmt *cs);
-bool stmt_nonneg(Sema *s, const CStmt *cs);
+bool stmt_signed(Sema *s, const CStmt *cs, int sign);
 /* range.c: the values an integer expression takes over the ranges. */
 bool expr_interval(StmtCtx *c, const CExpr *e, int64_t *lo, int64_t *hi);
 

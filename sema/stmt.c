@@ -296,7 +296,8 @@ void stmt_check(Sema *s, Scope *sc, const Stmt *st, int out)
                 body, st->loc};
     warn_sum_invariant(&c, &cs);
     warn_padded(&c, &cs);
-    t->nonneg = elem == ELEM_U8 || elem == ELEM_BOOL || stmt_nonneg(s, &cs);
+    t->nonneg = stmt_signed(s, &cs, 1);
+    t->nonpos = stmt_signed(s, &cs, -1);
     if (s->dry)
         return;
     t->c.stmt = s->stmts.len;

@@ -86,57 +86,76 @@ void warn_sum_invariant(StmtCtx *c, const CStmt *cs)
 
 /* ---- -Wpadded-max ------------------------------------------------------- */
 
-/* Whether e is >= 0 (or NaN) wherever it is defined, from what is known
- * of the tensors it reads: a conservative "yes". */
-static bool nonneg(Sema *s, const CExpr *e)
+/* Whether a tensor's elements are all >= 0 (sign 1) or all <= 0 (sign
+ * -1), or NaN: u8 and bool ones, and those of a statement found so. */
+static bool tensor_signed(const STensor *t, int sign)
+{
+    if (t->c.elem == ELEM_U8 || t->c.elem == ELEM_BOOL)
+        return sign > 0;
+    return sign > 0 ? t->nonneg : t->nonpos;
+}
+
+/* Whether e is >= 0 (sign 1) or <= 0 (sign -1), or NaN, wherever it is
+ * defined, from what is known of the tensors it reads: a conservative
+ * "yes". */
+static bool is_signed(Sema *s, const CExpr *e, int sign)
 {
     switch (e->kind) {
-    case CE_INT: return e->ival >= 0;
-    case CE_REAL: return e->rval >= 0;
+    case CE_INT: return sign > 0 ? e->ival >= 0 : e->ival <= 0;
+    case CE_REAL: return sign > 0 ? e->rval >= 0 : e->rval <= 0;
     case CE_VAR: return false;
     case CE_ACCESS: {
         const STensor *t = tensor_at(s, e->access.tensor);
-        return t && t->nonneg && (e->access.outside >= 0 || e->access.outside != e->access.outside);
+        double out = e->access.outside;
+        return t && tensor_signed(t, sign) &&
+               (out != out || (sign > 0 ? out >= 0 : out <= 0));
     }
-    case CE_CALL:
+    case CE_CALL: {
+        const CExpr *const *a = (const CExpr *const *)e->call.args;
         switch (e->call.fn) {
         case FN_RELU: case FN_EXP: case FN_SIGMOID: case FN_ABS: case FN_SQRT:
         case FN_RSQRT: case FN_SOFTPLUS: case FN_TO_U8: case FN_TO_BOOL:
-            return true;
-        case FN_MAX:
-            return nonneg(s, e->call.args[0]) || nonneg(s, e->call.args[1]);
-        case FN_MIN: case FN_SELECT:
-            return nonneg(s, e->call.args[e->call.nargs - 2]) &&
-                   nonneg(s, e->call.args[e->call.nargs - 1]);
+            return sign > 0;
+        case FN_MAX: case FN_MIN:
+            /* max(a, b) >= 0 where either is, <= 0 where both are */
+            return (e->call.fn == FN_MAX) == (sign > 0)
+                       ? is_signed(s, a[0], sign) || is_signed(s, a[1], sign)
+                       : is_signed(s, a[0], sign) && is_signed(s, a[1], sign);
+        case FN_SELECT:
+            return is_signed(s, a[1], sign) && is_signed(s, a[2], sign);
         default:
-            return e->call.nargs == 1 && FN_IS_TO(e->call.fn) && nonneg(s, e->call.args[0]);
+            return e->call.nargs == 1 && FN_IS_TO(e->call.fn) && is_signed(s, a[0], sign);
         }
-    case CE_NEG: return false;
-    case CE_NOT: return true;
-    case CE_BIN:
+    }
+    case CE_NEG: return is_signed(s, e->operand, -sign);
+    case CE_NOT: return sign > 0;
+    case CE_BIN: {
         if (e->is_bool)
-            return true;
-        return (e->bin.op == OP_ADD || e->bin.op == OP_MUL || e->bin.op == OP_DIV) &&
-               nonneg(s, e->bin.lhs) && nonneg(s, e->bin.rhs);
+            return sign > 0;
+        const CExpr *l = e->bin.lhs, *r = e->bin.rhs;
+        switch (e->bin.op) {
+        case OP_ADD:
+            return is_signed(s, l, sign) && is_signed(s, r, sign);
+        case OP_SUB:
+            return is_signed(s, l, sign) && is_signed(s, r, -sign);
+        case OP_MUL: case OP_DIV:
+            /* like signs make a value >= 0, unlike ones <= 0 */
+            return (is_signed(s, l, 1) && is_signed(s, r, sign)) ||
+                   (is_signed(s, l, -1) && is_signed(s, r, -sign));
+        default:
+            return false;
+        }
+    }
     }
     return false;
 }
 
-static bool nonpos(Sema *s, const CExpr *e)
+bool stmt_signed(Sema *s, const CStmt *cs, int sign)
 {
-    switch (e->kind) {
-    case CE_INT: return e->ival <= 0;
-    case CE_REAL: return e->rval <= 0;
-    case CE_NEG: return nonneg(s, e->operand);
-    default: return false;
-    }
-}
-
-bool stmt_nonneg(Sema *s, const CStmt *cs)
-{
+    /* a product of values <= 0 may be > 0 */
     return (cs->red == RED_NONE || cs->red == RED_SUM || cs->red == RED_MAX ||
-            cs->red == RED_PROD ||
-            cs->red == RED_MIN) && nonneg(s, cs->body);
+            cs->red == RED_MIN || (cs->red == RED_PROD && sign > 0)) &&
+           is_signed(s, cs->body, sign);
 }
 
 static void padded_reads(StmtCtx *c, const CStmt *cs, const CExpr *e)
@@ -156,7 +175,7 @@ static void padded_reads(StmtCtx *c, const CStmt *cs, const CExpr *e)
         if (!leaves)
             return;
         bool max = cs->red == RED_MAX;
-        if (max ? t->nonneg : false)
+        if (tensor_signed(t, max ? 1 : -1))     /* the zeros change nothing */
             return;
         sema_warn(s, e->loc, "padded-max", "'%s' window reads outside '%s', where "
                   "the read is 0, and '%s' may hold %s values; write '%s[...] ?: %s' "
@@ -190,7 +209,5 @@ void warn_padded(StmtCtx *c, const CStmt *cs)
         return;
     /* only reads that are the window's value: a read inside another
      * function of it may mean something else by its zeros */
-    const CExpr *b = cs->body;
-    (void)nonpos;
-    padded_reads(c, cs, b);
+    padded_reads(c, cs, cs->body);
 }
