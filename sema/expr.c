@@ -343,6 +343,31 @@ static CExpr *call_expr(StmtCtx *c, const Expr *e)
     return x;
 }
 
+/* The value of e where it is numbers alone (+ - * / of literals and
+ * constants): the divisors that are zero before the program runs. */
+static bool number_value(const CExpr *e, double *v)
+{
+    double a, b;
+    switch (e->kind) {
+    case CE_INT: *v = (double)e->ival; return true;
+    case CE_REAL: *v = e->rval; return true;
+    case CE_NEG:
+        if (!number_value(e->operand, &a))
+            return false;
+        *v = -a;
+        return true;
+    case CE_BIN:
+        if (e->bin.op > OP_DIV || !number_value(e->bin.lhs, &a) ||
+            !number_value(e->bin.rhs, &b))
+            return false;
+        *v = e->bin.op == OP_ADD ? a + b : e->bin.op == OP_SUB ? a - b
+           : e->bin.op == OP_MUL ? a * b : a / b;
+        return true;
+    default:
+        return false;
+    }
+}
+
 static CExpr *real_bin(StmtCtx *c, const Expr *e)
 {
     BinOp op = e->bin.op;
@@ -355,8 +380,8 @@ static CExpr *real_bin(StmtCtx *c, const Expr *e)
     }
     CExpr *l = expr_real(c, e->bin.lhs);
     CExpr *r = expr_real(c, e->bin.rhs);
-    if (op == OP_DIV && r && ((r->kind == CE_INT && r->ival == 0) ||
-                              (r->kind == CE_REAL && r->rval == 0))) {
+    double rv;
+    if (op == OP_DIV && r && number_value(r, &rv) && rv == 0) {
         sema_error(c->s, e->loc, "division by zero");
         fail(c);
         return NULL;
@@ -524,11 +549,17 @@ static CExpr *gather_expr(StmtCtx *c, const Expr *e)
     const STensor *t = en && (en->kind == ENT_TENSOR || en->kind == ENT_PARAM)
                            ? tensor_at(c->s, en->tensor) : NULL;
     if (t && !t->poisoned && t->c.rank >= 0 && !elem_is_int(t->c.elem)) {
-        sema_error(c->s, e->loc, "%s '%s' of %s elements read in an index "
-                   "expression; an index can read integer tensors only "
-                   "(convert it first: 'k[i] : i32[N] = i32(%s[i])')",
-                   entry_what(c->s, en), sym_q(e->call.name),
-                   elem_name(t->c.elem), sym_q(e->call.name));
+        if (c->ctx == CTX_WHERE)
+            sema_error(c->s, e->loc, "%s '%s' of %s elements read in a guard; a guard "
+                       "can read integer tensors only (a condition on values is "
+                       "'select(cond, a, b)' in the body)", entry_what(c->s, en),
+                       sym_q(e->call.name), elem_name(t->c.elem));
+        else
+            sema_error(c->s, e->loc, "%s '%s' of %s elements read in an index "
+                       "expression; an index can read integer tensors only "
+                       "(convert it first: 'k[i] : i32[N] = i32(%s[i])')",
+                       entry_what(c->s, en), sym_q(e->call.name),
+                       elem_name(t->c.elem), sym_q(e->call.name));
         en->used = true;
         vars_unknown(c, e);
         fail(c);

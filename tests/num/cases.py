@@ -121,7 +121,8 @@ def int_mask(q, k, len):
             "cnt": m.sum(-1).to(torch.int32),
             "twice": (len * 2 - 1).to(torch.int32),
             "sat": (q * 300).clamp(0, 255).trunc().to(torch.uint8),
-            "rnd": torch.round(q * 10).to(torch.int32)}
+            "rnd": torch.round(q * 10).to(torch.int32),
+            "ks": (k * (j.view(1, L, 1) < len.long().view(-1, 1, 1))).sum(1)}
 
 
 def _rms(x, g, eps):

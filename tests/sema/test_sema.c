@@ -410,6 +410,11 @@ static void test_defs(void)
     EXPECT_ERROR("input a : f32[4]\ny[i] = pow(a[i], e = 2)\noutput y\n",
                  "error: function 'pow' takes no named arguments ('e = ...'); they are for "
                  "defs and shape operations");
+    EXPECT_ERROR("input x : f32[8]\ny[] += x[j] where x[j] > 0\noutput y\n",
+                 "error: input 'x' of f32 elements read in a guard; a guard can read "
+                 "integer tensors only (a condition on values is 'select(cond, a, b)' in "
+                 "the body)");
+    EXPECT_OK(run("input x : f32[8], m : i32[8]\ny[] += x[j] where m[j] > 0\noutput y\n"));
     /* a dimension that is a const parameter alone is checked as well */
     EXPECT_ERROR("def f(x : f32[K], const K) -> y {\n  y[i] : [K] = x[i]\n}\n"
                  "input a : f32[3]\nc = f(a, 5)\noutput c\n",
@@ -475,6 +480,9 @@ static void test_errors(void)
                  "error: division by zero");
     EXPECT_ERROR("input x : f32[4]\ny[i] = x[i] / 0\noutput y\n",
                  "error: division by zero");
+    EXPECT_ERROR("input x : f32[4]\ny[i] = x[i] / -(2 * (0.5 - 0.5))\noutput y\n",
+                 "error: division by zero");
+    EXPECT_OK(run("input x : f32[4]\ny[i] = x[i] / (1 / 2)\noutput y\n"));
     EXPECT_ERROR("input x : f32[4]\ny[i] = x[i % j] where j in 1..3\noutput y\n",
                  "error: '%' by a non-constant in an index expression; the divisor must be a constant");
     EXPECT_ERROR("input x : f32[4]\ny[i] = x[i * i]\noutput y\n",
