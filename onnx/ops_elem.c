@@ -76,7 +76,7 @@ typedef enum {
     U_RELU, U_SIGMOID, U_TANH, U_EXP, U_LOG, U_SQRT, U_ABS, U_ERF, U_NEG, U_RECIPROCAL,
     U_LEAKYRELU, U_ELU, U_SELU, U_HARDSIGMOID, U_HARDSWISH, U_SOFTPLUS, U_SOFTSIGN,
     U_GELU, U_CLIP, U_SIGN, U_IDENTITY, U_CAST, U_NOT,
-    B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN, B_SUM, B_MEAN, B_PRELU,
+    B_ADD, B_SUB, B_MUL, B_DIV, B_MOD, B_FMOD, B_POW, B_MAX, B_MIN, B_SUM, B_MEAN, B_PRELU,
     B_EQUAL, B_LESS, B_GREATER, B_LESS_EQUAL, B_GREATER_EQUAL, B_AND, B_OR, B_XOR,
 } Fn;
 
@@ -88,7 +88,8 @@ static const struct { const char *name; Fn fn; } fns[] = {
     {"Softplus", U_SOFTPLUS}, {"Softsign", U_SOFTSIGN}, {"Gelu", U_GELU}, {"Clip", U_CLIP},
     {"Sign", U_SIGN}, {"Identity", U_IDENTITY}, {"Dropout", U_IDENTITY}, {"Cast", U_CAST},
     {"CastLike", U_CAST},
-    {"Add", B_ADD}, {"Sub", B_SUB}, {"Mul", B_MUL}, {"Div", B_DIV}, {"Pow", B_POW},
+    {"Add", B_ADD}, {"Sub", B_SUB}, {"Mul", B_MUL}, {"Div", B_DIV}, {"Mod", B_MOD},
+    {"Pow", B_POW},
     {"Max", B_MAX}, {"Min", B_MIN}, {"Sum", B_SUM}, {"Mean", B_MEAN}, {"PRelu", B_PRELU},
     {"Equal", B_EQUAL}, {"Less", B_LESS}, {"Greater", B_GREATER},
     {"LessOrEqual", B_LESS_EQUAL}, {"GreaterOrEqual", B_GREATER_EQUAL}, {"And", B_AND},
@@ -99,7 +100,9 @@ static Fn fn_of(const OxNode *n)
 {
     for (size_t i = 0; i < sizeof fns / sizeof *fns; i++)
         if (strcmp(fns[i].name, n->op) == 0)
-            return fns[i].fn;
+            /* Mod: the sign of the divisor, or with fmod=1 C's fmod's, the
+             * dividend's */
+            return fns[i].fn == B_MOD && ox_attr_int(n, "fmod", 0) ? B_FMOD : fns[i].fn;
     return U_IDENTITY;
 }
 
@@ -147,6 +150,12 @@ static double eval_binary(Fn f, double a, double b, bool ints)
     case B_SUB: return a - b;
     case B_MUL: return a * b;
     case B_DIV: return ints ? (b != 0 ? trunc(a / b) : 0) : a / b;
+    case B_MOD: case B_FMOD: {
+        if (ints && b == 0)
+            return 0;
+        double r = fmod(a, b);
+        return f == B_MOD && r != 0 && (r < 0) != (b < 0) ? r + b : r;
+    }
     case B_POW: return pow(a, b);
     case B_MAX: return a > b ? a : b;
     case B_MIN: return a < b ? a : b;
@@ -213,12 +222,27 @@ static bool elem_infer(Ox *ox, const OxNode *n)
     OxVal *x = ox_val(ox, n->in[0]);
     if (f == U_IDENTITY) {
         if (strcmp(n->op, "Dropout") == 0) {
-            if (n->nout > 1 && n->out[1] >= 0)
-                return ox_unsupported(ox, n, "the mask output of Dropout");
+            /* in training mode with a ratio of 0 it drops nothing either */
             if (ox_has_in(n, 2)) {
-                OxVal *t = ox_val(ox, n->in[2]);
-                if (!t->k || !t->k->i || t->k->i[0] != 0)
+                OxVal *t = ox_val(ox, n->in[2]), *r = ox_has_in(n, 1) ? ox_val(ox, n->in[1])
+                                                                       : NULL;
+                bool none = r && r->k && !r->k->h && ox_numel(r) == 1 && kval(r->k, 0) == 0;
+                if ((!t->k || !t->k->i || t->k->i[0] != 0) && !none)
                     return ox_unsupported(ox, n, "Dropout in training mode");
+            }
+            if (n->nout > 1 && n->out[1] >= 0) {
+                /* in inference the mask keeps every element: known trues */
+                int64_t cnt = ox_numel(x);
+                if (cnt > OX_MAX_FOLD)
+                    return ox_unsupported(ox, n, "the mask output of Dropout on %lld "
+                                          "elements", (long long)cnt);
+                ox_set(ox, n->out[1], OX_BOOL, x->rank, x->shape);
+                OxVal *m = ox_val(ox, n->out[1]);
+                m->kind = VK_CONST;
+                m->k = ox_const_new(ox, OX_INT64, cnt);
+                m->k->type = OX_BOOL;
+                for (int64_t j = 0; j < cnt; j++)
+                    m->k->i[j] = 1;
             }
         }
         OxVal *y = ox_val(ox, n->out[0]);
@@ -309,6 +333,9 @@ static bool elem_infer(Ox *ox, const OxNode *n)
             f != U_CLIP)
             return ox_error(ox, n, "inputs of element types %s and %s", ox_type_name(x->type),
                             ox_type_name(ox_val(ox, n->in[i])->type));
+    if (f == B_MOD && !ox_type_is_int(x->type))
+        return ox_error(ox, n, "fmod=0 on %s inputs: ONNX's Mod of reals needs fmod=1",
+                        ox_type_name(x->type));
     ox_set(ox, n->out[0], type, rank, shape);
     OxVal *y = ox_val(ox, n->out[0]);
     /* Fold what is known. */
@@ -473,6 +500,17 @@ static bool elem_write(Ox *ox, const OxNode *n)
             else if (f == B_SUB || f == B_DIV)
                 body = arena_printf(ox->arena, "%s %s %s", body, op[f],
                                     strchr(r, ' ') ? arena_printf(ox->arena, "(%s)", r) : r);
+            else if (f == B_FMOD) {
+                /* a - b * trunc(a / b): a real Mod (integers are folded or
+                 * refused: graph.c) */
+                const char *a = strchr(body, ' ') || body[0] == '-'
+                                    ? arena_printf(ox->arena, "(%s)", body) : body;
+                const char *b = strchr(r, ' ') || r[0] == '-'
+                                    ? arena_printf(ox->arena, "(%s)", r) : r;
+                const char *q = arena_printf(ox->arena, "%s / %s", a, b);
+                body = arena_printf(ox->arena, "%s - %s * select(%s < 0, ceil(%s), floor(%s))",
+                                    a, b, q, q, q);
+            }
             else
                 body = arena_printf(ox->arena, "%s %s %s", body, op[f], r);
         }
@@ -965,6 +1003,7 @@ const OxOp ox_ops_elem[] = {
     {"CastLike", elem_infer, elem_write},
     {"Add", elem_infer, elem_write}, {"Sub", elem_infer, elem_write},
     {"Mul", elem_infer, elem_write}, {"Div", elem_infer, elem_write},
+    {"Mod", elem_infer, elem_write},
     {"Pow", elem_infer, elem_write}, {"Max", elem_infer, elem_write},
     {"Min", elem_infer, elem_write}, {"Sum", elem_infer, elem_write},
     {"Mean", elem_infer, elem_write}, {"PRelu", elem_infer, elem_write},

@@ -13,8 +13,12 @@ Not, and Where at run time (a bool tensor, a known condition of one
 element, integer values); a padding mask exported from PyTorch
 (masked_fill of ids == 0, softmax), then -D B=3; Pad of integers;
 
+Mod (known integers with either sign rule, reals at run time); Dropout's
+mask output and a ratio of 0 in training mode;
+
 known indices out of range and float indices in Gather, GatherElements
-and GatherND: refused with the node, the index and the size named.
+and GatherND, and Mod of reals without fmod=1: refused with the node and
+the reason named.
 
 Needs EINC.  Exit 77 where torch is missing."""
 
@@ -126,7 +130,8 @@ def graph(work, what, nodes, ins, outs, ref, inits=(), want=None):
 
 
 def bad_indices(work):
-    """Indices einc can see are wrong: exit 1, the error, no program."""
+    """Indices einc can see are wrong (and a Mod of reals without fmod=1):
+    exit 1, the error, no program."""
     global failed, passed
     x = ("x", FLOAT, [3, 5])
     cases = [
@@ -139,6 +144,8 @@ def bad_indices(work):
         ("GatherND", {}, np.array([[3, 0]]), "index 3 is out of range for size 3"),
         ("Gather", {}, np.array([0.0, 1.0], dtype=np.float32),
          "the indices are float, not integers"),
+        ("Mod", {}, np.array([2.0], dtype=np.float32),
+         "fmod=0 on float inputs: ONNX's Mod of reals needs fmod=1"),
     ]
     for op, attrs, idx, msg in cases:
         m = model([node(op, ["x", "idx"], ["y"], **attrs)], [x], [("y", FLOAT, [])],
@@ -220,6 +227,30 @@ def pads(work, rng):
           inits=[("pads", np.array([0, 1, 2, 0, 0, 1]))])
 
 
+def mod_dropout(work, rng):
+    """Mod (known integers folded with either sign rule; reals at run time
+    with fmod=1) and Dropout's mask output and a ratio of 0 in training."""
+    t = torch.from_numpy
+    a = np.array([7, -7, 7, -7, 0, 5], dtype=np.int64)
+    b = np.array([3, 3, -3, -3, 2, 5], dtype=np.int64)
+    x = rng.integers(-99, 99, (6,)).astype(np.float32)
+    for fm, ref in ((0, torch.remainder), (1, torch.fmod)):
+        graph(work, f"Mod of known integers, fmod={fm}",
+              [node("Mod", ["a", "b"], ["m"], fmod=fm), node("Cast", ["m"], ["mf"], to=FLOAT),
+               node("Add", ["x", "mf"], ["y"])], {"x": x}, ["y"],
+              {"y": (t(x) + ref(t(a), t(b)).float()).numpy()}, inits=[("a", a), ("b", b)])
+    # quarters over 1.5, -2.5, 0.75, 3: every step of a - b * trunc(a / b) exact
+    xr = (rng.integers(-160, 160, (4, 5)) / 4).astype(np.float32)
+    yr = np.array([1.5, -2.5, 0.75, 3, -1.5], dtype=np.float32)
+    graph(work, "Mod of reals at run time (fmod=1)", [node("Mod", ["x", "d"], ["y"], fmod=1)],
+          {"x": xr, "d": yr}, ["y"], {"y": torch.fmod(t(xr), t(yr)).numpy()})
+    graph(work, "Dropout with its mask output (inference)",
+          [node("Dropout", ["x"], ["y", "mask"])], {"x": xr}, ["y"], {"y": xr})
+    graph(work, "Dropout in training mode with a ratio of 0",
+          [node("Dropout", ["x", "r", "tm"], ["y"])], {"x": xr}, ["y"], {"y": xr},
+          inits=[("r", np.array(0, dtype=np.float32)), ("tm", np.array(True))])
+
+
 class Masked(torch.nn.Module):
     """Scores over a row of token ids, the padding (id 0) masked out."""
 
@@ -282,6 +313,7 @@ def main():
         logic(work, rng)
         masked(work)
         pads(work, rng)
+        mod_dropout(work, rng)
         bad_indices(work)
     print(f"{passed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
