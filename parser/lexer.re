@@ -389,8 +389,12 @@ static int lex(Parse *P, EIN_STYPE *val, Loc *loc)
             TOKEN(val->str ? TOK_STRING : TOK_BAD);
         }
         ["] strch* {
-            lex_error(P, loc_at(P, tok, tok + 1), "missing terminating '\"' "
-                       "character");
+            /* the string stops at a newline, a NUL or the end of the input */
+            if (cur < lim && *cur == 0)
+                lex_error(P, loc_at(P, cur, cur + 1), "null byte in a string");
+            else
+                lex_error(P, loc_at(P, tok, tok + 1), "missing terminating '\"' "
+                          "character");
             TOKEN(TOK_BAD);
         }
 

@@ -274,6 +274,11 @@ static const Builtin *builtin_find(Sym name)
     return NULL;
 }
 
+bool func_is(Sym name)
+{
+    return builtin_find(name) != NULL;
+}
+
 /* A call of something that is no function: say what it is. */
 static void unknown_function(StmtCtx *c, const Expr *e)
 {

@@ -607,10 +607,25 @@ static void bind_scalars(Sema *s, Scope *caller, Call *c)
 static DefInfo *callee(Sema *s, const Stmt *st)
 {
     Entry *de = scope_find(s->defs, st->bind.callee);
+    if (!de && func_is(st->bind.callee)) {
+        /* relu(x) of a whole tensor: the function applies to elements */
+        const char *f = sym_q(st->bind.callee);
+        const char *x = st->bind.nargs > 0 && st->bind.args[0] ? sym_q(st->bind.args[0]) : "x";
+        sema_error(s, st->bind.callee_loc, "'%s' is a function of elements, not a def; "
+                   "apply it to each element, as in '%s[i] = %s(%s[i])'", f,
+                   sym_q(st->bind.outs[0]), f, x);
+        return NULL;
+    }
     if (!de) {
-        Sym *cands = NULL;
+        Sym *defs = NULL;
         int n = sema_may_suggest(s)
-              ? scope_names(s->arena, s->defs, 1u << ENT_DEF, &cands) : 0;
+              ? scope_names(s->arena, s->defs, 1u << ENT_DEF, &defs) : 0;
+        /* the shape operations are candidates too (conact: concat) */
+        Sym *cands = arena_alloc(s->arena, ((size_t)n + 3) * sizeof *cands);
+        if (n)
+            memcpy(cands, defs, (size_t)n * sizeof *cands);
+        for (int i = 0; i < 3 && sema_may_suggest(s); i++)
+            cands[n++] = sym_intern_cstr(shapeop_names[i]);
         sema_error(s, st->bind.callee_loc, "unknown def '%s'%s",
                    sym_q(st->bind.callee), did_you_mean(s, st->bind.callee,
                                                         cands, n));

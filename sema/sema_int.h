@@ -197,6 +197,8 @@ void block_warn_unused(Sema *s, const Scope *sc, const Stmt *def);
 /* ---- shapeops.c: concat, stack, split ---- */
 /* Whether `name` is one of the built-in shape operations. */
 bool shapeop_is(Sym name);
+/* The names of the shape operations, for suggestions. */
+extern const char *const shapeop_names[3];
 void shapeop_check(Sema *s, Scope *sc, const Stmt *st, const int *outs);
 /* Fold a real constant expression (numbers, inf, nan, constants, real
  * parameters, + - * / and unary -); false after an error (reported). */
@@ -247,6 +249,8 @@ typedef struct StmtCtx {
 CExpr *expr_real(StmtCtx *c, const Expr *e);
 CExpr *expr_int(StmtCtx *c, const Expr *e);
 CExpr *expr_cond(StmtCtx *c, const Expr *e, bool ints_only);
+/* Is name a builtin function of elements (relu, exp, f16, ...)? */
+bool func_is(Sym name);
 int stmt_var(StmtCtx *c, Sym name, Loc loc, bool create);
 void vars_unknown(StmtCtx *c, const Expr *e);
 /* Where items: ranges into c->vars, the rest into `guards`. */

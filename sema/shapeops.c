@@ -16,12 +16,12 @@
 
 typedef enum { OP_CONCAT, OP_STACK, OP_SPLIT } ShapeOp;
 
-static const char *const op_names[] = {"concat", "stack", "split"};
+const char *const shapeop_names[3] = {"concat", "stack", "split"};
 
 bool shapeop_is(Sym name)
 {
     for (int i = 0; i < 3; i++)
-        if (strcmp(sym_str(name), op_names[i]) == 0)
+        if (strcmp(sym_str(name), shapeop_names[i]) == 0)
             return true;
     return false;
 }
@@ -259,8 +259,8 @@ void shapeop_check(Sema *s, Scope *sc, const Stmt *st, const int *outs)
         else
             for (int j = 0; j < rank && !why; j++)
                 if ((op == OP_STACK || j != d) && t->c.shape[j] != t0->c.shape[j])
-                    why = arena_printf(s->arena, "dimension %d is %lld, not %lld",
-                                       j + 1, (long long)t->c.shape[j],
+                    why = arena_printf(s->arena, "its size at dim = %d is %lld, not %lld",
+                                       j, (long long)t->c.shape[j],
                                        (long long)t0->c.shape[j]);
         if (why) {
             sema_error(s, loc, "'%s' cannot %s '%s' with '%s': %s", name,
@@ -277,11 +277,10 @@ void shapeop_check(Sema *s, Scope *sc, const Stmt *st, const int *outs)
         int64_t whole = t0->c.shape[d];
         if (!sizes.len) {
             if (whole % n) {
-                sema_error(s, st->bind.callee_loc, "'split' cannot cut dimension "
-                           "%d of '%s' (%lld) into %d equal parts; give the sizes: "
-                           "'split(%s, n1, n2, ..., dim = %lld)'", d + 1,
-                           t0->c.name, (long long)whole, n, t0->c.name,
-                           (long long)dim);
+                sema_error(s, st->bind.callee_loc, "'split' cannot cut '%s' at dim = %d "
+                           "(size %lld) into %d equal parts; give the sizes: "
+                           "'split(%s, n1, n2, ..., dim = %lld)'", t0->c.name, d,
+                           (long long)whole, n, t0->c.name, (long long)dim);
                 poison(s, st, outs);
                 return;
             }
@@ -293,9 +292,9 @@ void shapeop_check(Sema *s, Scope *sc, const Stmt *st, const int *outs)
                 sum += sizes.data[k];
             if (sizes.len != n || sum != whole) {
                 sema_error(s, size_locs.data[0], "'split' gives %d size%s adding "
-                           "up to %lld for %d output%s, but dimension %d of '%s' "
-                           "is %lld", sizes.len, sizes.len == 1 ? "" : "s",
-                           (long long)sum, n, n == 1 ? "" : "s", d + 1, t0->c.name,
+                           "up to %lld for %d output%s, but '%s' at dim = %d has size "
+                           "%lld", sizes.len, sizes.len == 1 ? "" : "s",
+                           (long long)sum, n, n == 1 ? "" : "s", t0->c.name, d,
                            (long long)whole);
                 poison(s, st, outs);
                 return;

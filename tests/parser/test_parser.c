@@ -215,6 +215,7 @@ static void test_lexer(void)
         "t.ein:1:10: error: non-ASCII character outside a comment or string");
     bad_n("y[] = a\0b\n", 10, 1, "t.ein:1:8: error: null byte in input");
     bad_n("# x\0y\n", 6, 1, "t.ein:1:4: error: null byte in input");
+    bad_n("import \"a\0b\"\n", 13, 1, "t.ein:1:10: error: null byte in a string");
     bad("import \"abc\n", 1,
         "t.ein:1:8: error: missing terminating '\"' character");
     bad("import \"a\\n\"\n", 1,

@@ -424,6 +424,11 @@ static void test_defs(void)
                  "input a : f32[3]\nc = f(a, 3)\noutput c\n"));
     EXPECT_ERROR(cat(conv3x3, "input x : f32[1, 3, 4, 4]\ny = conv3x3(x)\noutput y\n"),
                  "error: def 'conv3x3' takes 2 arguments, but 1 was given");
+    EXPECT_ERROR("input x : f32[4]\na = relu(x)\noutput a\n",
+                 "error: 'relu' is a function of elements, not a def; apply it to each "
+                 "element, as in 'a[i] = relu(x[i])'");
+    EXPECT_ERROR("input x : f32[4]\na = conact(x, x, dim = 0)\noutput a\n",
+                 "error: unknown def 'conact'; did you mean 'concat'?");
     EXPECT_ERROR(cat(conv3x3, "input x : f32[1, 3, 4, 4]\ny = conv3x2(x, x)\noutput y\n"),
                  "error: unknown def 'conv3x2'; did you mean 'conv3x3'?");
     EXPECT_ERROR("def f(x : f32[N]) -> y {\n  y = g(x)\n}\n"
