@@ -401,11 +401,17 @@ static bool infer(Ox *ox, Graph *g)
             return ox_error(ox, n, "the node has no output");
         if (strcmp(n->op, "Constant") != 0 && (n->nin < 1 || n->in[0] < 0))
             return ox_error(ox, n, "the node has no first input");
-        for (int j = 0; j < n->nin; j++)
+        for (int j = 0; j < n->nin; j++) {
             if (n->in[j] >= 0 && val[n->in[j]].kind == VK_NONE)
                 return ox_error(ox, n, "input '%s' is not computed before the node "
                                 "(nodes must be in topological order)",
                                 ox->vname[n->in[j]]);
+            /* an empty value (a known one, from Slice) goes into Concat only */
+            for (int d = 0; n->in[j] >= 0 && d < val[n->in[j]].rank; d++)
+                if (val[n->in[j]].shape[d] == 0 && strcmp(n->op, "Concat") != 0)
+                    return ox_unsupported(ox, n, "an empty input ('%s')",
+                                          ox->vname[n->in[j]]);
+        }
         for (int j = 0; j < n->nout; j++) {
             if (n->out[j] >= 0 && val[n->out[j]].kind != VK_NONE)
                 return ox_error(ox, n, "output '%s' is defined twice", ox->vname[n->out[j]]);

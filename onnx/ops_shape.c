@@ -389,8 +389,14 @@ static bool concat_write(Ox *ox, const OxNode *n)
     Dim off = ox_dim_num(0);
     const char **parts = arena_alloc(ox->arena, (size_t)(n->nin + 1) * sizeof *parts);
     const char **conds = arena_alloc(ox->arena, (size_t)(n->nin + 1) * sizeof *conds);
+    int last = -1;
     for (int i = 0; i < n->nin; i++) {
         Dim dd = ox_dim(ox, n->in[i], axis);
+        if (dd.c == 0) {
+            parts[i] = conds[i] = NULL;     /* an empty input: no part */
+            continue;
+        }
+        last = i;
         const char *os = ox_dim_str(ox, off);
         sub[axis] = off.c == 0 ? idx[axis]
                     : arena_printf(ox->arena, "%s - %s", idx[axis], paren_dim(ox, off));
@@ -402,9 +408,12 @@ static bool concat_write(Ox *ox, const OxNode *n)
             ox->write_failed = true;        /* B + 1: not c*B */
         conds[i] = arena_printf(ox->arena, "%s < %s", idx[axis], ox_dim_str(ox, off));
     }
-    const char *body = parts[n->nin - 1];
-    for (int i = n->nin - 2; i >= 0; i--)
-        body = arena_printf(ox->arena, "select(%s, %s, %s)", conds[i], parts[i], body);
+    if (last < 0)
+        return ox_unsupported(ox, n, "an empty output");
+    const char *body = parts[last];
+    for (int i = last - 1; i >= 0; i--)
+        if (parts[i])
+            body = arena_printf(ox->arena, "select(%s, %s, %s)", conds[i], parts[i], body);
     ox_stmt(ox, ox_name(ox, yid), y->rank, ox_shape_dims(ox, yid), "=", body, NULL);
     return true;
 }
@@ -580,8 +589,18 @@ static bool slice_infer(Ox *ox, const OxNode *n)
     if (!slice_params(ox, n, &s))
         return false;
     for (int d = 0; d < x->rank; d++)
-        if (s.len[d] == 0)
-            return ox_unsupported(ox, n, "an empty output");
+        if (s.len[d] == 0) {
+            /* an empty slice of a known value (of a shape, say) may go on
+             * into a Concat, known and empty; no other operator takes it
+             * (graph.c) */
+            if (!x->k || x->k->h)
+                return ox_unsupported(ox, n, "an empty output");
+            ox_set(ox, n->out[0], x->type, x->rank, s.len);
+            OxVal *y = ox_val(ox, n->out[0]);
+            y->kind = VK_CONST;
+            y->k = ox_const_new(ox, x->k->type, 0);
+            return true;
+        }
     ox_set(ox, n->out[0], x->type, x->rank, s.len);
     if (x->k && ox_numel(ox_val(ox, n->out[0])) <= OX_MAX_FOLD) {
         int64_t *src = src_buf(ox, n->out[0]), idx[OX_MAXRANK];
@@ -1435,6 +1454,74 @@ static bool where_write(Ox *ox, const OxNode *n)
     return true;
 }
 
+/* ScatterND of known values (a mask built from shapes): the data with the
+ * updates written at the index tuples, in order (reduction none, add or
+ * mul). */
+static bool scatternd_infer(Ox *ox, const OxNode *n)
+{
+    if (!io_check(ox, n, 3))
+        return false;
+    OxVal *x = ox_val(ox, n->in[0]), *ix = ox_val(ox, n->in[1]), *u = ox_val(ox, n->in[2]);
+    if (!ox_type_is_int(ix->type))
+        return ox_error(ox, n, "the indices are %s, not integers", ox_type_name(ix->type));
+    if (u->type != x->type)
+        return ox_error(ox, n, "updates of %s into data of %s", ox_type_name(u->type),
+                        ox_type_name(x->type));
+    const char *red = ox_attr_str(ox, n, "reduction", "none");
+    int how = strcmp(red, "none") == 0 ? 0 : strcmp(red, "add") == 0 ? 1
+            : strcmp(red, "mul") == 0 ? 2 : -1;
+    if (how < 0)
+        return ox_unsupported(ox, n, "reduction '%s'", red);
+    int k = ix->rank > 0 ? (int)ix->shape[ix->rank - 1] : 0;
+    if (ix->rank < 1 || k < 1 || k > x->rank)
+        return ox_error(ox, n, "index tuples of %d, not 1 to %d", k, x->rank);
+    /* updates: the indices' shape without its last, then the data's after k */
+    int ur = ix->rank - 1 + x->rank - k;
+    bool fits = u->rank == ur;
+    for (int d = 0; fits && d < ix->rank - 1; d++)
+        fits = u->shape[d] == ix->shape[d];
+    for (int d = k; fits && d < x->rank; d++)
+        fits = u->shape[ix->rank - 1 + d - k] == x->shape[d];
+    if (!fits)
+        return ox_error(ox, n, "the updates' shape does not fit the indices and the data");
+    for (int i = 0; i < 3; i++)
+        if (!ox_val(ox, n->in[i])->k)
+            return ox_unsupported(ox, n, "input %d ('%s') must be known at import time "
+                                  "(ScatterND is evaluated there)", i, ox->vname[n->in[i]]);
+    if (x->k->h || ox_numel(x) > OX_MAX_FOLD)
+        return ox_unsupported(ox, n, "ScatterND of %s values or of more than %lld",
+                              ox_type_name(x->type), (long long)OX_MAX_FOLD);
+    OxConst *y = ox_const_new(ox, x->k->type, x->k->n);
+    if (y->f)
+        memcpy(y->f, x->k->f, (size_t)x->k->n * sizeof *y->f);
+    else
+        memcpy(y->i, x->k->i, (size_t)x->k->n * sizeof *y->i);
+    int64_t tuples = ox_numel(ix) / k, slice = 1, at[OX_MAXRANK] = {0};
+    for (int d = k; d < x->rank; d++)
+        slice *= x->shape[d];
+    for (int64_t t = 0; t < tuples; t++) {
+        for (int d = 0; d < k; d++) {
+            int64_t v = ix->k->i[t * k + d], dim = x->shape[d];
+            if (v < -dim || v >= dim)
+                return ox_error(ox, n, "index %lld is out of range for size %lld",
+                                (long long)v, (long long)dim);
+            at[d] = v < 0 ? v + dim : v;
+        }
+        int64_t base = flat(x->rank, x->shape, at);
+        for (int64_t e = 0; e < slice; e++) {
+            int64_t dst = base + e, src = t * slice + e;
+            if (y->f)
+                y->f[dst] = how == 0 ? u->k->f[src] : how == 1 ? y->f[dst] + u->k->f[src]
+                                                               : y->f[dst] * u->k->f[src];
+            else    /* integers wrap, as ONNX's do */
+                y->i[dst] = how == 0 ? u->k->i[src]
+                          : (int64_t)(how == 1 ? (uint64_t)y->i[dst] + (uint64_t)u->k->i[src]
+                                               : (uint64_t)y->i[dst] * (uint64_t)u->k->i[src]);
+        }
+    }
+    return set_const(ox, n, n->out[0], y, x->rank, x->shape);
+}
+
 static bool no_write(Ox *ox, const OxNode *n)
 {
     return ox_error(ox, n, "internal: a value the importer evaluates was not evaluated");
@@ -1463,6 +1550,7 @@ const OxOp ox_ops_shape[] = {
     {"ConstantOfShape", cos_infer, no_write},
     {"Range", range_infer, no_write},
     {"Where", where_infer, where_write},
+    {"ScatterND", scatternd_infer, no_write},
     {NULL, NULL, NULL},
 };
 

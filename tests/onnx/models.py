@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""models.py - torchvision's resnet18 and nn.TransformerEncoderLayer,
+"""models.py - torchvision's resnet18 and swin_t and nn.TransformerEncoderLayer,
 exported by torch.onnx.export, imported by einc --from=onnx, compiled and
 compared with PyTorch on the CPU (relative error max|y - ref| / max|ref|
 below 1e-5):
@@ -14,6 +14,8 @@ below 1e-5):
    with its batch norms kept (TrainingMode.PRESERVE, so the initializers
    are the state_dict's keys), compiled with einc.compile, loaded with
    another resnet18's state_dict, compared with that one.
+4. torchvision's swin_t through the command line (a Swin transformer:
+   shapes and its shifted-window mask computed in the graph).
 
 Needs EINC.  Exit 77 where torch or torchvision is missing."""
 
@@ -152,6 +154,18 @@ def main():
             sys.exit(1)
         check("the same with torch tensors", yt.numpy(), ref)
         model.close()
+
+        # 4. swin_t: shapes computed in the graph (an empty Slice of a
+        # shape into Concat), its shifted windows' mask built by ScatterND
+        # of known values, Mod, Dropout's mask output.
+        m = torchvision.models.swin_t().eval()
+        torch.onnx.export(m, x, os.path.join(work, "s.onnx"), input_names=["input"],
+                          output_names=["logits"], opset_version=13)
+        sh([EINC, "--from=onnx", "s.onnx", "-o", "s.ein"], work)
+        with torch.no_grad():
+            ref = m(x).numpy()
+        y = build_and_run("s.ein", "s.c", {"input": x.numpy()}, work)["logits"]
+        check("swin_t, einc --from=onnx and --main", y, ref)
     print(f"{passed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
 
