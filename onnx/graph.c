@@ -608,9 +608,9 @@ bool onnx_tensors_to_safetensors(const char *const *paths, const char *const *na
         if (msgs[i]->data_type == OX_DOUBLE) {
             /* keep the doubles: the tests compare with them */
             double *dd = arena_alloc(ox->arena, (size_t)(k->n + 1) * sizeof *dd);
-            if (msgs[i]->has_raw_data)
+            if (k->n && msgs[i]->has_raw_data)     /* no data may be NULL */
                 memcpy(dd, msgs[i]->raw_data.data, (size_t)k->n * sizeof *dd);
-            else
+            else if (k->n)
                 memcpy(dd, msgs[i]->double_data, (size_t)k->n * sizeof *dd);
             ts[i].dtype = ST_F64;
             ts[i].data = dd;

@@ -140,7 +140,8 @@ const char *ox_attr_str(Ox *ox, const OxNode *n, const char *name, const char *d
     if (!a || !a->has_s)
         return dflt;
     char *s = arena_alloc(ox->arena, a->s.len + 1);
-    memcpy(s, a->s.data, a->s.len);
+    if (a->s.len)       /* an empty string's data may be NULL */
+        memcpy(s, a->s.data, a->s.len);
     return s;
 }
 
