@@ -83,6 +83,19 @@ def build_and_run(ein, cfile, inputs, work, defines=()):
     return safetensors.load(os.path.join(work, "out.safetensors"))
 
 
+def through_cli(work, m, x, stem, inp, out):
+    """m exported to STEM.onnx with input inp and output out, imported by
+    einc --from=onnx, built and run with --main on x: the program's text,
+    einc's output and PyTorch's."""
+    torch.onnx.export(m, x, os.path.join(work, stem + ".onnx"), input_names=[inp],
+                      output_names=[out], opset_version=13)
+    sh([EINC, "--from=onnx", stem + ".onnx", "-o", stem + ".ein"], work)
+    with torch.no_grad():
+        ref = m(x).numpy()
+    y = build_and_run(stem + ".ein", stem + ".c", {inp: x.numpy()}, work)[out]
+    return open(os.path.join(work, stem + ".ein")).read(), y, ref
+
+
 def main():
     torch.manual_seed(0)
     torch.set_num_threads(1)
@@ -90,10 +103,7 @@ def main():
         # 1. resnet18 through the command line, then with -D B=2.
         m = torchvision.models.resnet18().eval()
         x = torch.randn(1, 3, 224, 224)
-        torch.onnx.export(m, x, os.path.join(work, "r.onnx"), input_names=["input"],
-                          output_names=["logits"], opset_version=13)
-        sh([EINC, "--from=onnx", "r.onnx", "-o", "r.ein"], work)
-        ein = open(os.path.join(work, "r.ein")).read()
+        ein, y, ref = through_cli(work, m, x, "r", "input", "logits")
         if "const B = 1" not in ein:
             print("FAIL resnet18: the program has no const B")
             sys.exit(1)
@@ -102,9 +112,6 @@ def main():
             if want not in ein:
                 print(f"FAIL resnet18: the program has no '{want}'")
                 sys.exit(1)
-        with torch.no_grad():
-            ref = m(x).numpy()
-        y = build_and_run("r.ein", "r.c", {"input": x.numpy()}, work)["logits"]
         check("resnet18, einc --from=onnx and --main", y, ref)
         x2 = torch.randn(2, 3, 224, 224)
         with torch.no_grad():
@@ -117,12 +124,7 @@ def main():
         t = torch.nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128,
                                              dropout=0.0).eval()
         s = torch.randn(10, 2, 64)
-        torch.onnx.export(t, s, os.path.join(work, "t.onnx"), input_names=["src"],
-                          output_names=["out"], opset_version=13)
-        sh([EINC, "--from=onnx", "t.onnx", "-o", "t.ein"], work)
-        with torch.no_grad():
-            ref = t(s).numpy()
-        y = build_and_run("t.ein", "t.c", {"src": s.numpy()}, work)["out"]
+        _, y, ref = through_cli(work, t, s, "t", "src", "out")
         check("TransformerEncoderLayer", y, ref)
         with einc.compile(os.path.join(work, "t.onnx")) as model:
             check("TransformerEncoderLayer (einc.compile)", model(src=s.numpy())["out"], ref)
@@ -158,13 +160,8 @@ def main():
         # 4. swin_t: shapes computed in the graph (an empty Slice of a
         # shape into Concat), its shifted windows' mask built by ScatterND
         # of known values, Mod, Dropout's mask output.
-        m = torchvision.models.swin_t().eval()
-        torch.onnx.export(m, x, os.path.join(work, "s.onnx"), input_names=["input"],
-                          output_names=["logits"], opset_version=13)
-        sh([EINC, "--from=onnx", "s.onnx", "-o", "s.ein"], work)
-        with torch.no_grad():
-            ref = m(x).numpy()
-        y = build_and_run("s.ein", "s.c", {"input": x.numpy()}, work)["logits"]
+        _, y, ref = through_cli(work, torchvision.models.swin_t().eval(), x, "s", "input",
+                                "logits")
         check("swin_t, einc --from=onnx and --main", y, ref)
     print(f"{passed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
