@@ -15,6 +15,7 @@ reads and writes safetensors files with numpy alone.
 """
 
 import ctypes
+import operator
 import os
 import re
 import shlex
@@ -69,7 +70,10 @@ def _einc_command():
 
 
 def _run(cmd, cwd, what):
-    p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except OSError as e:
+        raise EincError(f"{what}: cannot run '{cmd[0]}': {e.strerror}") from None
     if p.returncode != 0:
         msg = (p.stderr or p.stdout).decode("utf-8", "replace").strip()
         raise EincError(msg or f"{what} failed (exit status {p.returncode})", p.returncode)
@@ -82,16 +86,26 @@ def compile(source, target="c", consts=None, options=(), workdir=None):
     source: a path to a .ein file, a .onnx model (imported with
     ``einc --from=onnx``, its initializers loaded as the weights), or the
     text of a program.  target: "c" (the CPU) or "cuda".  consts: values
-    for ``const``s (``-D NAME=VALUE``).  options: further einc options
-    (``["-O1"]``).  workdir: where to build (default: a temporary folder,
-    removed with the model).
+    for ``const``s (``-D NAME=VALUE``, integers).  options: further einc
+    options (``["-O1"]``; einc runs in the caller's folder, so relative
+    paths are the caller's).  workdir: where to build (default: a
+    temporary folder, removed with the model).
     """
     if target not in ("c", "cuda"):
         raise ValueError(f"target must be 'c' or 'cuda', not {target!r}")
     einc = _einc_command()
+    if os.sep in einc:
+        einc = os.path.abspath(einc)
+    defines = []
+    for k, v in (consts or {}).items():
+        try:
+            defines += ["-D", f"{k}={operator.index(v)}"]
+        except TypeError:
+            raise EincError(f"const {k}: {v!r} is not an integer") from None
     tmp = None
     if workdir is None:
         tmp = workdir = tempfile.mkdtemp(prefix="einc-")
+    workdir = os.path.abspath(workdir)
     try:
         text = None
         path = os.fspath(source) if isinstance(source, os.PathLike) else source
@@ -110,16 +124,15 @@ def compile(source, target="c", consts=None, options=(), workdir=None):
             stem = re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0]) or "model"
             src = os.path.join(workdir, stem + ".ein")
             weights = os.path.join(workdir, stem + ".safetensors")
-            _run([einc, "--from=onnx", os.path.abspath(path), "-o", src], workdir, "einc")
+            _run([einc, "--from=onnx", os.path.abspath(path), "-o", src], None, "einc")
         else:
             src = os.path.abspath(path)
         stem = os.path.splitext(os.path.basename(src))[0]
         out = os.path.join(workdir, stem + (".cu" if target == "cuda" else ".c"))
-        cmd = [einc, src, "-o", out, "--shared"]
-        for k, v in (consts or {}).items():
-            cmd += ["-D", f"{k}={int(v)}"]
-        cmd += list(options)
-        _run(cmd, workdir, "einc")
+        # einc runs where the caller is, so that relative paths in options
+        # (-I DIR, --tune-db=FILE) mean what they say; the build in workdir
+        cmd = [einc, src, "-o", out, "--shared"] + defines + list(options)
+        _run(cmd, None, "einc")
         with open(out) as f:
             first = f.readline()
             head = f.read(4096)
@@ -150,7 +163,17 @@ class Model:
     einc.compile, or from a shared library einc's --shared output built."""
 
     def __init__(self, library, model_name, target="c", _cleanup=None):
-        self._lib = lib = ctypes.CDLL(os.path.abspath(library))
+        # dlopen returns the library already loaded from the same path, even
+        # where the file was built anew since: load a copy of its own
+        fd, copy = tempfile.mkstemp(prefix="einc-", suffix=".so")
+        os.close(fd)
+        try:
+            shutil.copyfile(library, copy)
+            self._lib = lib = ctypes.CDLL(copy)
+        except OSError as e:
+            raise EincError(f"cannot load '{library}': {e}") from None
+        finally:
+            os.unlink(copy)
         self.name = model_name
         self.target = target
         self._cuda = target == "cuda"
@@ -158,7 +181,10 @@ class Model:
         P = ctypes.c_void_p
 
         def fn(suffix, res, *args):
-            f = getattr(lib, f"{m}_{suffix}")
+            try:
+                f = getattr(lib, f"{m}_{suffix}")
+            except AttributeError:
+                raise EincError(f"'{library}' has no model '{m}' ({m}_{suffix})") from None
             f.restype = res
             f.argtypes = list(args)
             return f
@@ -213,8 +239,16 @@ class Model:
                           bool(c.is_output), shape, _ELEMS[c.elem])
 
     def close(self):
-        """Free the context (and the build folder of einc.compile)."""
+        """Free the context (and the build folder of einc.compile); the
+        model cannot be used after."""
         self._finalizer()
+        self._ctx = None
+
+    def _live(self):
+        """The context, or EincError once the model is closed."""
+        if not self._ctx:
+            raise EincError(f"model '{self.name}' is closed")
+        return self._ctx
 
     def __enter__(self):
         return self
@@ -224,7 +258,7 @@ class Model:
 
     def _check(self, rc):
         if rc != 0:
-            raise EincError(self._last_error(self._ctx).decode("utf-8", "replace"), rc)
+            raise EincError(self._last_error(self._live()).decode("utf-8", "replace"), rc)
 
     def _tensor(self, name):
         t = self._by_name.get(name)
@@ -234,17 +268,28 @@ class Model:
 
     @staticmethod
     def _host_array(t, value):
-        """value as a C-contiguous array of t's element type and shape."""
+        """value as a C-contiguous array of t's element type and shape:
+        converted where numpy's same_kind casting allows (f64 to f32, i64
+        to i32), else EincError (a float for an integer tensor)."""
         if _is_torch(value):
             import torch
             if t.elem == "bf16" and value.dtype == torch.bfloat16:
                 value = value.detach().cpu().contiguous().view(torch.int16).numpy().view(np.uint16)
+            elif value.dtype == torch.bfloat16:
+                value = value.detach().cpu().float().numpy()
             else:
                 value = value.detach().cpu().numpy()
-        a = np.asarray(value)
+        try:
+            a = np.asarray(value)
+        except (ValueError, TypeError) as e:
+            raise EincError(f"tensor '{t.name}': {e}") from None
+        want = np.dtype(np.float32 if t.elem == "bf16" else _NP[t.elem])
+        if not (t.elem == "bf16" and a.dtype == np.uint16) and \
+                not np.can_cast(a.dtype, want, casting="same_kind"):
+            raise EincError(f"tensor '{t.name}' holds {t.elem}, not {a.dtype}")
         if t.elem == "bf16" and a.dtype != np.uint16:
             a = safetensors._to_bf16_bits(np.asarray(a, dtype=np.float32))
-        a = np.ascontiguousarray(a, dtype=_NP[t.elem])
+        a = np.asarray(a, dtype=_NP[t.elem], order="C")       # keeps rank 0
         if a.shape != t.shape:
             raise EincError(f"tensor '{t.name}' has shape {list(t.shape)}, "
                             f"not {list(a.shape)}")
@@ -254,24 +299,24 @@ class Model:
         """Set an input or a weight (numpy array, torch tensor or sequence)."""
         t = self._tensor(name)
         a = self._host_array(t, value)
-        self._check(self._set(self._ctx, t.name.encode(), a.ctypes.data, a.nbytes))
+        self._check(self._set(self._live(), t.name.encode(), a.ctypes.data, a.nbytes))
 
     def get_tensor(self, name):
         """A copy of a tensor that holds a value, as a numpy array."""
         t = self._tensor(name)
         a = np.empty(t.shape, dtype=_NP[t.elem])
-        self._check(self._get(self._ctx, t.name.encode(), a.ctypes.data, a.nbytes))
+        self._check(self._get(self._live(), t.name.encode(), a.ctypes.data, a.nbytes))
         return safetensors._from_bf16_bits(a) if t.elem == "bf16" else a
 
     def set_threads(self, n):
         """Compute the runs from now on with at most n threads (C target:
         OpenMP's, which oneDNN and the matrix products share; fewer where
         the context measured fewer faster; 0: OpenMP's default)."""
-        self._check(self._set_threads(self._ctx, int(n)))
+        self._check(self._set_threads(self._live(), int(n)))
 
     def load_weights(self, path):
         """Load the weights found in a safetensors file (by external name)."""
-        self._check(self._load(self._ctx, os.fsencode(path)))
+        self._check(self._load(self._live(), os.fsencode(path)))
 
     def load_state_dict(self, state_dict, strict=True):
         """Set the weights from a mapping of names (external or ein) to
@@ -295,8 +340,9 @@ class Model:
                 parts.append("unexpected: " + ", ".join(unexpected))
             raise EincError("load_state_dict: " + "; ".join(parts))
         arrays = [(t, self._host_array(t, v)) for t, v in todo]     # check all first
+        ctx = self._live()
         for t, a in arrays:
-            self._check(self._set(self._ctx, t.name.encode(), a.ctypes.data, a.nbytes))
+            self._check(self._set(ctx, t.name.encode(), a.ctypes.data, a.nbytes))
         return LoadResult(missing, unexpected)
 
     def state_dict(self):
@@ -309,12 +355,13 @@ class Model:
                 pass
         return out
 
-    def __call__(self, **inputs):
+    def __call__(self, /, **inputs):
         """Run the model on the inputs (by ein or external name).  Returns
         {output name: array}: numpy arrays, or torch tensors when the
         inputs are torch tensors (on the CUDA target: CUDA tensors, run on
         the current stream).  Arrays already of the right type and layout
         are passed without copying."""
+        ctx = self._live()
         given = {}
         for key, value in inputs.items():
             t = self._by_name.get(key)
@@ -333,12 +380,12 @@ class Model:
         if self._cuda:
             for t in self.inputs:
                 self.set_tensor(t.name, given[t.name])
-            self._check(self._run_named(self._ctx, None))
+            self._check(self._run_named(ctx, None))
             return {t.name: self.get_tensor(t.name) for t in self.outputs}
         keep = [self._host_array(t, given[t.name]) for t in self.inputs]
         outs = [np.empty(t.shape, dtype=_NP[t.elem]) for t in self.outputs]
         args = [ctypes.c_void_p(a.ctypes.data) for a in keep + outs]
-        self._check(self._run(self._ctx, *args))
+        self._check(self._run(ctx, *args))
         return {t.name: (safetensors._from_bf16_bits(a) if t.elem == "bf16" else a)
                 for t, a in zip(self.outputs, outs)}
 
@@ -353,6 +400,9 @@ class Model:
             v = given[t.name]
             if not _is_torch(v):
                 v = torch.from_numpy(self._host_array(t, v))
+            if not torch.can_cast(v.dtype, dt[t.elem]) and \
+                    not (t.elem == "bf16" and v.dtype.is_floating_point):
+                raise EincError(f"tensor '{t.name}' holds {t.elem}, not {v.dtype}")
             v = v.detach().to(device=dev, dtype=dt[t.elem]).contiguous()
             if tuple(v.shape) != t.shape:
                 raise EincError(f"tensor '{t.name}' has shape {list(t.shape)}, "
@@ -362,7 +412,7 @@ class Model:
         args = [ctypes.c_void_p(v.data_ptr()) for v in keep + outs]
         if self._cuda:
             args.append(ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
-        self._check(self._run(self._ctx, *args))
+        self._check(self._run(self._live(), *args))
         return {t.name: v for t, v in zip(self.outputs, outs)}
 
     def __repr__(self):

@@ -45,15 +45,16 @@ class bf16:
 
 
 def _to_bf16_bits(a):
-    u = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    nan = np.isnan(a)
+    f = np.asarray(a, dtype=np.float32, order="C")
+    u = f.reshape(-1).view(np.uint32).astype(np.uint64)     # 1-d: numpy's array rules
+    nan = np.isnan(f.reshape(-1))
     r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
     r[nan] = ((u[nan] >> 16) | 0x40).astype(np.uint16)
-    return r
+    return r.reshape(f.shape)
 
 
 def _from_bf16_bits(b):
-    return (b.astype(np.uint32) << 16).view(np.float32)
+    return (b.reshape(-1).astype(np.uint32) << 16).view(np.float32).reshape(b.shape)
 
 
 def loads(data, bf16="float32"):
@@ -77,8 +78,10 @@ def loads(data, bf16="float32"):
             continue
         try:
             dtype = _DTYPES[info["dtype"]]
-            shape = [int(d) for d in info["shape"]]
-            begin, end = (int(x) for x in info["data_offsets"])
+            shape, offs = list(info["shape"]), list(info["data_offsets"])
+            if not all(type(x) is int for x in shape + offs) or len(offs) != 2:
+                raise TypeError
+            begin, end = offs
         except (KeyError, TypeError, ValueError):
             raise SafetensorsError(f"tensor '{name}': bad dtype, shape or data_offsets") from None
         count = 1
@@ -89,7 +92,10 @@ def loads(data, bf16="float32"):
         if not (0 <= begin <= end <= len(body)) or end - begin != count * dtype.itemsize:
             raise SafetensorsError(f"tensor '{name}': data_offsets [{begin}, {end}] do not "
                                    f"fit its shape {shape} and the file")
-        a = np.frombuffer(body[begin:end], dtype=dtype).reshape(shape)
+        try:
+            a = np.frombuffer(body[begin:end], dtype=dtype).reshape(shape)
+        except ValueError as e:
+            raise SafetensorsError(f"tensor '{name}': shape {shape}: {e}") from None
         if info["dtype"] == "BF16" and bf16 != "bits":
             a = _from_bf16_bits(a)
         else:
@@ -107,8 +113,21 @@ def load(path, bf16="float32"):
 def read_metadata(path):
     """The __metadata__ of a safetensors file (a dict of strings)."""
     with open(path, "rb") as f:
-        (n,) = struct.unpack("<Q", f.read(8))
-        return json.loads(f.read(n)).get("__metadata__", {})
+        head = f.read(8)
+        if len(head) < 8:
+            raise SafetensorsError("not a safetensors file: shorter than its 8-byte header "
+                                   "length")
+        (n,) = struct.unpack("<Q", head)
+        text = f.read(min(n, 1 << 30))
+    if len(text) != n:
+        raise SafetensorsError(f"the header length {n} exceeds the file")
+    try:
+        header = json.loads(text.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise SafetensorsError(f"the header is not valid JSON: {e}") from None
+    if not isinstance(header, dict) or not isinstance(header.get("__metadata__", {}), dict):
+        raise SafetensorsError("the header is not a JSON object with an object __metadata__")
+    return header.get("__metadata__", {})
 
 
 def _as_array(name, v):
@@ -134,6 +153,9 @@ def dumps(tensors, metadata=None):
     blobs = []
     off = 0
     for name in sorted(tensors):
+        if name == "__metadata__":
+            raise SafetensorsError("a tensor may not be named __metadata__ (the header's "
+                                   "metadata)")
         key, a = _as_array(name, tensors[name])
         raw = np.ascontiguousarray(a).astype(a.dtype.newbyteorder("<"), copy=False).tobytes()
         header[name] = {"dtype": key, "shape": list(a.shape), "data_offsets": [off, off + len(raw)]}

@@ -142,6 +142,64 @@ class Module(unittest.TestCase):
         with self.assertRaises(ValueError):
             einc.compile(PROGRAM, target="tpu")
 
+    def test_closed(self):
+        m = einc.compile(PROGRAM)
+        m.load_state_dict(self.sd)
+        m.close()
+        m.close()
+        for use in (lambda: m(x=self.x), lambda: m.get_tensor("w"),
+                    lambda: m.set_tensor("w", self.sd["lin.weight"]), lambda: m.set_threads(1),
+                    lambda: m.load_state_dict(self.sd)):
+            with self.assertRaisesRegex(einc.EincError, "model 'model' is closed"):
+                use()
+
+    def test_conversions(self):
+        """Values convert where numpy's same_kind casting allows, else are
+        refused; rank 0 from numpy and Python scalars; an input named self."""
+        src = ("input self : f32[], k : i32[2]\nweight g : f32[]\n"
+               "y[i] = self[] * g[] + k[i]\noutput y\n")
+        with einc.compile(src) as m:
+            m.load_state_dict({"g": np.float32(2)})
+            y = m(**{"self": np.array(3.0), "k": [1, 2]})["y"]
+            np.testing.assert_array_equal(y, np.array([7, 8], np.float32))
+            with self.assertRaisesRegex(einc.EincError, "tensor 'k' holds i32, not float64"):
+                m(**{"self": 1.0, "k": [0.5, 1.9]})
+            if torch is not None:
+                with self.assertRaisesRegex(einc.EincError, "holds i32, not torch.float32"):
+                    m(**{"self": torch.tensor(1.0), "k": torch.tensor([0.5, 1.9])})
+                y = m(**{"self": torch.tensor(3.0, dtype=torch.bfloat16),
+                         "k": torch.tensor([1, 2])})["y"]
+                np.testing.assert_array_equal(y.numpy(), np.array([7, 8], np.float32))
+        with self.assertRaisesRegex(einc.EincError, "const N: 2.5 is not an integer"):
+            einc.compile(PROGRAM, consts={"N": 2.5})
+
+    def test_paths(self):
+        """Relative workdir and -I name the caller's folders; a program built
+        again in the same workdir is the new one."""
+        with tempfile.TemporaryDirectory() as d:
+            cwd = os.getcwd()
+            os.chdir(d)
+            try:
+                os.mkdir("inc")
+                with open("inc/sq.ein", "w") as f:
+                    f.write("def sq(x : f32[N]) -> y {\n  y[i] = x[i] * x[i]\n}\n")
+                os.mkdir("wd")
+                src = 'import "sq.ein"\ninput x : f32[3]\ny = sq(x)\noutput y\n'
+                with einc.compile(src, options=["-I", "inc"], workdir="wd") as m:
+                    np.testing.assert_array_equal(m(x=[1, 2, 3])["y"], [1, 4, 9])
+                with einc.compile("input x : f32[4]\ny[i] = x[i] * 10\noutput y\n",
+                                  workdir="wd") as m:
+                    np.testing.assert_array_equal(m(x=[1, 2, 3, 4])["y"], [10, 20, 30, 40])
+            finally:
+                os.chdir(cwd)
+        old = os.environ.get("EINC")
+        os.environ["EINC"] = "/nonexistent/einc"
+        try:
+            with self.assertRaisesRegex(einc.EincError, "cannot run '/nonexistent/einc'"):
+                einc.compile(PROGRAM)
+        finally:
+            os.environ["EINC"] = old
+
 
 class Safetensors(unittest.TestCase):
     def test_round_trip(self):
@@ -182,6 +240,21 @@ class Safetensors(unittest.TestCase):
             safetensors.loads(len(h).to_bytes(8, "little") + h + b"\0" * 8)
         with self.assertRaisesRegex(safetensors.SafetensorsError, "no safetensors type"):
             safetensors.dumps({"c": np.array([1j])})
+        with self.assertRaisesRegex(safetensors.SafetensorsError, "named __metadata__"):
+            safetensors.dumps({"__metadata__": np.zeros(1)})
+        h = b'{"a":{"dtype":"F32","shape":[1.5],"data_offsets":[0,4]}}'
+        with self.assertRaisesRegex(safetensors.SafetensorsError, "bad dtype, shape"):
+            safetensors.loads(len(h).to_bytes(8, "little") + h + b"\0" * 4)
+        with tempfile.TemporaryDirectory() as d:
+            for data, msg in [(b"\x01", "shorter than"), (b"\xff" * 8 + b"{}", "exceeds"),
+                              (b"\x03\x00\x00\x00\x00\x00\x00\x00[1]", "not a JSON object")]:
+                with open(os.path.join(d, "m.safetensors"), "wb") as f:
+                    f.write(data)
+                with self.assertRaisesRegex(safetensors.SafetensorsError, msg):
+                    safetensors.read_metadata(os.path.join(d, "m.safetensors"))
+        # rank 0 stays rank 0, bf16 too
+        back = safetensors.loads(safetensors.dumps({"s": safetensors.bf16(np.float32(2.5))}))
+        self.assertEqual(back["s"].shape, ())
 
 
 if __name__ == "__main__":
