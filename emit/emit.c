@@ -136,9 +136,14 @@ static void write_head_comment(Emit *em)
         emit_comment_text(o, arena_printf(em->arena, "%.*s", (int)n, em->file_base));
         sb_puts(o, " [--weights F] [--inputs F] [--outputs F] [--seed N] [--bench ITERS]\n");
     }
-    if (em->libs || sleef_used(em)) {
+    if (em->libs || sleef_used(em) || !cuda) {
+        /* C: OpenMP's runtime and libm whatever the libraries */
         Sb libs = {0};
+        if (!cuda)
+            sb_puts(&libs, " -fopenmp");
         write_link_flags(em, &libs);
+        if (!cuda)
+            sb_puts(&libs, " -lm");
         sb_printf(o, " * Linking its object file takes%s.\n", sb_str(&libs));
         sb_free(&libs);
     }

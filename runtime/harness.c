@@ -233,10 +233,16 @@ RT_API int rt_load_or_fill(const char *prog, const char *option,
     StFile *f;
     int i, rc;
     if (!path) {
-        if (n > 0)
+        int nint = 0;       /* integer and bool tensors are zeros */
+        for (i = 0; i < n; i++)
+            nint += ts[i].dtype != ST_F32 && ts[i].dtype != ST_F16 && ts[i].dtype != ST_BF16;
+        if (n > nint)
             fprintf(stderr, "%s: no %s given: filling %d tensor%s with "
                     "uniform(-1, 1) values from seed %llu\n", prog, option,
-                    n, n == 1 ? "" : "s", (unsigned long long)seed);
+                    n - nint, n - nint == 1 ? "" : "s", (unsigned long long)seed);
+        if (nint > 0)
+            fprintf(stderr, "%s: no %s given: filling %d integer or bool tensor%s "
+                    "with zeros\n", prog, option, nint, nint == 1 ? "" : "s");
         for (i = 0; i < n; i++)
             rt_fill_uniform(ts[i].data, ts[i].dtype, rt_nelem(&ts[i]), seed,
                             ts[i].name);

@@ -1158,6 +1158,10 @@ static const char api_driver[] =
     "    if (conv_destroy(ctx)) return 1;\n"
     "    ctx = NULL;\n"
     "    if (strcmp(conv_last_error(NULL), \"\")) return 1;\n"
+    "    /* a null context: EINVAL, and last_error(NULL) says why */\n"
+    "    if (conv_set_tensor(NULL, \"x\", x, sizeof x) != CONV_EINVAL ||\n"
+    "        !strstr(conv_last_error(NULL), \"null pointer\")) { puts(\"null ctx\"); return 1; }\n"
+    "    if (conv_run_named(NULL) != CONV_EINVAL) return 1;\n"
     "    puts(\"api ok\");\n"
     "    return 0;\n"
     "}\n";
