@@ -425,7 +425,7 @@ static void write_tables(Emit *em)
         sb_puts(o, "    struct ein_pace *pace;          /* the thread counts of the runs (pace.c) */\n"
                    "    int pace_max;                   /* the count it was made for */\n"
                    "    int fixed_threads;              /* EIN_FIXED_THREADS at create */\n"
-                   "    int omp_saved, blas_saved;      /* the caller's counts, during a run */\n"
+                   "    int omp_saved;                  /* the caller's count, during a run */\n"
                    "    double run_t0;                  /* the run's start, ms; < 0: not timed */\n");
     sb_puts(o, cuda ? "    cudaStream_t io;                /* the context's own copies (set, load, get) */\n"
                       "    cudaEvent_t done;               /* recorded at the end of every run */\n"

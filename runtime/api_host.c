@@ -50,6 +50,15 @@ RT_API double ein_now_ms(void)
 #endif
 }
 
+#ifdef EIN_OPENBLAS
+/* OpenBLAS's thread count is the process's, not the calling thread's: the
+   runs under way of this program's contexts (on any threads) share one
+   setting, made by the first to start and put back by the last to end
+   (under OpenMP's lock of that name), so that no run computes while
+   another has put the caller's count back. */
+static int ein_blas_runs, ein_blas_saved;
+#endif
+
 /* Before a run: its thread count, `max` (model_set_threads, else as many
    as OpenMP would use now) or fewer where fewer ran faster (pace.c), set
    as OpenMP's count for the run (the generated kernels, the GEMMs of
@@ -75,9 +84,14 @@ RT_API int ein_threads_begin(model_ctx *ctx)
     }
     int n = ein_pace_next(ctx->pace);
 #ifdef EIN_OPENBLAS
-    ctx->blas_saved = openblas_get_num_threads();
-    openblas_set_num_threads(1);    /* before OpenMP's: an OpenMP build of
-                                       OpenBLAS sets OpenMP's count too */
+#ifdef _OPENMP
+#pragma omp critical(ein_blas)
+#endif
+    if (ein_blas_runs++ == 0) {
+        ein_blas_saved = openblas_get_num_threads();
+        openblas_set_num_threads(1);    /* before OpenMP's: an OpenMP build
+                                           of OpenBLAS sets OpenMP's count too */
+    }
 #endif
 #ifdef _OPENMP
     omp_set_num_threads(n);
@@ -97,7 +111,11 @@ RT_API void ein_threads_end(model_ctx *ctx, int rc)
     ein_pace_done(ctx->pace, rc == MODEL_OK && ctx->run_t0 >= 0 ? ein_now_ms() - ctx->run_t0
                                                                  : -1.0);
 #ifdef EIN_OPENBLAS
-    openblas_set_num_threads(ctx->blas_saved);
+#ifdef _OPENMP
+#pragma omp critical(ein_blas)
+#endif
+    if (--ein_blas_runs == 0)
+        openblas_set_num_threads(ein_blas_saved);
 #endif
 #ifdef _OPENMP
     omp_set_num_threads(ctx->omp_saved);

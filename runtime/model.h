@@ -103,7 +103,7 @@ struct model_ctx {
     struct ein_pace *pace;
     int pace_max;
     int fixed_threads;
-    int omp_saved, blas_saved;
+    int omp_saved;
     double run_t0;
     float *col;
     float *rnd0, *rnd1;
