@@ -172,9 +172,10 @@ static CExpr *int_bin(StmtCtx *c, const Expr *e, CExpr *l, CExpr *r)
         return NULL;
     BinOp op = e->bin.op;
     if ((op == OP_DIV || op == OP_MOD) && r->kind != CE_INT) {
-        sema_error(c->s, e->bin.rhs->loc, "'%s' by a non-constant in an "
-                   "index expression; the divisor must be a constant",
-                   binop_str(op));
+        sema_error(c->s, e->bin.rhs->loc, "'%s' by a non-constant in %s; the divisor "
+                   "must be a constant", binop_str(op),
+                   c->ctx == CTX_BODY ? "a body" : c->ctx == CTX_WHERE ? "a guard"
+                                                                        : "an index expression");
         fail(c);
         return NULL;
     }

@@ -490,6 +490,10 @@ static void test_errors(void)
     EXPECT_OK(run("input x : f32[4]\ny[i] = x[i] / (1 / 2)\noutput y\n"));
     EXPECT_ERROR("input x : f32[4]\ny[i] = x[i % j] where j in 1..3\noutput y\n",
                  "error: '%' by a non-constant in an index expression; the divisor must be a constant");
+    EXPECT_ERROR("input x : f32[4]\ny[i] = x[i] * (7 % i)\noutput y\n",
+                 "error: '%' by a non-constant in a body; the divisor must be a constant");
+    EXPECT_ERROR("input x : f32[4]\ny[] += x[i] where i % j == 0, j in 1..3\noutput y\n",
+                 "error: '%' by a non-constant in a guard; the divisor must be a constant");
     EXPECT_ERROR("input x : f32[4]\ny[i] = x[i * i]\noutput y\n",
                  "error: index expression 'i * i' is not linear; one factor of '*' must be a constant");
     EXPECT_ERROR("input x : f32[4]\ny[i] = x[i] > 0\noutput y\n",
