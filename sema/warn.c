@@ -86,76 +86,92 @@ void warn_sum_invariant(StmtCtx *c, const CStmt *cs)
 
 /* ---- -Wpadded-max ------------------------------------------------------- */
 
-/* Whether a tensor's elements are all >= 0 (sign 1) or all <= 0 (sign
- * -1), or NaN: u8 and bool ones, and those of a statement found so. */
-static bool tensor_signed(const STensor *t, int sign)
+/* What is known of the sign of a value, NaN aside: SIGN_POS, >= 0;
+ * SIGN_NEG, <= 0 (both: 0; neither: nothing known). */
+enum { SIGN_POS = 1, SIGN_NEG = 2 };
+
+static unsigned flip_signs(unsigned m)
 {
-    if (t->c.elem == ELEM_U8 || t->c.elem == ELEM_BOOL)
-        return sign > 0;
-    return sign > 0 ? t->nonneg : t->nonpos;
+    return (m & SIGN_POS ? SIGN_NEG : 0) | (m & SIGN_NEG ? SIGN_POS : 0);
 }
 
-/* Whether e is >= 0 (sign 1) or <= 0 (sign -1), or NaN, wherever it is
- * defined, from what is known of the tensors it reads: a conservative
- * "yes". */
-static bool is_signed(Sema *s, const CExpr *e, int sign)
+static unsigned number_signs(double v)
+{
+    return (v >= 0 ? SIGN_POS : 0) | (v <= 0 ? SIGN_NEG : 0) | (v != v ? SIGN_POS | SIGN_NEG : 0);
+}
+
+/* A tensor's: u8 and bool ones are >= 0, and those of a statement found so. */
+static unsigned tensor_signs(const STensor *t)
+{
+    if (t->c.elem == ELEM_U8 || t->c.elem == ELEM_BOOL)
+        return SIGN_POS;
+    return (t->nonneg ? SIGN_POS : 0) | (t->nonpos ? SIGN_NEG : 0);
+}
+
+/* e's, wherever it is defined, from what is known of the tensors it
+ * reads: conservative, and one visit of each node. */
+static unsigned expr_signs(Sema *s, const CExpr *e)
 {
     switch (e->kind) {
-    case CE_INT: return sign > 0 ? e->ival >= 0 : e->ival <= 0;
-    case CE_REAL: return sign > 0 ? e->rval >= 0 : e->rval <= 0;
-    case CE_VAR: return false;
+    case CE_INT: return number_signs((double)e->ival);
+    case CE_REAL: return number_signs(e->rval);
+    case CE_VAR: return 0;
     case CE_ACCESS: {
         const STensor *t = tensor_at(s, e->access.tensor);
-        double out = e->access.outside;
-        return t && tensor_signed(t, sign) &&
-               (out != out || (sign > 0 ? out >= 0 : out <= 0));
+        return t ? tensor_signs(t) & number_signs(e->access.outside) : 0;
     }
     case CE_CALL: {
         const CExpr *const *a = (const CExpr *const *)e->call.args;
         switch (e->call.fn) {
         case FN_RELU: case FN_EXP: case FN_SIGMOID: case FN_ABS: case FN_SQRT:
         case FN_RSQRT: case FN_SOFTPLUS: case FN_TO_U8: case FN_TO_BOOL:
-            return sign > 0;
-        case FN_MAX: case FN_MIN:
+            return SIGN_POS;
+        case FN_MAX: case FN_MIN: {
             /* max(a, b) >= 0 where either is, <= 0 where both are */
-            return (e->call.fn == FN_MAX) == (sign > 0)
-                       ? is_signed(s, a[0], sign) || is_signed(s, a[1], sign)
-                       : is_signed(s, a[0], sign) && is_signed(s, a[1], sign);
+            unsigned x = expr_signs(s, a[0]), y = expr_signs(s, a[1]);
+            unsigned either = SIGN_POS, both = SIGN_NEG;
+            if (e->call.fn == FN_MIN)
+                either = SIGN_NEG, both = SIGN_POS;
+            return ((x | y) & either) | (x & y & both);
+        }
         case FN_SELECT:
-            return is_signed(s, a[1], sign) && is_signed(s, a[2], sign);
+            return expr_signs(s, a[1]) & expr_signs(s, a[2]);
         default:
-            return e->call.nargs == 1 && FN_IS_TO(e->call.fn) && is_signed(s, a[0], sign);
+            return e->call.nargs == 1 && FN_IS_TO(e->call.fn) ? expr_signs(s, a[0]) : 0;
         }
     }
-    case CE_NEG: return is_signed(s, e->operand, -sign);
-    case CE_NOT: return sign > 0;
+    case CE_NEG: return flip_signs(expr_signs(s, e->operand));
+    case CE_NOT: return SIGN_POS;
     case CE_BIN: {
         if (e->is_bool)
-            return sign > 0;
-        const CExpr *l = e->bin.lhs, *r = e->bin.rhs;
+            return SIGN_POS;
+        unsigned l = expr_signs(s, e->bin.lhs), r = expr_signs(s, e->bin.rhs);
         switch (e->bin.op) {
-        case OP_ADD:
-            return is_signed(s, l, sign) && is_signed(s, r, sign);
-        case OP_SUB:
-            return is_signed(s, l, sign) && is_signed(s, r, -sign);
-        case OP_MUL: case OP_DIV:
+        case OP_ADD: return l & r;
+        case OP_SUB: return l & flip_signs(r);
+        case OP_MUL: case OP_DIV: {
             /* like signs make a value >= 0, unlike ones <= 0 */
-            return (is_signed(s, l, 1) && is_signed(s, r, sign)) ||
-                   (is_signed(s, l, -1) && is_signed(s, r, -sign));
+            unsigned m = 0;
+            if (((l & r) & SIGN_POS) || ((l & r) & SIGN_NEG))
+                m |= SIGN_POS;
+            if ((l & SIGN_POS && r & SIGN_NEG) || (l & SIGN_NEG && r & SIGN_POS))
+                m |= SIGN_NEG;
+            return m;
+        }
         default:
-            return false;
+            return 0;
         }
     }
     }
-    return false;
+    return 0;
 }
 
 bool stmt_signed(Sema *s, const CStmt *cs, int sign)
 {
     /* a product of values <= 0 may be > 0 */
-    return (cs->red == RED_NONE || cs->red == RED_SUM || cs->red == RED_MAX ||
-            cs->red == RED_MIN || (cs->red == RED_PROD && sign > 0)) &&
-           is_signed(s, cs->body, sign);
+    bool red_ok = cs->red == RED_NONE || cs->red == RED_SUM || cs->red == RED_MAX ||
+                  cs->red == RED_MIN || (cs->red == RED_PROD && sign > 0);
+    return red_ok && expr_signs(s, cs->body) & (sign > 0 ? SIGN_POS : SIGN_NEG);
 }
 
 static void padded_reads(StmtCtx *c, const CStmt *cs, const CExpr *e)
@@ -175,7 +191,7 @@ static void padded_reads(StmtCtx *c, const CStmt *cs, const CExpr *e)
         if (!leaves)
             return;
         bool max = cs->red == RED_MAX;
-        if (tensor_signed(t, max ? 1 : -1))     /* the zeros change nothing */
+        if (tensor_signs(t) & (max ? SIGN_POS : SIGN_NEG))     /* the zeros change nothing */
             return;
         sema_warn(s, e->loc, "padded-max", "'%s' window reads outside '%s', where "
                   "the read is 0, and '%s' may hold %s values; write '%s[...] ?: %s' "
