@@ -39,4 +39,4 @@ EXTRA_DIST += tests/onnx/errors.test tests/onnx/backend.test tests/onnx/models.t
 	tests/onnx/embed.test tests/onnx/embed.py tests/onnx/order.test tests/onnx/order.py \
 	tests/onnx/nodes.test tests/onnx/nodes.py tests/onnx/onnxw.py \
 	tests/onnx/backend.py tests/onnx/backend.sh tests/onnx/backend-subset.txt \
-	tests/onnx/models.py tests/onnx/pb2st.c
+	tests/onnx/models.py tests/onnx/sweep.py tests/onnx/pb2st.c
