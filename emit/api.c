@@ -598,7 +598,7 @@ static void write_run(Emit *em)
 "    void *ein_p[EIN_NT];      /* prefixed: a tensor may be named p */\n"
 "    int ein_rc;\n"
 "    if (!ctx)\n"
-"        return ein_fail(NULL, MODEL_EINVAL, \"the context is a null pointer\");\n");
+"        return ein_no_ctx();\n");
     for (int i = 0; i < p->ntensors; i++) {
         const IrTensor *t = p->tensors[i];
         if (t->kind == IT_INPUT)
@@ -661,7 +661,7 @@ static void write_run(Emit *em)
 "{\n"
 "    int rc;\n"
 "    if (!ctx)\n"
-"        return ein_fail(NULL, MODEL_EINVAL, \"the context is a null pointer\");\n"
+"        return ein_no_ctx();\n"
 "    for (int i = 0; i < EIN_NT; i++)\n"
 "        if (ein_tensors[i].kind == MODEL_INPUT && !ctx->valid[i])\n"
 "            return ein_fail(ctx, MODEL_EMISSING, \"input '%s' was never set\",\n"

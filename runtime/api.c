@@ -86,7 +86,7 @@ RT_API int ein_weights_ready(model_ctx *ctx)
 int model_set_threads(model_ctx *ctx, int n)
 {
     if (!ctx)
-        return ein_fail(NULL, MODEL_EINVAL, "the context is a null pointer");
+        return ein_no_ctx();
     if (n < 0)
         return ein_fail(ctx, MODEL_EINVAL, "a thread count of %d: it must be 0 or more", n);
     ctx->threads = n;
@@ -131,7 +131,7 @@ int model_load_weights(model_ctx *ctx, const char *path)
     StFile *f;
     int st, rc;
     if (!ctx)
-        return ein_fail(NULL, MODEL_EINVAL, "the context is a null pointer");
+        return ein_no_ctx();
     if (!path)
         return ein_fail(ctx, MODEL_EINVAL, "weights file name is a null pointer");
     if ((st = st_open(path, &f, msg, sizeof msg)) != ST_OK)
@@ -159,7 +159,7 @@ int model_set_tensor(model_ctx *ctx, const char *name, const void *data, size_t 
 {
     int rc;
     if (!ctx)
-        return ein_fail(NULL, MODEL_EINVAL, "the context is a null pointer");
+        return ein_no_ctx();
     int i = ein_find(ctx, name);
     if (i < 0)
         return MODEL_EINVAL;
@@ -181,7 +181,7 @@ int model_get_tensor(model_ctx *ctx, const char *name, void *data, size_t nbytes
 {
     int rc;
     if (!ctx)
-        return ein_fail(NULL, MODEL_EINVAL, "the context is a null pointer");
+        return ein_no_ctx();
     int i = ein_find(ctx, name);
     if (i < 0)
         return MODEL_EINVAL;

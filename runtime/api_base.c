@@ -26,6 +26,12 @@ RT_API int ein_fail(model_ctx *ctx, int rc, const char *fmt, ...)
     return rc;
 }
 
+/* A null context: EINVAL, and the message for model_last_error(NULL). */
+RT_API int ein_no_ctx(void)
+{
+    return ein_fail(NULL, MODEL_EINVAL, "the context is a null pointer");
+}
+
 const char *model_last_error(const model_ctx *ctx)
 {
     return ctx ? ctx->err : ein_create_err;

@@ -617,15 +617,18 @@ static DefInfo *callee(Sema *s, const Stmt *st)
         return NULL;
     }
     if (!de) {
-        Sym *defs = NULL;
-        int n = sema_may_suggest(s)
-              ? scope_names(s->arena, s->defs, 1u << ENT_DEF, &defs) : 0;
-        /* the shape operations are candidates too (conact: concat) */
-        Sym *cands = arena_alloc(s->arena, ((size_t)n + 3) * sizeof *cands);
-        if (n)
-            memcpy(cands, defs, (size_t)n * sizeof *cands);
-        for (int i = 0; i < 3 && sema_may_suggest(s); i++)
-            cands[n++] = sym_intern_cstr(shapeop_names[i]);
+        /* the defs and the shape operations (conact: concat) */
+        Sym *cands = NULL;
+        int n = 0;
+        if (sema_may_suggest(s)) {
+            Sym *defs;
+            int nd = scope_names(s->arena, s->defs, 1u << ENT_DEF, &defs);
+            cands = arena_alloc(s->arena, ((size_t)nd + SHAPEOP_COUNT) * sizeof *cands);
+            for (; n < nd; n++)
+                cands[n] = defs[n];
+            for (int i = 0; i < SHAPEOP_COUNT; i++)
+                cands[n++] = sym_intern_cstr(shapeop_names[i]);
+        }
         sema_error(s, st->bind.callee_loc, "unknown def '%s'%s",
                    sym_q(st->bind.callee), did_you_mean(s, st->bind.callee,
                                                         cands, n));

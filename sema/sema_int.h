@@ -198,7 +198,8 @@ void block_warn_unused(Sema *s, const Scope *sc, const Stmt *def);
 /* Whether `name` is one of the built-in shape operations. */
 bool shapeop_is(Sym name);
 /* The names of the shape operations, for suggestions. */
-extern const char *const shapeop_names[3];
+#define SHAPEOP_COUNT 3
+extern const char *const shapeop_names[SHAPEOP_COUNT];
 void shapeop_check(Sema *s, Scope *sc, const Stmt *st, const int *outs);
 /* Fold a real constant expression (numbers, inf, nan, constants, real
  * parameters, + - * / and unary -); false after an error (reported). */

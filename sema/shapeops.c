@@ -16,11 +16,11 @@
 
 typedef enum { OP_CONCAT, OP_STACK, OP_SPLIT } ShapeOp;
 
-const char *const shapeop_names[3] = {"concat", "stack", "split"};
+const char *const shapeop_names[SHAPEOP_COUNT] = {"concat", "stack", "split"};
 
 bool shapeop_is(Sym name)
 {
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < SHAPEOP_COUNT; i++)
         if (strcmp(sym_str(name), shapeop_names[i]) == 0)
             return true;
     return false;

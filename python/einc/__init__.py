@@ -242,11 +242,10 @@ class Model:
         """Free the context (and the build folder of einc.compile); the
         model cannot be used after."""
         self._finalizer()
-        self._ctx = None
 
     def _live(self):
         """The context, or EincError once the model is closed."""
-        if not self._ctx:
+        if not self._finalizer.alive:
             raise EincError(f"model '{self.name}' is closed")
         return self._ctx
 
