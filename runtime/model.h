@@ -152,6 +152,7 @@ extern const struct ein_tune_op {
 __attribute__((format(printf, 3, 4)))
 #endif
 RT_API int ein_fail(model_ctx *ctx, int rc, const char *fmt, ...);
+RT_API int ein_no_ctx(void);
 RT_API int ein_st_code(int st);
 RT_API StDtype ein_st_dtype(int elem);
 /* api_host.c, api_cuda.cu */
